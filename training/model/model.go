@@ -1,0 +1,257 @@
+// Package model describes the transformer language models sfsweep trains: their
+// configuration, the named presets of the paper and their CPU-sized twins, the layout of all
+// parameters in one flat buffer, deterministic initialisation, and the FLOP count of a step.
+//
+// It holds no compute: the engines (the native CPU engine, the gorgonia oracle, the GPU
+// backend) all read the same Config and Layout, so a parameter buffer, a checkpoint and a
+// gradient mean the same thing to each of them.
+package model
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+)
+
+// Arch is a model architecture.
+type Arch string
+
+const (
+	// LLaMA is the paper's main model: token embedding, pre-norm RMSNorm, RoPE (θ = 10000),
+	// causal multi-head attention, SwiGLU MLP, final RMSNorm, untied LM head, no biases.
+	LLaMA Arch = "llama"
+	// GPT2 is the paper's appendix model: learned position embedding, LayerNorm, GELU MLP,
+	// biases, LM head tied to the token embedding.
+	GPT2 Arch = "gpt2"
+)
+
+// Config is one model. Presets are values of it; any other size comes from a config file.
+type Config struct {
+	Arch      Arch    `json:"arch"`
+	Vocab     int     `json:"vocab"`      // vocabulary size (50304 = GPT-2's 50257 padded to a multiple of 64)
+	Dim       int     `json:"dim"`        // model width d
+	Layers    int     `json:"layers"`     // transformer blocks L
+	Heads     int     `json:"heads"`      // attention heads; Dim must be a multiple
+	Context   int     `json:"context"`    // maximum sequence length T
+	Hidden    int     `json:"hidden"`     // MLP width: SwiGLU hidden (LLaMA) or 4d (GPT-2)
+	Batch     int     `json:"batch"`      // default sequences per micro-batch
+	RopeTheta float64 `json:"rope_theta"` // RoPE base (LLaMA)
+	NormEps   float64 `json:"norm_eps"`   // ε of RMSNorm / LayerNorm
+	InitStd   float64 `json:"init_std"`   // standard deviation of the weight initialisation
+}
+
+var presets = map[string]Config{
+	// The paper's models (appendix "Architectures"): 124M parameters at d 768.
+	"llama-124m": {Arch: LLaMA, Vocab: 50304, Dim: 768, Layers: 12, Heads: 12, Context: 512, Hidden: 2048, Batch: 8},
+	"gpt2-124m":  {Arch: GPT2, Vocab: 50304, Dim: 768, Layers: 12, Heads: 12, Context: 512, Hidden: 3072, Batch: 8},
+	// CPU-sized twins, the same as the PyTorch peer's "tiny" and "small".
+	"tiny-llama":  {Arch: LLaMA, Vocab: 512, Dim: 128, Layers: 4, Heads: 4, Context: 128, Hidden: 344, Batch: 16},
+	"small-llama": {Arch: LLaMA, Vocab: 50304, Dim: 384, Layers: 6, Heads: 6, Context: 256, Hidden: 1024, Batch: 8},
+	"tiny-gpt2":   {Arch: GPT2, Vocab: 512, Dim: 128, Layers: 4, Heads: 4, Context: 128, Hidden: 512, Batch: 16},
+	// A model small enough for finite-difference and oracle checks.
+	"micro-llama": {Arch: LLaMA, Vocab: 32, Dim: 16, Layers: 2, Heads: 2, Context: 8, Hidden: 24, Batch: 2},
+	"micro-gpt2":  {Arch: GPT2, Vocab: 32, Dim: 16, Layers: 2, Heads: 2, Context: 8, Hidden: 64, Batch: 2},
+}
+
+// Preset returns the named preset with defaults filled in.
+func Preset(name string) (Config, error) {
+	c, ok := presets[name]
+	if !ok {
+		return Config{}, fmt.Errorf("model preset %q: unknown; known presets: %v", name, PresetNames())
+	}
+	return c.WithDefaults(), nil
+}
+
+// PresetNames lists the presets in sorted order.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// WithDefaults fills the fields left zero with the paper's values: RoPE θ = 10000,
+// norm ε = 1e-5, initialisation standard deviation 0.02.
+func (c Config) WithDefaults() Config {
+	if c.RopeTheta == 0 && c.Arch == LLaMA {
+		c.RopeTheta = 10000
+	}
+	if c.NormEps == 0 {
+		c.NormEps = 1e-5
+	}
+	if c.InitStd == 0 {
+		c.InitStd = 0.02
+	}
+	return c
+}
+
+// FieldError reports an invalid configuration field: its name, value and the reason.
+type FieldError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Reason) }
+
+// Validate reports the first invalid field as a *FieldError.
+func (c Config) Validate() error {
+	if c.Arch != LLaMA && c.Arch != GPT2 {
+		return &FieldError{"arch", c.Arch, `must be "llama" or "gpt2"`}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"vocab", c.Vocab}, {"dim", c.Dim}, {"layers", c.Layers}, {"heads", c.Heads}, {"context", c.Context}, {"hidden", c.Hidden}, {"batch", c.Batch}} {
+		if f.v < 1 {
+			return &FieldError{f.name, f.v, "must be ≥ 1"}
+		}
+	}
+	if c.Dim%c.Heads != 0 {
+		return &FieldError{"heads", c.Heads, fmt.Sprintf("must divide dim (%d)", c.Dim)}
+	}
+	if c.Arch == LLaMA && (c.Dim/c.Heads)%2 != 0 {
+		return &FieldError{"heads", c.Heads, fmt.Sprintf("head size dim/heads = %d must be even for RoPE", c.Dim/c.Heads)}
+	}
+	if c.Vocab > 1<<16 {
+		return &FieldError{"vocab", c.Vocab, "must be ≤ 65536 (tokens are stored as uint16)"}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"norm_eps", c.NormEps}, {"init_std", c.InitStd}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v <= 0 {
+			return &FieldError{f.name, f.v, "must be a finite number > 0"}
+		}
+	}
+	if c.Arch == LLaMA && (math.IsNaN(c.RopeTheta) || math.IsInf(c.RopeTheta, 0) || c.RopeTheta <= 1) {
+		return &FieldError{"rope_theta", c.RopeTheta, "must be a finite number > 1"}
+	}
+	return nil
+}
+
+// HeadDim returns the size of one attention head, Dim/Heads.
+func (c Config) HeadDim() int { return c.Dim / c.Heads }
+
+// Tensor is one named parameter tensor inside the flat buffer: Shape in row-major order
+// (linear weights are (out, in), as torch.nn.Linear), at [Offset, Offset+Size).
+type Tensor struct {
+	Name   string `json:"name"`
+	Shape  []int  `json:"shape"`
+	Offset int    `json:"offset"`
+	Size   int    `json:"size"`
+	// Kind says how the tensor is initialised and used: "embedding", "linear",
+	// "residual" (a linear layer writing into the residual stream), "norm" (scale, init 1)
+	// or "bias" (init 0).
+	Kind string `json:"kind"`
+}
+
+// Layout places every parameter of a model in one flat buffer, layer by layer. Names follow
+// the PyTorch modules of the reference implementations (shared/bench/torch_llama.py for
+// LLaMA, nanoGPT for GPT-2), so weights map one to one onto a PyTorch state dict.
+type Layout struct {
+	Tensors []Tensor `json:"tensors"`
+	Size    int      `json:"size"` // total number of parameters
+	index   map[string]int
+}
+
+// Layout returns the parameter layout of the configuration.
+func (c Config) Layout() Layout {
+	var l Layout
+	add := func(name, kind string, shape ...int) {
+		n := 1
+		for _, s := range shape {
+			n *= s
+		}
+		l.Tensors = append(l.Tensors, Tensor{Name: name, Shape: slices.Clone(shape), Offset: l.Size, Size: n, Kind: kind})
+		l.Size += n
+	}
+	d, h, V := c.Dim, c.Hidden, c.Vocab
+	switch c.Arch {
+	case LLaMA:
+		add("emb.weight", "embedding", V, d)
+		for i := range c.Layers {
+			p := fmt.Sprintf("blocks.%d.", i)
+			add(p+"n1.weight", "norm", d)
+			add(p+"att.wq.weight", "linear", d, d)
+			add(p+"att.wk.weight", "linear", d, d)
+			add(p+"att.wv.weight", "linear", d, d)
+			add(p+"att.wo.weight", "residual", d, d)
+			add(p+"n2.weight", "norm", d)
+			add(p+"mlp.w1.weight", "linear", h, d) // gate
+			add(p+"mlp.w3.weight", "linear", h, d) // up
+			add(p+"mlp.w2.weight", "residual", d, h)
+		}
+		add("norm.weight", "norm", d)
+		add("head.weight", "linear", V, d)
+	case GPT2:
+		add("transformer.wte.weight", "embedding", V, d) // also the LM head (tied)
+		add("transformer.wpe.weight", "embedding", c.Context, d)
+		for i := range c.Layers {
+			p := fmt.Sprintf("transformer.h.%d.", i)
+			add(p+"ln_1.weight", "norm", d)
+			add(p+"ln_1.bias", "bias", d)
+			add(p+"attn.c_attn.weight", "linear", 3*d, d)
+			add(p+"attn.c_attn.bias", "bias", 3*d)
+			add(p+"attn.c_proj.weight", "residual", d, d)
+			add(p+"attn.c_proj.bias", "bias", d)
+			add(p+"ln_2.weight", "norm", d)
+			add(p+"ln_2.bias", "bias", d)
+			add(p+"mlp.c_fc.weight", "linear", h, d)
+			add(p+"mlp.c_fc.bias", "bias", h)
+			add(p+"mlp.c_proj.weight", "residual", d, h)
+			add(p+"mlp.c_proj.bias", "bias", d)
+		}
+		add("transformer.ln_f.weight", "norm", d)
+		add("transformer.ln_f.bias", "bias", d)
+	}
+	l.index = make(map[string]int, len(l.Tensors))
+	for i, t := range l.Tensors {
+		l.index[t.Name] = i
+	}
+	return l
+}
+
+// Tensor returns the tensor called name.
+func (l Layout) Tensor(name string) (Tensor, bool) {
+	i, ok := l.index[name]
+	if !ok {
+		return Tensor{}, false
+	}
+	return l.Tensors[i], true
+}
+
+// View returns the slice of buf holding the tensor called name; it panics if there is none,
+// since names come from the layout itself.
+func View[T any](l Layout, buf []T, name string) []T {
+	t, ok := l.Tensor(name)
+	if !ok {
+		panic("model: no tensor " + name)
+	}
+	return buf[t.Offset : t.Offset+t.Size : t.Offset+t.Size]
+}
+
+// NumParams returns the number of parameters.
+func (c Config) NumParams() int { return c.Layout().Size }
+
+// MatmulParams returns N_matmul of the FLOP formula: every parameter except the input
+// embedding tables (a lookup, not a matmul), plus the tied LM head of GPT-2 (which is a
+// matmul with the token embedding).
+func (c Config) MatmulParams() int {
+	n := c.NumParams() - c.Vocab*c.Dim
+	if c.Arch == GPT2 {
+		n += c.Vocab*c.Dim - c.Context*c.Dim
+	}
+	return n
+}
+
+// FLOPsPerStep returns the floating-point operations of one training step (forward and
+// backward) over batch sequences of seqLen tokens: 6·N_matmul·B·T + 12·L·T²·d·B, the formula
+// of the PyTorch peer (dense causal attention counted in full).
+func (c Config) FLOPsPerStep(batch, seqLen int) float64 {
+	b, t := float64(batch), float64(seqLen)
+	return 6*float64(c.MatmulParams())*b*t + 12*float64(c.Layers)*t*t*float64(c.Dim)*b
+}
