@@ -45,6 +45,9 @@ func EoS(cfg ToyConfig) (*EoSRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("analysis: eos: %w", err)
 	}
+	if run.DivergedAt > 0 {
+		return nil, fmt.Errorf("analysis: eos: toy run with lr=%v: step %d: %w", cfg.LR, run.DivergedAt, ErrDiverged)
+	}
 	out := &EoSRun{Config: cfg, Points: make([]EoSPoint, len(run.Steps))}
 	for i, s := range run.Steps {
 		sh, err := Lanczos(ToyHVP(s.Y), 2, 2, s.Precond[:])

@@ -99,14 +99,18 @@ type ToyRun struct {
 	Config ToyConfig `json:"config"`
 	Steps  []ToyStep `json:"steps"`
 	// Final holds x_{T+1}, y_{T+1}, z_{T+1} after the last step, with their losses and
-	// distances; its LR, CNext and Precond are zero.
+	// distances; its LR, CNext and Precond are zero. It is zero for a diverged run.
 	Final ToyStep `json:"final"`
+	// DivergedAt is the first step t whose iterates were no longer finite, 0 if none were.
+	// A diverged run is a result: Steps holds every finite step before it.
+	DivergedAt int `json:"diverged_at,omitempty"`
 }
 
 // ErrDiverged reports a run whose iterates became infinite or NaN.
 var ErrDiverged = errors.New("iterates diverged")
 
 // RunToy runs SF-AdamW (package sfadamw, float64) on the toy model and records every step.
+// A run whose iterates overflow is not an error: it stops there, with DivergedAt set.
 func RunToy(cfg ToyConfig) (*ToyRun, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("analysis: toy config: %w", err)
@@ -127,22 +131,30 @@ func RunToy(cfg ToyConfig) (*ToyRun, error) {
 		}
 		s.LossX, s.LossY = ToyLoss(s.X), ToyLoss(s.Y)
 		s.DistX, s.DistY, s.DistZ = RiverDistance(s.X), RiverDistance(s.Y), RiverDistance(s.Z)
+		if !finite(Vec2{s.LossX, s.LossY}) || !finite(Vec2{s.DistX, s.DistY + s.DistZ}) {
+			return s, fmt.Errorf("analysis: toy run with beta1=%v lr=%v: step %d: %w", cfg.Beta1, cfg.LR, t, ErrDiverged)
+		}
 		return s, nil
 	}
 	for t := 1; t <= cfg.Steps; t++ {
 		s, err := snapshot(t)
 		if err != nil {
-			return nil, err
+			run.DivergedAt = t
+			return run, nil
 		}
 		g := ToyGrad(s.Y)
 		grad[0], grad[1] = g[0], g[1]
 		opt.Step(grad)
 		opt.Precond(pre)
 		s.LR, s.CNext, s.Precond = opt.LastLR(), opt.LastC(), Vec2{pre[0], pre[1]}
+		if !finite(s.Precond) { // the step's second moment overflowed
+			run.DivergedAt = t
+			return run, nil
+		}
 		run.Steps = append(run.Steps, s)
 	}
 	if run.Final, err = snapshot(cfg.Steps + 1); err != nil {
-		return nil, err
+		run.Final, run.DivergedAt = ToyStep{}, cfg.Steps+1
 	}
 	return run, nil
 }
@@ -223,15 +235,25 @@ type ToySummary struct {
 	LossY     float64 `json:"loss_y"`
 	MeanDistX float64 `json:"mean_dist_x"` // mean distance of x_t from the river, second half
 	MeanDistY float64 `json:"mean_dist_y"` // mean distance of y_t from the river, second half
+	// DivergedAt is the step at which the iterates overflowed, 0 if they did not; the other
+	// fields then describe the finite steps before it.
+	DivergedAt int `json:"diverged_at,omitempty"`
 }
 
 // Summary returns the run's summary.
 func (r *ToyRun) Summary() ToySummary {
 	s := ToySummary{
 		Beta1: r.Config.Beta1, FinalX: r.Final.X, FinalY: r.Final.Y,
-		LossX: r.Final.LossX, LossY: r.Final.LossY,
+		LossX: r.Final.LossX, LossY: r.Final.LossY, DivergedAt: r.DivergedAt,
+	}
+	if r.DivergedAt > 0 && len(r.Steps) > 0 {
+		last := r.Steps[len(r.Steps)-1]
+		s.FinalX, s.FinalY, s.LossX, s.LossY = last.X, last.Y, last.LossX, last.LossY
 	}
 	half := r.Steps[len(r.Steps)/2:]
+	if len(half) == 0 {
+		return s
+	}
 	for _, st := range half {
 		s.MeanDistX += st.DistX
 		s.MeanDistY += st.DistY

@@ -207,8 +207,23 @@ func TestRunToyDiverges(t *testing.T) {
 	// A learning rate of 1e200 sends z to ~1e200 in one step; w⁽¹⁾w⁽²⁾ then overflows.
 	cfg := DefaultToyConfig(0.1)
 	cfg.LR, cfg.Steps = 1e200, 10
-	if _, err := RunToy(cfg); !errors.Is(err, ErrDiverged) {
-		t.Fatalf("RunToy error = %v, want ErrDiverged", err)
+	run, err := RunToy(cfg)
+	if err != nil {
+		t.Fatalf("a diverging run is a result, got error %v", err)
+	}
+	if run.DivergedAt < 1 || run.DivergedAt > cfg.Steps+1 || len(run.Steps) != run.DivergedAt-1 {
+		t.Fatalf("DivergedAt = %d with %d finite steps recorded", run.DivergedAt, len(run.Steps))
+	}
+	for _, st := range run.Steps {
+		if !finite(st.X) || !finite(st.Y) || !finite(st.Z) {
+			t.Fatalf("step %d recorded non-finite iterates", st.T)
+		}
+	}
+	if sum := run.Summary(); sum.DivergedAt != run.DivergedAt {
+		t.Errorf("summary DivergedAt = %d, want %d", sum.DivergedAt, run.DivergedAt)
+	}
+	if _, err := EoS(cfg); !errors.Is(err, ErrDiverged) {
+		t.Errorf("EoS of a diverged run: error %v, want ErrDiverged", err)
 	}
 }
 

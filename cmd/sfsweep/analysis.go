@@ -157,14 +157,15 @@ type artifacts struct {
 	dir    string
 	quiet  bool
 	stdout io.Writer
+	stderr io.Writer // live notes, such as a diverged run
 	files  []string
 }
 
-func newArtifacts(dir string, quiet bool, stdout io.Writer) (*artifacts, error) {
+func newArtifacts(dir string, quiet bool, stdout, stderr io.Writer) (*artifacts, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
-	return &artifacts{dir: dir, quiet: quiet, stdout: stdout}, nil
+	return &artifacts{dir: dir, quiet: quiet, stdout: stdout, stderr: stderr}, nil
 }
 
 func (a *artifacts) add(paths ...string) {
@@ -252,7 +253,7 @@ func runToyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return asFlagError(err)
 		}
 	}
-	a, err := newArtifacts(out.out, out.json, stdout)
+	a, err := newArtifacts(out.out, out.json, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -274,6 +275,10 @@ func produceToy(ctx context.Context, a *artifacts, format string, cfgs []analysi
 		run, err := analysis.RunToy(cfg)
 		if err != nil {
 			return nil, err
+		}
+		if run.DivergedAt > 0 {
+			fmt.Fprintf(a.stderr, "toy β1=%g lr=%g: diverged at step %d; its %d finite steps are recorded\n",
+				cfg.Beta1, cfg.LR, run.DivergedAt, len(run.Steps))
 		}
 		if err := writeRun(a, fmt.Sprintf("toy_beta1_%g", cfg.Beta1), format, run.WriteJSON, run.WriteCSV); err != nil {
 			return nil, err
@@ -314,7 +319,7 @@ func runWeightsCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *bins < 1 {
 		return &usageError{msg: fmt.Sprintf("invalid value %d for flag -bins: must be ≥ 1", *bins)}
 	}
-	a, err := newArtifacts(out.out, out.json, stdout)
+	a, err := newArtifacts(out.out, out.json, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -411,7 +416,7 @@ func runEoSCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := cfg.Validate(); err != nil {
 		return asFlagError(err)
 	}
-	a, err := newArtifacts(out.out, out.json, stdout)
+	a, err := newArtifacts(out.out, out.json, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -467,7 +472,7 @@ func runCentralFlowCmd(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		cfgs[i] = c
 	}
-	a, err := newArtifacts(out.out, out.json, stdout)
+	a, err := newArtifacts(out.out, out.json, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -513,7 +518,7 @@ func runFiguresCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := out.validate(); err != nil {
 		return err
 	}
-	a, err := newArtifacts(out.out, out.json, stdout)
+	a, err := newArtifacts(out.out, out.json, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -257,3 +257,33 @@ func FuzzFloatList(f *testing.F) {
 		}
 	})
 }
+
+// TestToyDivergenceIsAResult checks that a learning rate far too high is recorded as a
+// diverged run (exit 0, files written, the step reported live), not a failure, and that the
+// other β1 values of the same command still produce their results.
+func TestToyDivergenceIsAResult(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := run(t, "toy", "-lr", "5000", "-wd", "1", "-beta1", "0.1,0.9", "-steps", "500", "-out", dir, "-json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "diverged at step") {
+		t.Errorf("stderr does not report the divergence: %q", stderr)
+	}
+	var out struct {
+		Files   []string
+		Summary []analysis.ToySummary
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("summary: %v", err)
+	}
+	if len(out.Summary) != 2 {
+		t.Fatalf("%d summaries, want 2", len(out.Summary))
+	}
+	for _, s := range out.Summary {
+		if s.DivergedAt < 2 || s.DivergedAt > 501 {
+			t.Errorf("β1=%g: diverged_at = %d", s.Beta1, s.DivergedAt)
+		}
+	}
+	checkFiles(t, out.Files)
+}
