@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/model"
+	"github.com/sfsweep/sfsweep/training/native"
+)
+
+func init() {
+	register("bench", "training-step speed of the native engine (tokens/s, GFLOP/s), against PyTorch when it is installed", runBenchCmd)
+}
+
+// benchResult is one measured engine over one round.
+type benchResult struct {
+	Engine    string  `json:"engine"`
+	Round     int     `json:"round"`
+	MsPerStep float64 `json:"ms_per_step"` // median over the round's timed steps
+	TokensPS  float64 `json:"tokens_per_s"`
+	GFLOPS    float64 `json:"gflops"`
+	LossFirst float64 `json:"loss_first,omitempty"`
+	LossLast  float64 `json:"loss_last,omitempty"`
+}
+
+// benchReport is what `bench -json` prints.
+type benchReport struct {
+	Model        string        `json:"model"`
+	Params       int           `json:"params"`
+	TokensStep   int           `json:"tokens_per_step"`
+	GFLOPStep    float64       `json:"gflop_per_step"`
+	PeakGFLOPS   float64       `json:"peak_gflops"`
+	Rounds       []benchResult `json:"rounds"`
+	Native       float64       `json:"native_tokens_per_s"` // median over rounds
+	Torch        float64       `json:"torch_tokens_per_s,omitempty"`
+	Ratio        float64       `json:"native_over_torch,omitempty"`
+	FracOfPeak   float64       `json:"native_fraction_of_peak"`
+	TorchSkipped string        `json:"torch_skipped,omitempty"`
+}
+
+// torchPeers maps our presets to the PyTorch peer's configurations (bench/torch/torch_llama.py).
+var torchPeers = map[string]string{"tiny-llama": "tiny", "small-llama": "small"}
+
+func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", stderr)
+	preset := fs.String("model", "tiny-llama", fmt.Sprintf("model preset, one of %v", model.PresetNames()))
+	batch := fs.Int("batch", 0, "sequences per step (0: the preset's)")
+	steps := fs.Int("steps", 20, "timed steps per round, ≥ 1")
+	warmup := fs.Int("warmup", 3, "untimed steps before each round, ≥ 0")
+	rounds := fs.Int("rounds", 2, "rounds, alternating engines, ≥ 1")
+	torch := fs.String("torch", "auto", "PyTorch peer: auto (when python3 can import torch), on, or off")
+	peak := fs.Float64("peak", 570, "peak GFLOP/s of the machine, for the fraction of peak (> 0)")
+	asJSON := fs.Bool("json", false, "print a JSON report instead of text")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := model.Preset(*preset)
+	if err != nil {
+		return &usageError{msg: fmt.Sprintf("-model %q: unknown preset; known: %v", *preset, model.PresetNames())}
+	}
+	switch {
+	case *batch < 0:
+		return &usageError{msg: fmt.Sprintf("-batch %d: must be ≥ 0", *batch)}
+	case *steps < 1:
+		return &usageError{msg: fmt.Sprintf("-steps %d: must be ≥ 1", *steps)}
+	case *warmup < 0:
+		return &usageError{msg: fmt.Sprintf("-warmup %d: must be ≥ 0", *warmup)}
+	case *rounds < 1:
+		return &usageError{msg: fmt.Sprintf("-rounds %d: must be ≥ 1", *rounds)}
+	case *torch != "auto" && *torch != "on" && *torch != "off":
+		return &usageError{msg: fmt.Sprintf("-torch %q: must be auto, on or off", *torch)}
+	case !(*peak > 0):
+		return &usageError{msg: fmt.Sprintf("-peak %g: must be > 0", *peak)}
+	}
+	if *batch > 0 {
+		cfg.Batch = *batch
+	}
+	B, T := cfg.Batch, cfg.Context
+	rep := benchReport{Model: *preset, Params: cfg.NumParams(), TokensStep: B * T,
+		GFLOPStep: cfg.FLOPsPerStep(B, T) / 1e9, PeakGFLOPS: *peak}
+
+	peer, why := torchPeer(*torch, *preset, *batch)
+	if peer == nil {
+		if *torch == "on" {
+			return errors.New("PyTorch peer unavailable: " + why)
+		}
+		rep.TorchSkipped = why
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "%s: %d parameters, %d tokens/step, %.2f GFLOP/step\n", *preset, rep.Params, rep.TokensStep, rep.GFLOPStep)
+		if peer == nil {
+			fmt.Fprintf(stdout, "PyTorch peer skipped: %s\n", why)
+		}
+	}
+
+	eng, err := newBenchEngine(cfg, B, T)
+	if err != nil {
+		return err
+	}
+	var nat, tor []float64
+	for r := 1; r <= *rounds; r++ {
+		res, err := eng.round(ctx, r, *warmup, *steps, stderr)
+		if err != nil {
+			return err
+		}
+		rep.Rounds = append(rep.Rounds, res)
+		nat = append(nat, res.TokensPS)
+		line := fmt.Sprintf("round %d: sfsweep %7.1f ms/step  %8.0f tokens/s  %6.1f GFLOP/s (%.0f%% of peak)",
+			r, res.MsPerStep, res.TokensPS, res.GFLOPS, 100*res.GFLOPS / *peak)
+		if peer != nil {
+			pr, err := peer(ctx, r)
+			if err != nil {
+				return fmt.Errorf("PyTorch peer: %w", err)
+			}
+			rep.Rounds = append(rep.Rounds, pr)
+			tor = append(tor, pr.TokensPS)
+			line += fmt.Sprintf("  |  pytorch %7.1f ms/step  %8.0f tokens/s", pr.MsPerStep, pr.TokensPS)
+		}
+		if !*asJSON {
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	rep.Native = median(nat)
+	rep.FracOfPeak = rep.Native * rep.GFLOPStep / float64(rep.TokensStep) / *peak
+	if len(tor) > 0 {
+		rep.Torch = median(tor)
+		rep.Ratio = rep.Native / rep.Torch
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(stdout, "median: sfsweep %.0f tokens/s (%.0f%% of peak)", rep.Native, 100*rep.FracOfPeak)
+	if rep.Torch > 0 {
+		fmt.Fprintf(stdout, ", pytorch %.0f tokens/s, ratio sfsweep/pytorch = %.2f×", rep.Torch, rep.Ratio)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+// benchEngine trains the native engine with AdamW on uniformly random tokens, as the PyTorch
+// peer does.
+type benchEngine struct {
+	cfg             model.Config
+	m               *native.Model[float32]
+	opt             *sfadamw.AdamW[float32]
+	tokens, targets []int32
+	rng             *rand.Rand
+	B, T            int
+}
+
+func newBenchEngine(cfg model.Config, B, T int) (*benchEngine, error) {
+	m, err := native.New[float32](cfg, B, T)
+	if err != nil {
+		return nil, err
+	}
+	model.Init(cfg, 0, m.Params())
+	opt, err := sfadamw.NewAdamW(sfadamw.AdamWConfig{Schedule: sfadamw.Schedule{Kind: sfadamw.Constant, Peak: 1e-3},
+		Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}, m.Params())
+	if err != nil {
+		return nil, err
+	}
+	return &benchEngine{cfg: cfg, m: m, opt: opt, tokens: make([]int32, B*T), targets: make([]int32, B*T),
+		rng: rand.New(rand.NewPCG(0, 0)), B: B, T: T}, nil
+}
+
+func (e *benchEngine) step() (float64, error) {
+	// a random sequence of T+1 tokens per row: inputs are the first T, targets the last T
+	for b := range e.B {
+		prev := int32(e.rng.IntN(e.cfg.Vocab))
+		for t := range e.T {
+			next := int32(e.rng.IntN(e.cfg.Vocab))
+			e.tokens[b*e.T+t], e.targets[b*e.T+t] = prev, next
+			prev = next
+		}
+	}
+	e.m.ZeroGrad()
+	loss, err := e.m.Forward(e.tokens, e.targets)
+	if err != nil {
+		return 0, err
+	}
+	e.m.Backward()
+	e.opt.Step(e.m.Grads())
+	return loss, nil
+}
+
+func (e *benchEngine) round(ctx context.Context, r, warmup, steps int, status io.Writer) (benchResult, error) {
+	res := benchResult{Engine: "sfsweep", Round: r}
+	times := make([]float64, 0, steps)
+	live := isTerminal(status)
+	for s := 0; s < warmup+steps; s++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		t0 := time.Now()
+		loss, err := e.step()
+		if err != nil {
+			return res, err
+		}
+		dt := time.Since(t0).Seconds()
+		if s == 0 {
+			res.LossFirst = loss
+		}
+		res.LossLast = loss
+		if s >= warmup {
+			times = append(times, dt)
+		}
+		if live {
+			fmt.Fprintf(status, "\rround %d: step %d/%d  loss %.4f  %.1f ms/step ", r, s+1, warmup+steps, loss, dt*1e3)
+		}
+	}
+	if live {
+		fmt.Fprint(status, "\r\033[K")
+	}
+	med := median(times)
+	res.MsPerStep = med * 1e3
+	res.TokensPS = float64(e.B*e.T) / med
+	res.GFLOPS = e.cfg.FLOPsPerStep(e.B, e.T) / med / 1e9
+	return res, nil
+}
+
+// torchPeer returns a function running one round of the PyTorch peer, or nil and the reason
+// it cannot run.
+func torchPeer(mode, preset string, batch int) (func(ctx context.Context, round int) (benchResult, error), string) {
+	if mode == "off" {
+		return nil, "-torch off"
+	}
+	peerCfg, ok := torchPeers[preset]
+	if !ok {
+		return nil, fmt.Sprintf("no PyTorch peer configuration for %s (peers exist for %v)", preset, slices.Sorted(maps.Keys(torchPeers)))
+	}
+	if batch > 0 {
+		return nil, "the PyTorch peer runs only the preset's batch size"
+	}
+	script, err := filepath.Abs(filepath.Join("bench", "torch", "torch_llama.py"))
+	if err != nil || !fileExists(script) {
+		return nil, "bench/torch/torch_llama.py not found (run from the repository root)"
+	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
+		return nil, "python3 cannot import torch (bench/torch/torch-best.sh installs it)"
+	}
+	steps, warm := "30", "5"
+	if peerCfg == "small" {
+		steps, warm = "8", "2"
+	}
+	return func(ctx context.Context, round int) (benchResult, error) {
+		cmd := exec.CommandContext(ctx, "/usr/bin/python3", script, "--config", peerCfg, "--steps", steps, "--warmup", warm)
+		// PyTorch at its best on this kind of machine (bench/torch/torch-best.sh)
+		cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_NUM_THREADS=2", "OPENBLAS_CORETYPE=SkylakeX")
+		if omp := ompBLASDir(); omp != "" {
+			cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+omp)
+		}
+		out, err := cmd.Output()
+		if err != nil {
+			return benchResult{}, fmt.Errorf("%s: %w", script, err)
+		}
+		var r struct {
+			Ms     float64 `json:"ms_per_step_median"`
+			Tokens float64 `json:"tokens_per_s_median"`
+			GFLOPS float64 `json:"achieved_gflops_median"`
+			First  float64 `json:"loss_first"`
+			Last   float64 `json:"loss_last"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			return benchResult{}, fmt.Errorf("parse the peer's JSON: %w", err)
+		}
+		return benchResult{Engine: "pytorch", Round: round, MsPerStep: r.Ms, TokensPS: r.Tokens, GFLOPS: r.GFLOPS,
+			LossFirst: r.First, LossLast: r.Last}, nil
+	}, ""
+}
+
+// ompBLASDir returns the directory of the OpenMP build of OpenBLAS that torch-best.sh
+// unpacks, if present.
+func ompBLASDir() string {
+	base := os.Getenv("SFSWEEP_OMPBLAS")
+	if base == "" {
+		base = "/tmp/sfsweep-ompblas"
+	}
+	dir := filepath.Join(base, "usr/lib/x86_64-linux-gnu/openblas-openmp")
+	if fileExists(dir) {
+		return dir
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// isTerminal reports whether w is a terminal, where a live progress line can be redrawn.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

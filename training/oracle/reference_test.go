@@ -1,0 +1,164 @@
+package oracle
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// refLoss is an independent plain-Go float64 forward pass of the LLaMA model (simple loops
+// over one sequence at a time, no gorgonia, no shared code with the graph): the mean
+// next-token cross-entropy over all batch·seqLen positions. It follows
+// shared/bench/torch_llama.py line by line.
+func refLoss(cfg model.Config, params []float64, tokens, targets []int32, batch, seqLen int) float64 {
+	l := cfg.Layout()
+	w := func(name string) []float64 { return model.View(l, params, name) }
+	d, H, hd, F, V := cfg.Dim, cfg.Heads, cfg.HeadDim(), cfg.Hidden, cfg.Vocab
+
+	// matvec returns W·x for a torch-style weight W (out, in).
+	matvec := func(W, x []float64, out int) []float64 {
+		in := len(x)
+		y := make([]float64, out)
+		for o := range out {
+			var s float64
+			for i := range in {
+				s += W[o*in+i] * x[i]
+			}
+			y[o] = s
+		}
+		return y
+	}
+	rmsnorm := func(x, g []float64) []float64 {
+		var ss float64
+		for _, v := range x {
+			ss += v * v
+		}
+		r := 1 / math.Sqrt(ss/float64(len(x))+cfg.NormEps)
+		y := make([]float64, len(x))
+		for i, v := range x {
+			y[i] = v * r * g[i]
+		}
+		return y
+	}
+	// rope rotates the pairs (i, i+hd/2) of every head of x by pos·θ^(−2i/hd).
+	rope := func(x []float64, pos int) {
+		for h := range H {
+			o := h * hd
+			for i := range hd / 2 {
+				ang := float64(pos) / math.Pow(cfg.RopeTheta, float64(2*i)/float64(hd))
+				c, s := math.Cos(ang), math.Sin(ang)
+				a, b := x[o+i], x[o+i+hd/2]
+				x[o+i] = a*c - b*s
+				x[o+i+hd/2] = a*s + b*c
+			}
+		}
+	}
+
+	var total float64
+	for b := range batch {
+		x := make([][]float64, seqLen)
+		for t := range seqLen {
+			tok := int(tokens[b*seqLen+t])
+			x[t] = append([]float64(nil), w("emb.weight")[tok*d:(tok+1)*d]...)
+		}
+		for layer := range cfg.Layers {
+			p := func(s string) []float64 { return w("blocks." + strconv.Itoa(layer) + "." + s) }
+			q, k, v := make([][]float64, seqLen), make([][]float64, seqLen), make([][]float64, seqLen)
+			for t := range seqLen {
+				h := rmsnorm(x[t], p("n1.weight"))
+				q[t] = matvec(p("att.wq.weight"), h, d)
+				k[t] = matvec(p("att.wk.weight"), h, d)
+				v[t] = matvec(p("att.wv.weight"), h, d)
+				rope(q[t], t)
+				rope(k[t], t)
+			}
+			for t := range seqLen {
+				y := make([]float64, d)
+				for h := range H {
+					o := h * hd
+					scores := make([]float64, t+1)
+					m := math.Inf(-1)
+					for j := 0; j <= t; j++ {
+						var s float64
+						for i := range hd {
+							s += q[t][o+i] * k[j][o+i]
+						}
+						scores[j] = s / math.Sqrt(float64(hd))
+						m = math.Max(m, scores[j])
+					}
+					var z float64
+					for j := range scores {
+						scores[j] = math.Exp(scores[j] - m)
+						z += scores[j]
+					}
+					for j := range scores {
+						for i := range hd {
+							y[o+i] += scores[j] / z * v[j][o+i]
+						}
+					}
+				}
+				att := matvec(p("att.wo.weight"), y, d)
+				for i := range d {
+					x[t][i] += att[i]
+				}
+			}
+			for t := range seqLen {
+				h := rmsnorm(x[t], p("n2.weight"))
+				gate := matvec(p("mlp.w1.weight"), h, F)
+				up := matvec(p("mlp.w3.weight"), h, F)
+				for i := range F {
+					gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
+				}
+				mlp := matvec(p("mlp.w2.weight"), gate, d)
+				for i := range d {
+					x[t][i] += mlp[i]
+				}
+			}
+		}
+		for t := range seqLen {
+			logits := matvec(w("head.weight"), rmsnorm(x[t], w("norm.weight")), V)
+			m := math.Inf(-1)
+			for _, v := range logits {
+				m = math.Max(m, v)
+			}
+			var z float64
+			for _, v := range logits {
+				z += math.Exp(v - m)
+			}
+			total += m + math.Log(z) - logits[targets[b*seqLen+t]]
+		}
+	}
+	return total / float64(batch*seqLen)
+}
+
+// testParams returns parameters of cfg drawn from seed with a larger spread than the
+// training initialisation (σ = std for every matrix, norm scales 1 ± 0.3), so that
+// attention is far from uniform and every gradient is well above rounding noise.
+func testParams(cfg model.Config, seed uint64, std float64) []float64 {
+	c := cfg
+	c.InitStd = std
+	p := make([]float64, c.NumParams())
+	model.Init(c, seed, p)
+	rng := rand.New(rand.NewPCG(seed, 99))
+	for _, t := range c.Layout().Tensors {
+		if t.Kind == "norm" {
+			for i := t.Offset; i < t.Offset+t.Size; i++ {
+				p[i] = 1 + 0.3*(2*rng.Float64()-1)
+			}
+		}
+	}
+	return p
+}
+
+// testTokens returns random tokens and targets for a (batch, seqLen) batch.
+func testTokens(cfg model.Config, seed uint64, batch, seqLen int) (tokens, targets []int32) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	tokens, targets = make([]int32, batch*seqLen), make([]int32, batch*seqLen)
+	for i := range tokens {
+		tokens[i] = int32(rng.IntN(cfg.Vocab))
+		targets[i] = int32(rng.IntN(cfg.Vocab))
+	}
+	return tokens, targets
+}
