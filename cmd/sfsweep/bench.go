@@ -47,6 +47,11 @@ type benchReport struct {
 	Ratio        float64       `json:"native_over_torch,omitempty"`
 	FracOfPeak   float64       `json:"native_fraction_of_peak"`
 	TorchSkipped string        `json:"torch_skipped,omitempty"`
+	// Memory: the budget is parameters + gradients + AdamW state + the engine's activation
+	// and scratch buffers; peak RSS is this process's (Linux only, 0 elsewhere).
+	BudgetMiB     float64 `json:"memory_budget_mib"`
+	PeakRSSMiB    float64 `json:"peak_rss_mib,omitempty"`
+	RSSOverBudget float64 `json:"peak_rss_over_budget,omitempty"`
 }
 
 // torchPeers maps our presets to the PyTorch peer's configurations (bench/torch/torch_llama.py).
@@ -108,6 +113,8 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	const mib = 1 << 20
+	rep.BudgetMiB = float64(4*4*cfg.NumParams()+eng.m.ActivationBytes()) / mib // params, grads, m, v
 	var nat, tor []float64
 	for r := 1; r <= *rounds; r++ {
 		res, err := eng.round(ctx, r, *warmup, *steps, stderr)
@@ -137,6 +144,10 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		rep.Torch = median(tor)
 		rep.Ratio = rep.Native / rep.Torch
 	}
+	if rss := peakRSS(); rss > 0 {
+		rep.PeakRSSMiB = float64(rss) / mib
+		rep.RSSOverBudget = rep.PeakRSSMiB / rep.BudgetMiB
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -147,6 +158,10 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, ", pytorch %.0f tokens/s, ratio sfsweep/pytorch = %.2f×", rep.Torch, rep.Ratio)
 	}
 	fmt.Fprintln(stdout)
+	if rep.PeakRSSMiB > 0 {
+		fmt.Fprintf(stdout, "memory: peak RSS %.0f MiB, %.2f× the budget of %.0f MiB (params + grads + AdamW state + activations)\n",
+			rep.PeakRSSMiB, rep.RSSOverBudget, rep.BudgetMiB)
+	}
 	return nil
 }
 

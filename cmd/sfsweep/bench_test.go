@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,12 @@ func TestBenchCommand(t *testing.T) {
 	}
 	if len(rep.Rounds) != 2 || rep.Native <= 0 || rep.TorchSkipped == "" || rep.Torch != 0 {
 		t.Fatalf("unexpected report %+v", rep)
+	}
+	if rep.BudgetMiB <= float64(4*4*rep.Params)/(1<<20) {
+		t.Errorf("memory budget %.3f MiB does not exceed the 4 parameter-sized vectors", rep.BudgetMiB)
+	}
+	if runtime.GOOS == "linux" && (rep.PeakRSSMiB <= 0 || math.Abs(rep.RSSOverBudget-rep.PeakRSSMiB/rep.BudgetMiB) > 1e-12) {
+		t.Errorf("peak RSS %.1f MiB, ratio %.3f: inconsistent", rep.PeakRSSMiB, rep.RSSOverBudget)
 	}
 	for _, r := range rep.Rounds {
 		want := r.TokensPS * rep.GFLOPStep / float64(rep.TokensStep)

@@ -3,6 +3,7 @@ package native
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/sfsweep/sfsweep/internal/par"
 	"github.com/sfsweep/sfsweep/training/gemm"
@@ -33,7 +34,13 @@ type Model[T Float] struct {
 
 	tokens, targets []int32
 	ready           bool // a Forward has run whose activations Backward may use
+	actBytes        int  // bytes of activation and scratch buffers
 }
+
+// ActivationBytes returns the bytes of the buffers a step uses besides the parameters and
+// gradients: the activations kept for Backward and the scratch of both passes, all
+// allocated once by New.
+func (m *Model[T]) ActivationBytes() int { return m.actBytes }
 
 // weights are named views of one flat buffer in cfg.Layout() order.
 type weights[T Float] struct {
@@ -157,24 +164,29 @@ func (m *Model[T]) allocActivations() {
 	n, c, f, v := m.n, m.cfg.Dim, m.cfg.Hidden, m.cfg.Vocab
 	att := m.b * m.cfg.Heads * m.t * m.t
 	a := &m.act
+	mk := func(size int) []T { // every activation and scratch buffer, counted
+		m.actBytes += size * int(unsafe.Sizeof(T(0)))
+		return make([]T, size)
+	}
 	for range 2*m.cfg.Layers + 1 {
-		a.resid = append(a.resid, make([]T, n*c))
+		a.resid = append(a.resid, mk(n*c))
 	}
 	for range m.cfg.Layers {
 		a.layers = append(a.layers, layerActs[T]{
-			n1Rstd: make([]T, n), n1Out: make([]T, n*c),
-			qkv: make([]T, n*3*c), att: make([]T, att), y: make([]T, n*c),
-			n2Rstd: make([]T, n), n2Out: make([]T, n*c),
-			gu: make([]T, n*2*f), h: make([]T, n*f),
+			n1Rstd: mk(n), n1Out: mk(n * c),
+			qkv: mk(n * 3 * c), att: mk(att), y: mk(n * c),
+			n2Rstd: mk(n), n2Out: mk(n * c),
+			gu: mk(n * 2 * f), h: mk(n * f),
 		})
 	}
-	a.nfRstd, a.nfOut = make([]T, n), make([]T, n*c)
-	a.logits, a.losses = make([]T, n*v), make([]float64, n)
-	a.dresid, a.dnorm, a.dqkv = make([]T, n*c), make([]T, n*c), make([]T, n*3*c)
-	a.datt, a.dy = make([]T, att), make([]T, n*c)
-	a.dgu, a.dh = make([]T, n*2*f), make([]T, n*f)
-	a.dwPart = make([]T, par.Chunks(n, normChunk)*c)
-	a.kvT = make([]T, n*c)
+	a.nfRstd, a.nfOut = mk(n), mk(n*c)
+	a.logits, a.losses = mk(n*v), make([]float64, n)
+	m.actBytes += 8 * n
+	a.dresid, a.dnorm, a.dqkv = mk(n*c), mk(n*c), mk(n*3*c)
+	a.datt, a.dy = mk(att), mk(n*c)
+	a.dgu, a.dh = mk(n*2*f), mk(n*f)
+	a.dwPart = mk(par.Chunks(n, normChunk) * c)
+	a.kvT = mk(n * c)
 }
 
 // setPool makes the engine run its row kernels on p instead of par.Default() (tests use it

@@ -473,3 +473,24 @@ func TestNewErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestActivationBytes checks the counted activation memory against the sizes of the buffers
+// written out from the shapes: per layer the norm outputs and reciprocal RMS, q|k|v, the
+// attention probabilities, the head outputs, gate|up and the SwiGLU output; the residual
+// streams; the final norm and the logits; and the backward scratch.
+func TestActivationBytes(t *testing.T) {
+	cfg, _ := model.Preset("tiny-llama")
+	m, err := New[float32](cfg, 4, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, c, f, v, L := 4*32, cfg.Dim, cfg.Hidden, cfg.Vocab, cfg.Layers
+	att := 4 * cfg.Heads * 32 * 32
+	layer := 2*n + 2*n*c + 3*n*c + att + n*c + 2*n*f + n*f
+	elems := (2*L+1)*n*c + L*layer + n + n*c + n*v + // forward
+		n*c + n*c + 3*n*c + att + n*c + 2*n*f + n*f + (n+15)/16*c + n*c // backward scratch
+	want := 4*elems + 8*n // float32 buffers, plus the float64 per-row losses
+	if got := m.ActivationBytes(); got != want {
+		t.Errorf("ActivationBytes = %d, want %d", got, want)
+	}
+}
