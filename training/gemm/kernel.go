@@ -132,9 +132,7 @@ func packStrided[T Float](d []T, ldd int, x []T, ldx int, trans bool, i0, p0, r,
 		for p := 0; p < kc; p++ {
 			src := x[(p0+p)*ldx+i0:][:r]
 			dp := d[p*ldd : p*ldd+w]
-			for i, v := range src {
-				dp[i] = v
-			}
+			copy(dp, src)
 			clear(dp[r:])
 		}
 		return

@@ -53,11 +53,6 @@ func transpose16AVX512(src *float32, lds int, dst *float32, ldd int, nblk int, m
 //go:noescape
 func copyRowsAVX512(src *float32, lds int, dst *float32, ldd int, rows int, lmask int, smask int)
 
-// copyRows16AVX512 is copyRowsAVX512 for rows of at most 16 elements (16-bit masks).
-//
-//go:noescape
-func copyRows16AVX512(src *float32, lds int, dst *float32, ldd int, rows int, lmask int, smask int)
-
 // scatterRowsAVX512 cuts each of rows rows of src (stride lds) into chunks runs of 14
 // elements and stores run s of row q at dst[s·sstride+14·q:] (14 elements; the last run
 // loads only the lanes in lastMask, zeros in the others).

@@ -867,40 +867,6 @@ cr_done:
 	VZEROUPPER
 	RET
 
-// func copyRows16AVX512(src *float32, lds int, dst *float32, ldd int, rows int, lmask int, smask int)
-TEXT ·copyRows16AVX512(SB), NOSPLIT, $0-56
-	MOVQ src+0(FP), SI
-	MOVQ lds+8(FP), R8
-	SHLQ $2, R8
-	MOVQ dst+16(FP), DI
-	MOVQ ldd+24(FP), DX
-	SHLQ $2, DX
-	MOVQ rows+32(FP), CX
-	MOVQ lmask+40(FP), AX
-	KMOVW AX, K1
-	MOVQ smask+48(FP), AX
-	KMOVW AX, K3
-	CMPQ CX, $2
-	JLT cr16_tail
-cr16_loop:
-	VMOVUPS.Z (SI), K1, Z0
-	VMOVUPS.Z (SI)(R8*1), K1, Z1
-	VMOVUPS Z0, K3, (DI)
-	VMOVUPS Z1, K3, (DI)(DX*1)
-	LEAQ (SI)(R8*2), SI
-	LEAQ (DI)(DX*2), DI
-	SUBQ $2, CX
-	CMPQ CX, $2
-	JGE cr16_loop
-cr16_tail:
-	TESTQ CX, CX
-	JZ cr16_done
-	VMOVUPS.Z (SI), K1, Z0
-	VMOVUPS Z0, K3, (DI)
-cr16_done:
-	VZEROUPPER
-	RET
-
 // func scatterRowsAVX512(src *float32, lds int, rows int, dst *float32, sstride int, chunks int, lastMask int)
 TEXT ·scatterRowsAVX512(SB), NOSPLIT, $0-56
 	MOVQ src+0(FP), SI

@@ -26,7 +26,6 @@ func main() {
 	microKernel("sgemmAVX2", 6, 2, 8, "Y", 4)
 	transpose16()
 	copyRows()
-	copyRows16()
 	scatterRows()
 	fmaPeak()
 	if err := os.WriteFile("kernels_amd64.s", out.Bytes(), 0o644); err != nil {
@@ -266,49 +265,6 @@ func copyRows() {
 	p("\tDECQ CX")
 	p("\tJNZ cr_loop")
 	p("cr_done:")
-	p("\tVZEROUPPER")
-	p("\tRET")
-	p("")
-}
-
-// copyRows16 emits
-//
-//	func copyRows16AVX512(src *float32, lds int, dst *float32, ldd int, rows int, lmask int, smask int)
-//
-// which is copyRowsAVX512 for rows of up to 16 elements (16-bit masks), two rows per
-// iteration.
-func copyRows16() {
-	p("// func copyRows16AVX512(src *float32, lds int, dst *float32, ldd int, rows int, lmask int, smask int)")
-	p("TEXT ·copyRows16AVX512(SB), NOSPLIT, $0-56")
-	p("\tMOVQ src+0(FP), SI")
-	p("\tMOVQ lds+8(FP), R8")
-	p("\tSHLQ $2, R8")
-	p("\tMOVQ dst+16(FP), DI")
-	p("\tMOVQ ldd+24(FP), DX")
-	p("\tSHLQ $2, DX")
-	p("\tMOVQ rows+32(FP), CX")
-	p("\tMOVQ lmask+40(FP), AX")
-	p("\tKMOVW AX, K1")
-	p("\tMOVQ smask+48(FP), AX")
-	p("\tKMOVW AX, K3")
-	p("\tCMPQ CX, $2")
-	p("\tJLT cr16_tail")
-	p("cr16_loop:")
-	p("\tVMOVUPS.Z (SI), K1, Z0")
-	p("\tVMOVUPS.Z (SI)(R8*1), K1, Z1")
-	p("\tVMOVUPS Z0, K3, (DI)")
-	p("\tVMOVUPS Z1, K3, (DI)(DX*1)")
-	p("\tLEAQ (SI)(R8*2), SI")
-	p("\tLEAQ (DI)(DX*2), DI")
-	p("\tSUBQ $2, CX")
-	p("\tCMPQ CX, $2")
-	p("\tJGE cr16_loop")
-	p("cr16_tail:")
-	p("\tTESTQ CX, CX")
-	p("\tJZ cr16_done")
-	p("\tVMOVUPS.Z (SI), K1, Z0")
-	p("\tVMOVUPS Z0, K3, (DI)")
-	p("cr16_done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
 	p("")
