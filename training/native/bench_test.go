@@ -11,8 +11,13 @@ import (
 // in float32 at the PyTorch peer's shape: batch 16, sequence 128.
 //
 //	go test ./training/native -run '^$' -bench Step -benchtime 20x
-func BenchmarkStep(b *testing.B) {
-	cfg := preset(b, "tiny-llama")
+func BenchmarkStep(b *testing.B) { benchStep(b, "tiny-llama") }
+
+// BenchmarkStepGPT2 is BenchmarkStep for tiny-gpt2 (batch 16, sequence 128, float32).
+func BenchmarkStepGPT2(b *testing.B) { benchStep(b, "tiny-gpt2") }
+
+func benchStep(b *testing.B, name string) {
+	cfg := preset(b, name)
 	batch, seqLen := cfg.Batch, cfg.Context
 	m := newModel[float32](b, cfg, batch, seqLen, 1)
 	n := batch * seqLen

@@ -1,5 +1,5 @@
 // Package native is sfsweep's CPU training engine: the forward and backward pass of the
-// LLaMA-style model of the paper in Go on flat buffers, with the linear layers handed to
+// LLaMA-style model of the paper, and of its GPT-2 appendix model, in Go on flat buffers, with the linear layers handed to
 // [gemm.Gemm] and the rest in row kernels (AVX-512 assembly for float32 on amd64).
 //
 // The model is the one of the PyTorch peer (shared/bench/torch_llama.py): token embedding,
@@ -7,7 +7,23 @@
 // and the mean next-token cross-entropy over all B·T positions. Attention is causal softmax
 // attention with scale 1/√D (D = Dim/Heads) and RoPE (rotate_half form, θ = RopeTheta) on
 // q and k; RMSNorm is x·rsqrt(mean(x²)+NormEps)·w; the MLP is w2(silu(w1·x) ⊙ w3·x); no
-// layer has a bias. GPT-2 is not implemented yet.
+// layer has a bias.
+//
+// # GPT-2
+//
+// With cfg.Arch = model.GPT2 the model is nanoGPT's: x = wte[token] + wpe[position],
+// L × [x += c_proj(Attn(c_attn(ln_1(x)))); x += mlp.c_proj(GELU(mlp.c_fc(ln_2(x))))], ln_f,
+// logits = ln_f(x)·wteᵀ (the LM head is tied to the token embedding, so the gradient of wte
+// is the sum of the gather's and the head's) and the same cross-entropy. Attention is the
+// same causal attention without RoPE; every linear layer has a bias; LayerNorm is
+// (x − mean)·rsqrt(var + NormEps)·w + b with the biased variance, as torch.nn.LayerNorm.
+// GELU is the exact form 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU's default), not GPT-2's tanh
+// approximation: float64 uses math.Erf; the float32 AVX-512 kernel (kernels_gelu_amd64.s)
+// takes erf from Abramowitz & Stegun 7.1.26, absolute error ≤ 1.5e-7. The other GPT-2 ops
+// (ops_gpt2.go: position embedding, LayerNorm, bias add and bias gradient) are portable
+// loops. The GPT-2 passes are in gpt2.go; they use the buffers below with c_attn as qkv,
+// c_fc as w13 (one (F,C) matrix), gu (N,F) the c_fc output before the GELU and h after it,
+// and per LayerNorm the row means besides rstd.
 //
 // # Use
 //
@@ -56,9 +72,10 @@
 // # Parallelism and determinism
 //
 // The row kernels run on par.Default(), as gemm does (one at a time; no kernel calls gemm):
-// row ops split the N rows, attention the B·H pairs, the embedding gradient its C columns. Each output element is computed by one goroutine in a fixed order, and the
-// sums over rows of the norm-weight gradients are taken per fixed chunk of normChunk rows
-// and added in chunk order, so results are bitwise independent of the number of workers
+// row ops split the N rows, attention the B·H pairs, the embedding gradient its C columns,
+// the position-embedding gradient its T positions. Each output element is computed by one
+// goroutine in a fixed order, and the sums over rows of the norm-weight and bias gradients
+// are taken per fixed chunk of normChunk rows and added in chunk order, so results are bitwise independent of the number of workers
 // (gemm promises the same). They are not bitwise equal between float32 on the AVX-512
 // kernels and the portable loops (SFSWEEP_KERNELS=go or -tags purego), which differ in
 // rounding.

@@ -53,3 +53,12 @@ func matmul32(c *float32, ldc int, a *float32, rsA, csA int, b *float32, ldb int
 
 //go:noescape
 func transpose32(dst, src *float32, rows, cols, lds int)
+
+// The GELU kernels of kernels_gelu_amd64.s: erf from Abramowitz & Stegun 7.1.26 (absolute
+// error ≤ 1.5e-7), not math.Erf.
+
+//go:noescape
+func geluForward32(out, x *float32, n int)
+
+//go:noescape
+func geluBackward32(dx, dout, x *float32, n int)

@@ -20,3 +20,6 @@ func matmul32(c *float32, ldc int, a *float32, rsA, csA int, b *float32, ldb int
 }
 
 func transpose32(dst, src *float32, rows, cols, lds int) { panic("no simd") }
+
+func geluForward32(out, x *float32, n int)       { panic("no simd") }
+func geluBackward32(dx, dout, x *float32, n int) { panic("no simd") }

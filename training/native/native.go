@@ -21,6 +21,7 @@ type Model[T Float] struct {
 	layout model.Layout
 	b, t   int // micro-batch shape
 	n      int // rows, b·t
+	gpt2   bool
 
 	params, grads []T
 	p, g          weights[T] // named views of params and grads
@@ -42,23 +43,31 @@ type Model[T Float] struct {
 // allocated once by New.
 func (m *Model[T]) ActivationBytes() int { return m.actBytes }
 
-// weights are named views of one flat buffer in cfg.Layout() order.
+// weights are named views of one flat buffer in cfg.Layout() order. For GPT-2, emb is
+// transformer.wte, head is the same slice (the tied LM head), norm and normB are ln_f.
 type weights[T Float] struct {
 	emb    []T // (V,C)
+	wpe    []T // (Context,C), GPT-2 only
 	layers []layerWeights[T]
 	norm   []T // (C)
+	normB  []T // (C), GPT-2 only
 	head   []T // (V,C)
 }
 
 // layerWeights are the views of one block. wq, wk, wv are adjacent in the layout, so qkv is
 // the (3C,C) matrix of all three; w1 (gate) and w3 (up) are adjacent too, so w13 is (2F,C).
+//
+// For GPT-2, n1 and n2 are ln_1 and ln_2, qkv is attn.c_attn, wo attn.c_proj, w13 is
+// mlp.c_fc (F,C) and w2 mlp.c_proj (C,F); the other fields are their biases.
 type layerWeights[T Float] struct {
 	n1  []T // (C)
 	qkv []T // (3C,C)
 	wo  []T // (C,C)
 	n2  []T // (C)
-	w13 []T // (2F,C)
+	w13 []T // (2F,C); GPT-2: (F,C)
 	w2  []T // (C,F)
+
+	n1b, qkvB, woB, n2b, fcB, projB []T // GPT-2 biases: (C), (3C), (C), (C), (F), (C)
 }
 
 // activations are what the forward pass keeps for the backward pass, plus the scratch of
@@ -67,6 +76,7 @@ type activations[T Float] struct {
 	resid  [][]T // 2L+1 buffers (N,C): resid[2l] enters block l, resid[2l+1] is after its attention
 	layers []layerActs[T]
 	nfRstd []T       // (N)
+	nfMean []T       // (N) GPT-2 only
 	nfOut  []T       // (N,C) final norm output
 	logits []T       // (N,V) logits, then probabilities, then their gradient
 	losses []float64 // (N) per-row cross-entropy
@@ -80,6 +90,7 @@ type activations[T Float] struct {
 	dgu    []T // (N,2F)
 	dh     []T // (N,F)
 	dwPart []T // (chunks,C) per-chunk partial sums of a norm-weight gradient
+	dbPart []T // GPT-2: (chunks,max(3C,F)) per-chunk partial sums of a bias gradient
 	kvT    []T // (B,H,D,T) scratch: keys (forward) or values (backward) of a head, transposed
 }
 
@@ -90,8 +101,10 @@ type layerActs[T Float] struct {
 	att           []T // (B,H,T,T) attention probabilities
 	y             []T // (N,C) heads' output, concatenated
 	n2Rstd, n2Out []T // (N), (N,C)
-	gu            []T // (N,2F) gate and up projections
-	h             []T // (N,F) silu(gate)·up
+	gu            []T // (N,2F) gate and up projections; GPT-2: (N,F) c_fc output
+	h             []T // (N,F) silu(gate)·up; GPT-2: gelu(c_fc output)
+
+	n1Mean, n2Mean []T // (N) GPT-2 only: LayerNorm row means
 }
 
 // New returns an engine for cfg on micro-batches of batch sequences of seqLen tokens
@@ -101,9 +114,6 @@ func New[T Float](cfg model.Config, batch, seqLen int) (*Model[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("native: %w", err)
 	}
-	if cfg.Arch != model.LLaMA {
-		return nil, fmt.Errorf("native: architecture %q not implemented yet", cfg.Arch)
-	}
 	if batch < 1 {
 		return nil, fmt.Errorf("native: batch = %d, must be ≥ 1", batch)
 	}
@@ -112,17 +122,19 @@ func New[T Float](cfg model.Config, batch, seqLen int) (*Model[T], error) {
 	}
 	l := cfg.Layout()
 	m := &Model[T]{
-		cfg: cfg, layout: l, b: batch, t: seqLen, n: batch * seqLen,
+		cfg: cfg, layout: l, b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
 		params: make([]T, l.Size), grads: make([]T, l.Size),
 		pool:   par.Default(),
 		tokens: make([]int32, batch*seqLen), targets: make([]int32, batch*seqLen),
 	}
 	m.p = m.views(m.params)
 	m.g = m.views(m.grads)
-	m.cos, m.sin = ropeTables[T](seqLen, cfg.HeadDim(), cfg.RopeTheta)
-	m.negSin = make([]T, len(m.sin))
-	for i, s := range m.sin {
-		m.negSin[i] = -s
+	if !m.gpt2 {
+		m.cos, m.sin = ropeTables[T](seqLen, cfg.HeadDim(), cfg.RopeTheta)
+		m.negSin = make([]T, len(m.sin))
+		for i, s := range m.sin {
+			m.negSin[i] = -s
+		}
 	}
 	m.allocActivations()
 	m.k.init(m)
@@ -142,6 +154,23 @@ func (m *Model[T]) views(buf []T) weights[T] {
 		return buf[t0.Offset : t0.Offset+size : t0.Offset+size]
 	}
 	c, f := m.cfg.Dim, m.cfg.Hidden
+	if m.gpt2 {
+		wte := v("transformer.wte.weight")
+		w := weights[T]{emb: wte, head: wte, wpe: v("transformer.wpe.weight"),
+			norm: v("transformer.ln_f.weight"), normB: v("transformer.ln_f.bias")}
+		for i := range m.cfg.Layers {
+			p := fmt.Sprintf("transformer.h.%d.", i)
+			w.layers = append(w.layers, layerWeights[T]{
+				n1: v(p + "ln_1.weight"), n1b: v(p + "ln_1.bias"),
+				qkv: v(p + "attn.c_attn.weight"), qkvB: v(p + "attn.c_attn.bias"),
+				wo: v(p + "attn.c_proj.weight"), woB: v(p + "attn.c_proj.bias"),
+				n2: v(p + "ln_2.weight"), n2b: v(p + "ln_2.bias"),
+				w13: v(p + "mlp.c_fc.weight"), fcB: v(p + "mlp.c_fc.bias"),
+				w2: v(p + "mlp.c_proj.weight"), projB: v(p + "mlp.c_proj.bias"),
+			})
+		}
+		return w
+	}
 	w := weights[T]{emb: v("emb.weight"), norm: v("norm.weight"), head: v("head.weight")}
 	for i := range m.cfg.Layers {
 		p := fmt.Sprintf("blocks.%d.", i)
@@ -163,6 +192,10 @@ const normChunk = 16
 func (m *Model[T]) allocActivations() {
 	n, c, f, v := m.n, m.cfg.Dim, m.cfg.Hidden, m.cfg.Vocab
 	att := m.b * m.cfg.Heads * m.t * m.t
+	gu := 2 * f // width of gu: gate | up, or GPT-2's c_fc output
+	if m.gpt2 {
+		gu = f
+	}
 	a := &m.act
 	mk := func(size int) []T { // every activation and scratch buffer, counted
 		m.actBytes += size * int(unsafe.Sizeof(T(0)))
@@ -172,20 +205,30 @@ func (m *Model[T]) allocActivations() {
 		a.resid = append(a.resid, mk(n*c))
 	}
 	for range m.cfg.Layers {
-		a.layers = append(a.layers, layerActs[T]{
+		la := layerActs[T]{
 			n1Rstd: mk(n), n1Out: mk(n * c),
 			qkv: mk(n * 3 * c), att: mk(att), y: mk(n * c),
 			n2Rstd: mk(n), n2Out: mk(n * c),
-			gu: mk(n * 2 * f), h: mk(n * f),
-		})
+			gu: mk(n * gu), h: mk(n * f),
+		}
+		if m.gpt2 {
+			la.n1Mean, la.n2Mean = mk(n), mk(n)
+		}
+		a.layers = append(a.layers, la)
 	}
 	a.nfRstd, a.nfOut = mk(n), mk(n*c)
+	if m.gpt2 {
+		a.nfMean = mk(n)
+	}
 	a.logits, a.losses = mk(n*v), make([]float64, n)
 	m.actBytes += 8 * n
 	a.dresid, a.dnorm, a.dqkv = mk(n*c), mk(n*c), mk(n*3*c)
 	a.datt, a.dy = mk(att), mk(n*c)
-	a.dgu, a.dh = mk(n*2*f), mk(n*f)
+	a.dgu, a.dh = mk(n*gu), mk(n*f)
 	a.dwPart = mk(par.Chunks(n, normChunk) * c)
+	if m.gpt2 {
+		a.dbPart = mk(par.Chunks(n, normChunk) * max(3*c, f))
+	}
 	a.kvT = mk(n * c)
 }
 
@@ -232,6 +275,9 @@ func (m *Model[T]) Forward(tokens, targets []int32) (float64, error) {
 	}
 	copy(m.tokens, tokens)
 	copy(m.targets, targets)
+	if m.gpt2 {
+		return m.forwardGPT2(), nil
+	}
 
 	n, c, f, v := m.n, m.cfg.Dim, m.cfg.Hidden, m.cfg.Vocab
 	a, k := &m.act, &m.k
@@ -276,6 +322,10 @@ func (m *Model[T]) Backward() {
 		panic(errNoForward)
 	}
 	m.ready = false
+	if m.gpt2 {
+		m.backwardGPT2()
+		return
+	}
 	n, c, f, v := m.n, m.cfg.Dim, m.cfg.Hidden, m.cfg.Vocab
 	a, k := &m.act, &m.k
 

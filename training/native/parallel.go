@@ -20,6 +20,8 @@ type kernels[T Float] struct {
 
 	encFwd, encBwd, rmsFwd, rmsBwd, ropeFwd, ropeBwd func(lo, hi int)
 	attFwd, attBwd, swiFwd, swiBwd, ceFwd, ceBwd     func(lo, hi int)
+	// GPT-2 (parallel_gpt2.go)
+	posFwd, posBwd, lnFwd, lnBwd, biasFwd, biasBwd, geluFwd, geluBwd func(lo, hi int)
 }
 
 // Minimum rows (or heads) per worker, below which a call runs inline.
@@ -36,6 +38,7 @@ func (k *kernels[T]) init(m *Model[T]) {
 	k.attFwd, k.attBwd = k.attentionForwardRange, k.attentionBackwardRange
 	k.swiFwd, k.swiBwd = k.swigluForwardRange, k.swigluBackwardRange
 	k.ceFwd, k.ceBwd = k.crossEntropyForwardRange, k.crossEntropyBackwardRange
+	k.initGPT2()
 }
 
 // run calls fn on the pool over [0, n) and then drops the references to the arguments.

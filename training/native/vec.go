@@ -9,15 +9,6 @@ import (
 // kernels_amd64.go where T is float32 and simd is set. Slices passed together have the same
 // length unless stated.
 
-// as32 reinterprets a []T as []float32 when T is float32-sized, and returns nil otherwise.
-func as32[T Float](s []T) []float32 {
-	var zero T
-	if unsafe.Sizeof(zero) != 4 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
-}
-
 // p32 returns a pointer to the first element of s as *float32 (s must be float32-sized and
 // non-empty).
 func p32[T Float](s []T) *float32 { return (*float32)(unsafe.Pointer(unsafe.SliceData(s))) }

@@ -58,6 +58,13 @@ func opCases() []opCase {
 			}
 			return weighted(g, y, rng)
 		}},
+		{"gelu", tensor.Shape{4, 6}, 2, func(g *gorgonia.ExprGraph, x *gorgonia.Node, rng *rand.Rand) (*gorgonia.Node, error) {
+			y, err := gorgonia.ApplyOp(geluOp{}, x)
+			if err != nil {
+				return nil, err
+			}
+			return weighted(g, y, rng)
+		}},
 		{"cross-entropy", tensor.Shape{6, 5}, 3, func(g *gorgonia.ExprGraph, x *gorgonia.Node, rng *rand.Rand) (*gorgonia.Node, error) {
 			targets := fixedVector(g, "targets", []float64{0, 4, 4, 2, 1, 3})
 			ce, err := gorgonia.ApplyOp(crossEntropyOp{}, x, targets)
@@ -250,6 +257,40 @@ func TestOpsRejectBadIndices(t *testing.T) {
 			}
 			if _, err := (crossEntropyOp{}).Do(logits, ids); err == nil || !strings.Contains(err.Error(), "targets") {
 				t.Errorf("cross-entropy: error %v, want one about the targets", err)
+			}
+		})
+	}
+}
+
+// TestGELUForward checks the GELU op against x·Φ(x) at points where Φ is known to 16
+// digits (Φ(0) = 1/2, Φ(±1), Φ(±2), Φ(3)), and that large |x| saturates to x and 0,
+// in both dtypes.
+func TestGELUForward(t *testing.T) {
+	x := []float64{0, 1, -1, 2, -2, 3, 40, -40}
+	phi := []float64{0.5, 0.8413447460685429, 0.15865525393145707, 0.9772498680518208, 0.022750131948179212, 0.9986501019683699, 1, 0}
+	for _, dtype := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+		t.Run(dtype.String(), func(t *testing.T) {
+			in, err := newValue(dtype, x, 2, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := geluOp{}.Do(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, _, err := float64s(out, "y")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tol := 1e-15
+			if dtype == tensor.Float32 {
+				tol = 1e-7
+			}
+			for i, v := range x {
+				want := v * phi[i]
+				if math.Abs(y[i]-want) > tol*math.Max(1, math.Abs(want)) {
+					t.Errorf("gelu(%v) = %.17g, want %.17g", v, y[i], want)
+				}
 			}
 		})
 	}

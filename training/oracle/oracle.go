@@ -5,8 +5,13 @@
 // It uses gorgonia v0.9.18, whose measured silent bugs are listed in
 // shared/NOTES-gorgonia.md. The graph uses only the built-ins found correct there and in
 // this package's tests — Mul (2-D), BatchedMatMul, Transpose, Reshape, Add, HadamardProd,
-// BroadcastHadamardProd, Square, Mean, Sqrt, Inverse, Sigmoid — and custom ops (ops.go) for
-// the embedding gather, the causal softmax and the cross-entropy.
+// BroadcastHadamardProd, BroadcastAdd, BroadcastSub, Square, Mean, Sqrt, Inverse, Sigmoid —
+// and custom ops (ops.go) for the embedding gather, the causal softmax, the cross-entropy
+// and the exact (erf) GELU.
+//
+// Two architectures: LLaMA (RMSNorm, RoPE, SwiGLU, untied head) and GPT-2 as nanoGPT
+// (learned position embedding, LayerNorm with biased variance, biases, exact GELU, LM head
+// tied to the token embedding).
 package oracle
 
 import (
@@ -20,7 +25,7 @@ import (
 	"github.com/sfsweep/sfsweep/training/model"
 )
 
-// Model is the LLaMA-style model as a gorgonia graph: the independent reference for the
+// Model is the language model (LLaMA or GPT-2) as a gorgonia graph: the independent reference for the
 // native engine's gradients. One Model holds one graph for a fixed batch size and sequence
 // length; it is reusable across calls and safe for concurrent use (calls are serialised).
 type Model struct {
@@ -42,14 +47,14 @@ type Model struct {
 }
 
 // New builds the graph of cfg for batch sequences of seqLen tokens with elements of dtype
-// (tensor.Float64 or tensor.Float32). Only the LLaMA architecture is supported.
+// (tensor.Float64 or tensor.Float32), for the LLaMA or the GPT-2 architecture.
 // batch·seqLen must be at least 2 (gorgonia treats a (1, n) matrix as a vector).
 func New(cfg model.Config, batch, seqLen int, dtype tensor.Dtype) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("oracle: config: %w", err)
 	}
-	if cfg.Arch != model.LLaMA {
-		return nil, fmt.Errorf("oracle: architecture %q is not supported yet (only %q)", cfg.Arch, model.LLaMA)
+	if cfg.Arch != model.LLaMA && cfg.Arch != model.GPT2 {
+		return nil, fmt.Errorf("oracle: architecture %q is not supported (only %q and %q)", cfg.Arch, model.LLaMA, model.GPT2)
 	}
 	if batch < 1 || seqLen < 1 || seqLen > cfg.Context {
 		return nil, fmt.Errorf("oracle: batch %d, sequence length %d: want batch ≥ 1 and 1 ≤ seqLen ≤ context %d", batch, seqLen, cfg.Context)
@@ -205,11 +210,6 @@ func (m *Model) build() (err error) {
 		param[t.Name] = m.params[i]
 	}
 
-	// Constant inputs: the RoPE tables and the rotate_half matrix.
-	cosT, sinT, rot := ropeTables(c, B, T)
-	ropeCos := m.constant("const.rope.cos", cosT, N, d)
-	ropeSin := m.constant("const.rope.sin", sinT, N, d)
-	ropeRot := m.constant("const.rope.rot", rot, d, d)
 	eps := m.scalar(c.NormEps)
 	attScale := m.scalar(1 / math.Sqrt(float64(hd)))
 
@@ -218,25 +218,42 @@ func (m *Model) build() (err error) {
 		wt := must(what + " transpose")(gorgonia.Transpose(w, 1, 0))
 		return must(what + " matmul")(gorgonia.Mul(x, wt))
 	}
-	// rmsnorm: x (N, d), w (d) → x·(mean(x²)+ε)^(−1/2)·w. InverseSqrt has a wrong
-	// gradient in v0.9.18, so the inverse square root is Inverse(Sqrt(·)).
-	rmsnorm := func(what string, x, w *gorgonia.Node) *gorgonia.Node {
-		sq := must(what + " square")(gorgonia.Square(x))
+	// rowVector reshapes a (n) vector to (1, n), to broadcast over rows.
+	rowVector := func(what string, v *gorgonia.Node) *gorgonia.Node {
+		return must(what + " reshape")(gorgonia.Reshape(v, tensor.Shape{1, v.Shape().TotalSize()}))
+	}
+	// linearBias applies a torch-style weight w (out, in) and bias b (out): x·wᵀ + b.
+	linearBias := func(what string, x, w, b *gorgonia.Node) *gorgonia.Node {
+		return must(what + " bias")(gorgonia.BroadcastAdd(linear(what, x, w), rowVector(what+" bias", b), nil, []byte{0}))
+	}
+	// invRMS returns (mean over the rows of x' + ε)^(−1/2) as an (N, 1) column, where
+	// x' = x² (given as sq). InverseSqrt has a wrong gradient in v0.9.18, so the inverse
+	// square root is Inverse(Sqrt(·)).
+	invRMS := func(what string, sq *gorgonia.Node) *gorgonia.Node {
 		ms := must(what + " mean")(gorgonia.Mean(sq, 1)) // (N)
 		r := must(what + " +eps")(gorgonia.Add(ms, eps))
 		r = must(what + " sqrt")(gorgonia.Sqrt(r))
 		r = must(what + " inverse")(gorgonia.Inverse(r))
-		r = must(what + " reshape")(gorgonia.Reshape(r, tensor.Shape{N, 1}))
-		xn := must(what + " scale rows")(gorgonia.BroadcastHadamardProd(x, r, nil, []byte{1}))
-		wr := must(what + " reshape weight")(gorgonia.Reshape(w, tensor.Shape{1, d}))
-		return must(what + " weight")(gorgonia.BroadcastHadamardProd(xn, wr, nil, []byte{0}))
+		return must(what + " reshape")(gorgonia.Reshape(r, tensor.Shape{N, 1}))
 	}
-	// rope: x (N, d) → x⊙cos + (x·R)⊙sin, R the rotate_half permutation within each head.
-	rope := func(what string, x *gorgonia.Node) *gorgonia.Node {
-		a := must(what + " cos")(gorgonia.HadamardProd(x, ropeCos))
-		r := must(what + " rotate")(gorgonia.Mul(x, ropeRot))
-		b := must(what + " sin")(gorgonia.HadamardProd(r, ropeSin))
-		return must(what)(gorgonia.Add(a, b))
+	// rmsnorm: x (N, d), w (d) → x·(mean(x²)+ε)^(−1/2)·w.
+	rmsnorm := func(what string, x, w *gorgonia.Node) *gorgonia.Node {
+		sq := must(what + " square")(gorgonia.Square(x))
+		r := invRMS(what, sq)
+		xn := must(what + " scale rows")(gorgonia.BroadcastHadamardProd(x, r, nil, []byte{1}))
+		return must(what + " weight")(gorgonia.BroadcastHadamardProd(xn, rowVector(what+" weight", w), nil, []byte{0}))
+	}
+	// layernorm: x (N, d), w, b (d) → (x − mean(x))·(var(x)+ε)^(−1/2)·w + b, with the biased
+	// variance mean((x − mean(x))²) of torch.nn.LayerNorm.
+	layernorm := func(what string, x, w, b *gorgonia.Node) *gorgonia.Node {
+		mu := must(what + " mean")(gorgonia.Mean(x, 1)) // (N)
+		mu = must(what + " mean reshape")(gorgonia.Reshape(mu, tensor.Shape{N, 1}))
+		xc := must(what + " centre")(gorgonia.BroadcastSub(x, mu, nil, []byte{1}))
+		sq := must(what + " square")(gorgonia.Square(xc))
+		r := invRMS(what+" var", sq)
+		xn := must(what + " scale rows")(gorgonia.BroadcastHadamardProd(xc, r, nil, []byte{1}))
+		y := must(what + " weight")(gorgonia.BroadcastHadamardProd(xn, rowVector(what+" weight", w), nil, []byte{0}))
+		return must(what + " bias")(gorgonia.BroadcastAdd(y, rowVector(what+" bias", b), nil, []byte{0}))
 	}
 	// heads: (N, d) → (B·H, T, hd).
 	heads := func(what string, x *gorgonia.Node) *gorgonia.Node {
@@ -250,31 +267,102 @@ func (m *Model) build() (err error) {
 		x = must(what + " transpose")(gorgonia.Transpose(x, 0, 2, 1, 3))
 		return must(what + " merge")(gorgonia.Reshape(x, tensor.Shape{N, d}))
 	}
-
-	x := must("embedding")(gorgonia.ApplyOp(embeddingOp{vocab: c.Vocab, dim: d}, param["emb.weight"], m.tokens)) // (N, d)
-	for l := range c.Layers {
-		p := fmt.Sprintf("blocks.%d.", l)
-		at := func(s string) string { return p + s }
-
-		h := rmsnorm(at("n1"), x, param[at("n1.weight")])
-		q := heads(at("q"), rope(at("q rope"), linear(at("wq"), h, param[at("att.wq.weight")])))
-		k := heads(at("k"), rope(at("k rope"), linear(at("wk"), h, param[at("att.wk.weight")])))
-		v := heads(at("v"), linear(at("wv"), h, param[at("att.wv.weight")]))
-		s := must(at("scores"))(gorgonia.BatchedMatMul(q, k, false, true)) // (B·H, T, T)
-		s = must(at("scores scale"))(gorgonia.HadamardProd(s, attScale))
-		a := must(at("softmax"))(gorgonia.ApplyOp(causalSoftmaxOp{}, s))
-		y := unheads(at("y"), must(at("att·v"))(gorgonia.BatchedMatMul(a, v))) // (N, d)
-		x = must(at("residual 1"))(gorgonia.Add(x, linear(at("wo"), y, param[at("att.wo.weight")])))
-
-		h = rmsnorm(at("n2"), x, param[at("n2.weight")])
-		gate := linear(at("w1"), h, param[at("mlp.w1.weight")]) // (N, F)
-		up := linear(at("w3"), h, param[at("mlp.w3.weight")])
-		sig := must(at("sigmoid"))(gorgonia.Sigmoid(gate))
-		silu := must(at("silu"))(gorgonia.HadamardProd(gate, sig))
-		act := must(at("swiglu"))(gorgonia.HadamardProd(silu, up))
-		x = must(at("residual 2"))(gorgonia.Add(x, linear(at("w2"), act, param[at("mlp.w2.weight")])))
+	// attention: q, k, v (B·H, T, hd) → causal softmax(q·kᵀ/√hd)·v as (N, d).
+	attention := func(what string, q, k, v *gorgonia.Node) *gorgonia.Node {
+		s := must(what + " scores")(gorgonia.BatchedMatMul(q, k, false, true)) // (B·H, T, T)
+		s = must(what + " scores scale")(gorgonia.HadamardProd(s, attScale))
+		a := must(what + " softmax")(gorgonia.ApplyOp(causalSoftmaxOp{}, s))
+		return unheads(what+" y", must(what+" att·v")(gorgonia.BatchedMatMul(a, v)))
 	}
-	logits := linear("head", rmsnorm("norm", x, param["norm.weight"]), param["head.weight"]) // (N, V)
+
+	var logits *gorgonia.Node // (N, V)
+	switch c.Arch {
+	case model.LLaMA:
+		// Constant inputs: the RoPE tables and the rotate_half matrix.
+		cosT, sinT, rot := ropeTables(c, B, T)
+		ropeCos := m.constant("const.rope.cos", cosT, N, d)
+		ropeSin := m.constant("const.rope.sin", sinT, N, d)
+		ropeRot := m.constant("const.rope.rot", rot, d, d)
+		// rope: x (N, d) → x⊙cos + (x·R)⊙sin, R the rotate_half permutation within each head.
+		rope := func(what string, x *gorgonia.Node) *gorgonia.Node {
+			a := must(what + " cos")(gorgonia.HadamardProd(x, ropeCos))
+			r := must(what + " rotate")(gorgonia.Mul(x, ropeRot))
+			b := must(what + " sin")(gorgonia.HadamardProd(r, ropeSin))
+			return must(what)(gorgonia.Add(a, b))
+		}
+
+		x := must("embedding")(gorgonia.ApplyOp(embeddingOp{vocab: c.Vocab, dim: d}, param["emb.weight"], m.tokens)) // (N, d)
+		for l := range c.Layers {
+			p := fmt.Sprintf("blocks.%d.", l)
+			at := func(s string) string { return p + s }
+
+			h := rmsnorm(at("n1"), x, param[at("n1.weight")])
+			q := heads(at("q"), rope(at("q rope"), linear(at("wq"), h, param[at("att.wq.weight")])))
+			k := heads(at("k"), rope(at("k rope"), linear(at("wk"), h, param[at("att.wk.weight")])))
+			v := heads(at("v"), linear(at("wv"), h, param[at("att.wv.weight")]))
+			y := attention(at("att"), q, k, v) // (N, d)
+			x = must(at("residual 1"))(gorgonia.Add(x, linear(at("wo"), y, param[at("att.wo.weight")])))
+
+			h = rmsnorm(at("n2"), x, param[at("n2.weight")])
+			gate := linear(at("w1"), h, param[at("mlp.w1.weight")]) // (N, F)
+			up := linear(at("w3"), h, param[at("mlp.w3.weight")])
+			sig := must(at("sigmoid"))(gorgonia.Sigmoid(gate))
+			silu := must(at("silu"))(gorgonia.HadamardProd(gate, sig))
+			act := must(at("swiglu"))(gorgonia.HadamardProd(silu, up))
+			x = must(at("residual 2"))(gorgonia.Add(x, linear(at("w2"), act, param[at("mlp.w2.weight")])))
+		}
+		logits = linear("head", rmsnorm("norm", x, param["norm.weight"]), param["head.weight"])
+
+	case model.GPT2:
+		// Constant inputs: the position of every row, and the (3d, d) matrices that select
+		// q, k and v from the fused c_attn output (columns [0,d), [d,2d), [2d,3d)). A
+		// selection matmul is exact and avoids Slice/Concat, which are wrong at offsets that
+		// are multiples of 256 in v0.9.18.
+		pos := make([]float64, N)
+		for n := range pos {
+			pos[n] = float64(n % T)
+		}
+		pv, err := newValue(dt, pos, N)
+		if err != nil {
+			return fmt.Errorf("positions: %w", err)
+		}
+		positions := gorgonia.NewVector(g, dt, gorgonia.WithShape(N), gorgonia.WithName("const.positions"), gorgonia.WithValue(pv))
+		var sel [3]*gorgonia.Node
+		for part, name := range []string{"q", "k", "v"} {
+			s := make([]float64, 3*d*d)
+			for i := range d {
+				s[(part*d+i)*d+i] = 1
+			}
+			sel[part] = m.constant("const.c_attn.select."+name, s, 3*d, d)
+		}
+
+		wte := param["transformer.wte.weight"]
+		tok := must("wte")(gorgonia.ApplyOp(embeddingOp{vocab: c.Vocab, dim: d}, wte, m.tokens))                               // (N, d)
+		pe := must("wpe")(gorgonia.ApplyOp(embeddingOp{vocab: c.Context, dim: d}, param["transformer.wpe.weight"], positions)) // (N, d)
+		x := must("embedding")(gorgonia.Add(tok, pe))
+		for l := range c.Layers {
+			p := fmt.Sprintf("transformer.h.%d.", l)
+			at := func(s string) string { return p + s }
+
+			h := layernorm(at("ln_1"), x, param[at("ln_1.weight")], param[at("ln_1.bias")])
+			qkv := linearBias(at("c_attn"), h, param[at("attn.c_attn.weight")], param[at("attn.c_attn.bias")]) // (N, 3d)
+			q := heads(at("q"), must(at("select q"))(gorgonia.Mul(qkv, sel[0])))
+			k := heads(at("k"), must(at("select k"))(gorgonia.Mul(qkv, sel[1])))
+			v := heads(at("v"), must(at("select v"))(gorgonia.Mul(qkv, sel[2])))
+			y := attention(at("att"), q, k, v) // (N, d)
+			x = must(at("residual 1"))(gorgonia.Add(x, linearBias(at("attn.c_proj"), y, param[at("attn.c_proj.weight")], param[at("attn.c_proj.bias")])))
+
+			h = layernorm(at("ln_2"), x, param[at("ln_2.weight")], param[at("ln_2.bias")])
+			fc := linearBias(at("c_fc"), h, param[at("mlp.c_fc.weight")], param[at("mlp.c_fc.bias")]) // (N, F)
+			act := must(at("gelu"))(gorgonia.ApplyOp(geluOp{}, fc))
+			x = must(at("residual 2"))(gorgonia.Add(x, linearBias(at("mlp.c_proj"), act, param[at("mlp.c_proj.weight")], param[at("mlp.c_proj.bias")])))
+		}
+		// The LM head is tied: the same wte node feeds the gather and the head.
+		logits = linear("head", layernorm("ln_f", x, param["transformer.ln_f.weight"], param["transformer.ln_f.bias"]), wte)
+
+	default:
+		return fmt.Errorf("architecture %q: no graph", c.Arch)
+	}
 	m.loss = must("cross-entropy")(gorgonia.ApplyOp(crossEntropyOp{}, logits, m.targets))
 
 	if m.grads, err = gorgonia.Grad(m.loss, m.params...); err != nil {

@@ -42,6 +42,26 @@ func testCases(t testing.TB) []testCase {
 	}
 }
 
+// gpt2TestCases returns the GPT-2 configurations: micro-gpt2 with a sequence shorter than
+// its context, an odd one (odd head size 5, vocabulary 37, MLP width not 4d, sequence one
+// short of the context), micro-gpt2 at its full context with one sequence, and a medium
+// model large enough for the native engine's blocked and parallel kernels.
+func gpt2TestCases(t testing.TB) []testCase {
+	t.Helper()
+	micro, err := model.Preset("micro-gpt2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := model.Config{Arch: model.GPT2, Vocab: 37, Dim: 15, Layers: 2, Heads: 3, Context: 9, Hidden: 44, Batch: 3}.WithDefaults()
+	medium := model.Config{Arch: model.GPT2, Vocab: 301, Dim: 60, Layers: 2, Heads: 5, Context: 40, Hidden: 164, Batch: 2}.WithDefaults()
+	return []testCase{
+		{"micro-gpt2/b2t5", micro, 2, 5},
+		{"odd-gpt2/b3t8", odd, 3, 8},
+		{"micro-gpt2/b1t8", micro, 1, 8},
+		{"medium-gpt2/b2t37", medium, 2, 37},
+	}
+}
+
 // relErr returns max|a−b| / max|b|: the error of a relative to the scale of the tensor b.
 func relErr(a, b []float64) float64 {
 	var num, den float64
@@ -57,7 +77,7 @@ func relErr(a, b []float64) float64 {
 
 // TestLossMatchesReference compares the graph's loss with the plain-Go forward pass.
 func TestLossMatchesReference(t *testing.T) {
-	for _, tc := range testCases(t) {
+	for _, tc := range append(testCases(t), gpt2TestCases(t)...) {
 		for _, dt := range []struct {
 			dtype tensor.Dtype
 			tol   float64
@@ -91,14 +111,16 @@ func TestLossMatchesReference(t *testing.T) {
 // `entries` elements per tensor (all of the small ones; for the embedding, elements of
 // rows that occur in the batch). Tolerance: max|fd − g| ≤ 1e-7 · max|g| over the checked
 // elements of each tensor; measured ≤ 2.3e-8 (the embedding of the wide model, where it
-// is the O(h²) truncation error: ×4 at step 2e-5).
+// is the O(h²) truncation error: ×4 at step 2e-5); GPT-2 ≤ 6e-9. GPT-2 runs micro-gpt2 and the odd
+// config; its tied wte gets a gradient in every row (the head), its wpe only in the rows of
+// positions < seqLen, which are the ones probed.
 func TestGradientFiniteDifferences(t *testing.T) {
 	const h, tol = 1e-5, 1e-7
-	cases := testCases(t)
+	cases, gpt2 := testCases(t), gpt2TestCases(t)
 	for _, c := range []struct {
 		tc      testCase
 		entries int
-	}{{cases[0], 40}, {cases[1], 16}} {
+	}{{cases[0], 40}, {cases[1], 16}, {gpt2[0], 40}, {gpt2[1], 16}} {
 		t.Run(c.tc.name, func(t *testing.T) {
 			tc := c.tc
 			m, err := New(tc.cfg, tc.batch, tc.seqLen, tensor.Float64)
@@ -128,6 +150,11 @@ func TestGradientFiniteDifferences(t *testing.T) {
 					for len(idx) < c.entries {
 						tok := int(tokens[rng.IntN(len(tokens))])
 						idx = append(idx, ten.Offset+tok*tc.cfg.Dim+rng.IntN(tc.cfg.Dim))
+					}
+				case ten.Name == "transformer.wpe.weight":
+					// Only positions < seqLen have a gradient: probe those rows.
+					for len(idx) < c.entries {
+						idx = append(idx, ten.Offset+rng.IntN(tc.seqLen*tc.cfg.Dim))
 					}
 				case ten.Size <= c.entries:
 					for i := range ten.Size {
@@ -171,38 +198,39 @@ func TestGradientFiniteDifferences(t *testing.T) {
 func TestRepeatedCallsIdentical(t *testing.T) {
 	for _, dtype := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 		t.Run(dtype.String(), func(t *testing.T) {
-			tc := testCases(t)[1]
-			m, err := New(tc.cfg, tc.batch, tc.seqLen, dtype)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pa, pb := testParams(tc.cfg, 1, 0.3), testParams(tc.cfg, 2, 0.1)
-			ta, ya := testTokens(tc.cfg, 1, tc.batch, tc.seqLen)
-			tb, yb := testTokens(tc.cfg, 2, tc.batch, tc.seqLen)
-			l1, g1, err := m.LossAndGrad(pa, ta, ya)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l2, g2, err := m.LossAndGrad(pa, ta, ya)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lb, gb, err := m.LossAndGrad(pb, tb, yb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l3, g3, err := m.LossAndGrad(pa, ta, ya)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l1 != l2 || !slices.Equal(g1, g2) {
-				t.Errorf("second call differs: loss %v then %v, gradient max diff %g", l1, l2, relErr(g2, g1))
-			}
-			if l1 != l3 || !slices.Equal(g1, g3) {
-				t.Errorf("call after other inputs differs: loss %v then %v, gradient max diff %g", l1, l3, relErr(g3, g1))
-			}
-			if lb == l1 || slices.Equal(gb, g1) {
-				t.Errorf("different inputs gave the same result: the inputs are not being read")
+			for _, tc := range []testCase{testCases(t)[1], gpt2TestCases(t)[1]} {
+				m, err := New(tc.cfg, tc.batch, tc.seqLen, dtype)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pa, pb := testParams(tc.cfg, 1, 0.3), testParams(tc.cfg, 2, 0.1)
+				ta, ya := testTokens(tc.cfg, 1, tc.batch, tc.seqLen)
+				tb, yb := testTokens(tc.cfg, 2, tc.batch, tc.seqLen)
+				l1, g1, err := m.LossAndGrad(pa, ta, ya)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l2, g2, err := m.LossAndGrad(pa, ta, ya)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lb, gb, err := m.LossAndGrad(pb, tb, yb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l3, g3, err := m.LossAndGrad(pa, ta, ya)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l1 != l2 || !slices.Equal(g1, g2) {
+					t.Errorf("%s: second call differs: loss %v then %v, gradient max diff %g", tc.name, l1, l2, relErr(g2, g1))
+				}
+				if l1 != l3 || !slices.Equal(g1, g3) {
+					t.Errorf("%s: call after other inputs differs: loss %v then %v, gradient max diff %g", tc.name, l1, l3, relErr(g3, g1))
+				}
+				if lb == l1 || slices.Equal(gb, g1) {
+					t.Errorf("%s: different inputs gave the same result: the inputs are not being read", tc.name)
+				}
 			}
 		})
 	}
@@ -220,6 +248,8 @@ func TestNewRejects(t *testing.T) {
 	}
 	bad := micro
 	bad.Heads = 3
+	unknown := micro
+	unknown.Arch = "mamba"
 	for _, tc := range []struct {
 		name          string
 		cfg           model.Config
@@ -227,7 +257,8 @@ func TestNewRejects(t *testing.T) {
 		dtype         tensor.Dtype
 		want          string
 	}{
-		{"gpt2", gpt2, 2, 4, tensor.Float64, "not supported"},
+		{"gpt2 seqLen over context", gpt2, 2, 9, tensor.Float64, "context"},
+		{"unknown arch", unknown, 2, 4, tensor.Float64, "arch"},
 		{"invalid config", bad, 2, 4, tensor.Float64, "heads"},
 		{"seqLen over context", micro, 2, 9, tensor.Float64, "context"},
 		{"zero batch", micro, 0, 4, tensor.Float64, "batch"},
