@@ -1,7 +1,6 @@
 package oracle
 
 import (
-	"fmt"
 	"math"
 	"testing"
 
@@ -82,25 +81,10 @@ func TestNativeMatchesOracleFloat64(t *testing.T) { checkNativeFloat64(t, testCa
 // the medium model with rough parameters, where the float32 oracle is itself 7.8e-6 off).
 func TestNativeMatchesOracleFloat32(t *testing.T) { checkNativeFloat32(t, testCases(t)) }
 
-// skipIfNativeLacksGPT2 skips the test when, and only when, the native engine refuses a
-// GPT-2 config with exactly its "not implemented" error; any other error fails the test.
-func skipIfNativeLacksGPT2(t *testing.T, tc testCase) {
-	t.Helper()
-	_, err := native.New[float64](tc.cfg, tc.batch, tc.seqLen)
-	if err == nil {
-		return
-	}
-	if want := fmt.Sprintf("native: architecture %q not implemented yet", model.GPT2); err.Error() == want {
-		t.Skipf("the native engine does not implement GPT-2 yet: native.New: %v", err)
-	}
-	t.Fatalf("native.New(%s): %v", tc.name, err)
-}
-
 // TestNativeMatchesOracleGPT2Float64 is the float64 cross-check of TestNativeMatchesOracleFloat64
 // (loss 1e-12 relative, every gradient tensor 1e-9 relative) on the GPT-2 configurations.
 func TestNativeMatchesOracleGPT2Float64(t *testing.T) {
 	cases := gpt2TestCases(t)
-	skipIfNativeLacksGPT2(t, cases[0])
 	checkNativeFloat64(t, cases)
 }
 
@@ -108,7 +92,6 @@ func TestNativeMatchesOracleGPT2Float64(t *testing.T) {
 // tolerances, on the GPT-2 configurations.
 func TestNativeMatchesOracleGPT2Float32(t *testing.T) {
 	cases := gpt2TestCases(t)
-	skipIfNativeLacksGPT2(t, cases[0])
 	checkNativeFloat32(t, cases)
 }
 
