@@ -11,15 +11,24 @@ import (
 // in float32 at the PyTorch peer's shape: batch 16, sequence 128.
 //
 //	go test ./training/native -run '^$' -bench Step -benchtime 20x
-func BenchmarkStep(b *testing.B) { benchStep(b, "tiny-llama") }
+func BenchmarkStep(b *testing.B) { benchStep(b, "tiny-llama", false) }
 
 // BenchmarkStepGPT2 is BenchmarkStep for tiny-gpt2 (batch 16, sequence 128, float32).
-func BenchmarkStepGPT2(b *testing.B) { benchStep(b, "tiny-gpt2") }
+func BenchmarkStepGPT2(b *testing.B) { benchStep(b, "tiny-gpt2", false) }
 
-func benchStep(b *testing.B, name string) {
+// benchStep times Forward and Backward of a preset in float32 at its own batch and context,
+// followed by an SF-AdamW step when withOptimizer is set.
+func benchStep(b *testing.B, name string, withOptimizer bool) {
 	cfg := preset(b, name)
 	batch, seqLen := cfg.Batch, cfg.Context
 	m := newModel[float32](b, cfg, batch, seqLen, 1)
+	var opt *sfadamw.SFAdamW[float32]
+	if withOptimizer {
+		var err error
+		if opt, err = sfadamw.New(sfadamw.DefaultConfig(), m.Params()); err != nil {
+			b.Fatal(err)
+		}
+	}
 	n := batch * seqLen
 	tokens, targets := randomTokens(n, cfg.Vocab, 2), randomTokens(n, cfg.Vocab, 3)
 	step(b, m, tokens, targets)
@@ -31,6 +40,9 @@ func benchStep(b *testing.B, name string) {
 			b.Fatal(err)
 		}
 		m.Backward()
+		if opt != nil {
+			opt.Step(m.Grads())
+		}
 	}
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(sec*1e3, "ms/step")
@@ -42,32 +54,7 @@ func benchStep(b *testing.B, name string) {
 // times (forward, zero_grad, backward, optimizer step).
 //
 //	go test ./training/native -run '^$' -bench TrainStep -benchtime 20x
-func BenchmarkTrainStep(b *testing.B) {
-	cfg := preset(b, "tiny-llama")
-	batch, seqLen := cfg.Batch, cfg.Context
-	m := newModel[float32](b, cfg, batch, seqLen, 1)
-	opt, err := sfadamw.New(sfadamw.DefaultConfig(), m.Params())
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := batch * seqLen
-	tokens, targets := randomTokens(n, cfg.Vocab, 2), randomTokens(n, cfg.Vocab, 3)
-	step(b, m, tokens, targets)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		m.ZeroGrad()
-		if _, err := m.Forward(tokens, targets); err != nil {
-			b.Fatal(err)
-		}
-		m.Backward()
-		opt.Step(m.Grads())
-	}
-	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(sec*1e3, "ms/step")
-	b.ReportMetric(float64(n)/sec, "tokens/s")
-	b.ReportMetric(cfg.FLOPsPerStep(batch, seqLen)/sec/1e9, "GFLOP/s")
-}
+func BenchmarkTrainStep(b *testing.B) { benchStep(b, "tiny-llama", true) }
 
 // kernelBench holds tiny-llama-shaped inputs (N = 2048 rows) for the kernel benchmarks.
 type kernelBench struct {

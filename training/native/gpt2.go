@@ -51,15 +51,11 @@ func (m *Model[T]) forwardGPT2() float64 {
 
 // backwardGPT2 adds the gradient of the mean loss of the last forwardGPT2 to m.grads.
 func (m *Model[T]) backwardGPT2() {
-	n, c, f, v := m.n, m.cfg.Dim, m.cfg.Hidden, m.cfg.Vocab
+	n, c, f := m.n, m.cfg.Dim, m.cfg.Hidden
 	a, k := &m.act, &m.k
 
-	k.crossEntropyBackward(a.logits, m.targets)
-	dlogits := a.logits
 	// tied head: m.g.head is m.g.emb, so this is the first of the two wte contributions
-	gemm.Gemm(true, false, v, c, n, 1, dlogits, v, a.nfOut, c, 1, m.g.head, c)
-	gemm.Gemm(false, false, n, c, v, 1, dlogits, v, m.p.head, c, 0, a.dnorm, c)
-	clear(a.dresid)
+	m.headBackward()
 	k.layernormBackward(a.dresid, m.g.norm, m.g.normB, a.dnorm, a.resid[2*m.cfg.Layers], m.p.norm, a.nfMean, a.nfRstd)
 
 	for l := m.cfg.Layers - 1; l >= 0; l-- {

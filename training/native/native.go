@@ -326,14 +326,10 @@ func (m *Model[T]) Backward() {
 		m.backwardGPT2()
 		return
 	}
-	n, c, f, v := m.n, m.cfg.Dim, m.cfg.Hidden, m.cfg.Vocab
+	n, c, f := m.n, m.cfg.Dim, m.cfg.Hidden
 	a, k := &m.act, &m.k
 
-	k.crossEntropyBackward(a.logits, m.targets)
-	dlogits := a.logits
-	gemm.Gemm(true, false, v, c, n, 1, dlogits, v, a.nfOut, c, 1, m.g.head, c)
-	gemm.Gemm(false, false, n, c, v, 1, dlogits, v, m.p.head, c, 0, a.dnorm, c)
-	clear(a.dresid)
+	m.headBackward()
 	k.rmsnormBackward(a.dresid, m.g.norm, a.dnorm, a.resid[2*m.cfg.Layers], m.p.norm, a.nfRstd)
 
 	for l := m.cfg.Layers - 1; l >= 0; l-- {
@@ -356,4 +352,18 @@ func (m *Model[T]) Backward() {
 		k.rmsnormBackward(a.dresid, gw.n1, a.dnorm, x, w.n1, la.n1Rstd)
 	}
 	k.encoderBackward(m.g.emb, a.dresid, m.tokens)
+}
+
+// headBackward is the backward pass of the loss and the LM head, shared by both
+// architectures: the logits become their gradient in place, the head's weight gradient is
+// added (for GPT-2 into the tied token embedding), the gradient at the final norm's output
+// goes to a.dnorm, and the residual-stream gradient a.dresid is cleared.
+func (m *Model[T]) headBackward() {
+	n, c, v := m.n, m.cfg.Dim, m.cfg.Vocab
+	a := &m.act
+	m.k.crossEntropyBackward(a.logits, m.targets)
+	dlogits := a.logits
+	gemm.Gemm(true, false, v, c, n, 1, dlogits, v, a.nfOut, c, 1, m.g.head, c)
+	gemm.Gemm(false, false, n, c, v, 1, dlogits, v, m.p.head, c, 0, a.dnorm, c)
+	clear(a.dresid)
 }

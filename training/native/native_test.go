@@ -153,8 +153,8 @@ func reportGradients(t *testing.T, errs []gradErr, zeroOK ...string) {
 	t.Logf("%d tensors: max |analytic − numerical| = %.2g, max relative = %.2g", len(errs), worstAbs, worstRel)
 }
 
-// TestGradientsFiniteDifferences checks the gradient of every parameter of two small models
-// against central differences in float64.
+// TestGradientsFiniteDifferences checks the gradient of every parameter of small LLaMA and
+// GPT-2 models against central differences in float64.
 func TestGradientsFiniteDifferences(t *testing.T) {
 	cases := []struct {
 		name          string
@@ -163,6 +163,9 @@ func TestGradientsFiniteDifferences(t *testing.T) {
 	}{
 		{"micro-llama", preset(t, "micro-llama"), 2, 8},
 		{"odd shapes, seqLen < context, batch 3", oddConfig(), 3, 7},
+		{"micro-gpt2", preset(t, "micro-gpt2"), 2, 8},
+		{"gpt2 odd shapes, seqLen < context, batch 3", oddGPT2Config(), 3, 7},
+		{"gpt2 odd head size 3", model.Config{Arch: model.GPT2, Vocab: 11, Dim: 9, Layers: 1, Heads: 3, Context: 6, Hidden: 13, Batch: 2}.WithDefaults(), 2, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,9 +178,14 @@ func TestGradientsFiniteDifferences(t *testing.T) {
 }
 
 // TestGradientsSpecialInputs checks the gradients on inputs at the edges: every token and
-// target the same, the extreme token ids, a single position.
+// target the same, the extreme token ids, a single position — for both architectures.
 func TestGradientsSpecialInputs(t *testing.T) {
-	cfg := preset(t, "micro-llama")
+	for _, name := range []string{"micro-llama", "micro-gpt2"} {
+		t.Run(name, func(t *testing.T) { gradientsSpecialInputs(t, preset(t, name)) })
+	}
+}
+
+func gradientsSpecialInputs(t *testing.T, cfg model.Config) {
 	fill := func(n int, id int32) []int32 {
 		s := make([]int32, n)
 		for i := range s {
@@ -193,7 +201,10 @@ func TestGradientsSpecialInputs(t *testing.T) {
 	}{
 		{"all tokens and targets identical", 2, 8, fill(16, 5), fill(16, 5), nil},
 		{"first and last ids", 2, 8, fill(16, 0), fill(16, int32(cfg.Vocab-1)), nil},
-		{"one position", 1, 1, []int32{3}, []int32{9}, []string{"wq", "wk"}}, // softmax over one key is 1
+		{"one position", 1, 1, []int32{3}, []int32{9}, nil},
+	}
+	if cfg.Arch == model.LLaMA {
+		cases[2].zeroOK = []string{"wq", "wk"} // softmax over one key is 1 (GPT-2's q|k|v is one tensor)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -122,18 +122,23 @@ func refLoss(cfg model.Config, params []float64, tokens, targets []int32, batch,
 		}
 		for t := range seqLen {
 			logits := matvec(w("head.weight"), rmsnorm(x[t], w("norm.weight")), V)
-			m := math.Inf(-1)
-			for _, v := range logits {
-				m = math.Max(m, v)
-			}
-			var z float64
-			for _, v := range logits {
-				z += math.Exp(v - m)
-			}
-			total += m + math.Log(z) - logits[targets[b*seqLen+t]]
+			total += refCrossEntropy(logits, targets[b*seqLen+t])
 		}
 	}
 	return total / float64(batch*seqLen)
+}
+
+// refCrossEntropy is −log softmax(logits)[target], stabilised by the row's maximum.
+func refCrossEntropy(logits []float64, target int32) float64 {
+	m := math.Inf(-1)
+	for _, v := range logits {
+		m = math.Max(m, v)
+	}
+	var z float64
+	for _, v := range logits {
+		z += math.Exp(v - m)
+	}
+	return m + math.Log(z) - logits[target]
 }
 
 // refLossGPT2 is an independent plain-Go float64 forward pass of the GPT-2 model as nanoGPT
@@ -248,15 +253,7 @@ func refLossGPT2(cfg model.Config, params []float64, tokens, targets []int32, ba
 		for t := range seqLen {
 			xf := layernorm(x[t], w("transformer.ln_f.weight"), w("transformer.ln_f.bias"))
 			logits := affine(wte, make([]float64, V), xf)
-			m := math.Inf(-1)
-			for _, v := range logits {
-				m = math.Max(m, v)
-			}
-			var z float64
-			for _, v := range logits {
-				z += math.Exp(v - m)
-			}
-			total += m + math.Log(z) - logits[targets[b*seqLen+t]]
+			total += refCrossEntropy(logits, targets[b*seqLen+t])
 		}
 	}
 	return total / float64(batch*seqLen)
