@@ -310,21 +310,22 @@ func (m *Model[T]) Forward(tokens, targets []int32) (float64, error) {
 	return sum / float64(n), nil
 }
 
-// errNoForward is the panic value of a Backward without a Forward to use.
+// errNoForward is the error of a Backward without a Forward to use.
 var errNoForward = errors.New("native: Backward needs a successful Forward since the last Backward")
 
 // Backward adds the gradient of the mean loss of the last Forward to Grads, so the gradients
 // of successive micro-batches add up: after Forward and Backward on k micro-batches, Grads
 // holds the sum of the k micro-batch gradients (k times the gradient of their mean, for
-// micro-batches of equal size). Each Forward allows one Backward; a second one panics.
-func (m *Model[T]) Backward() {
+// micro-batches of equal size). Each Forward allows one Backward; a second one is an error
+// and changes nothing.
+func (m *Model[T]) Backward() error {
 	if !m.ready {
-		panic(errNoForward)
+		return errNoForward
 	}
 	m.ready = false
 	if m.gpt2 {
 		m.backwardGPT2()
-		return
+		return nil
 	}
 	n, c, f := m.n, m.cfg.Dim, m.cfg.Hidden
 	a, k := &m.act, &m.k
@@ -352,6 +353,7 @@ func (m *Model[T]) Backward() {
 		k.rmsnormBackward(a.dresid, gw.n1, a.dnorm, x, w.n1, la.n1Rstd)
 	}
 	k.encoderBackward(m.g.emb, a.dresid, m.tokens)
+	return nil
 }
 
 // headBackward is the backward pass of the loss and the LM head, shared by both

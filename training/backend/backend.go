@@ -1,0 +1,123 @@
+// Package backend is the boundary between the training loop and the compute that runs a
+// model: an Engine computes the loss and the gradient of one micro-batch on parameters it
+// holds in its own memory (host memory for the native CPU engine, device memory for the
+// CUDA engine), and a registry maps backend names ("cpu", "cuda") to constructors.
+//
+// The training loop sees only this package. An engine whose parameters and gradients live
+// in host memory also implements HostEngine, and the loop steps an sfadamw optimizer on its
+// buffers in place; any other engine is driven through ReadParams / WriteParams /
+// ReadGrads, or, where it implements DeviceOptimizers, steps its optimizers where the
+// parameters live. Parameters, gradients and checkpoints are in model.Config.Layout order
+// for every backend, so a checkpoint written by one backend resumes on another.
+package backend
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// Engine computes the mean next-token cross-entropy of a model on micro-batches of a fixed
+// shape and its gradient. Its methods must not be called concurrently.
+type Engine interface {
+	// Config is the model the engine runs.
+	Config() model.Config
+	// Batch and SeqLen are the micro-batch shape: Batch sequences of SeqLen tokens.
+	Batch() int
+	SeqLen() int
+	// Forward runs the model on Batch·SeqLen token ids (row-major by sequence, position)
+	// and returns the mean cross-entropy of predicting targets; a token or target outside
+	// the vocabulary is an error. It keeps what Backward needs.
+	Forward(tokens, targets []int32) (float64, error)
+	// Backward adds the gradient of the last Forward's mean loss to the gradients, so the
+	// gradients of successive micro-batches add up. Each Forward allows one Backward.
+	Backward() error
+	// ZeroGrad sets every gradient to zero.
+	ZeroGrad()
+	// NumParams is the length of the parameter and gradient buffers (Config().NumParams()).
+	NumParams() int
+	// ReadParams copies the parameters into dst, WriteParams replaces them with src, and
+	// ReadGrads copies the gradients into dst; each slice has NumParams elements.
+	ReadParams(dst []float32) error
+	WriteParams(src []float32) error
+	ReadGrads(dst []float32) error
+	// Close releases what the engine holds (device memory, streams); the engine is unusable
+	// afterwards. Closing a host engine is a no-op.
+	Close() error
+}
+
+// HostEngine is an Engine whose parameters and gradients are host memory the caller may
+// read and update in place (an optimizer steps Params with Grads).
+type HostEngine interface {
+	Engine
+	Params() []float32
+	Grads() []float32
+}
+
+// DeviceOptimizers is implemented by engines that step optimizers where their parameters
+// live. The returned optimizer updates the engine's parameters from its gradients; its
+// state is exchanged in sfadamw's format, so checkpoints move between backends.
+type DeviceOptimizers interface {
+	NewSFAdamW(cfg sfadamw.Config) (Optimizer, error)
+	NewAdamW(cfg sfadamw.AdamWConfig) (Optimizer, error)
+}
+
+// Optimizer is an optimizer bound to an engine's parameters and gradients.
+type Optimizer interface {
+	Step() error
+	State() sfadamw.State[float32]
+	Restore(sfadamw.State[float32]) error
+}
+
+// Factory makes an engine for cfg on micro-batches of batch sequences of seqLen tokens.
+type Factory func(cfg model.Config, batch, seqLen int) (Engine, error)
+
+var (
+	mu        sync.Mutex
+	factories = map[string]Factory{}
+)
+
+// Register makes a backend available under name; backends register themselves from an
+// init function of their package. Registering a name twice panics.
+func Register(name string, f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := factories[name]; dup {
+		panic("backend: " + name + " registered twice")
+	}
+	factories[name] = f
+}
+
+// Names lists the registered backends in sorted order.
+func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New makes an engine of the named backend.
+func New(name string, cfg model.Config, batch, seqLen int) (Engine, error) {
+	mu.Lock()
+	f, ok := factories[name]
+	mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("backend = %q: not available in this build; available: %v (the cuda backend needs -tags cuda)", name, Names())
+	}
+	return f(cfg, batch, seqLen)
+}
+
+// CheckLen is the length check of ReadParams, WriteParams and ReadGrads, shared by backends.
+func CheckLen(what string, got, want int) error {
+	if got != want {
+		return fmt.Errorf("%s: %d elements, want %d (the model's parameter count)", what, got, want)
+	}
+	return nil
+}

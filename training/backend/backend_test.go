@@ -1,0 +1,104 @@
+package backend_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+	_ "github.com/sfsweep/sfsweep/training/native" // registers "cpu"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+func TestRegistry(t *testing.T) {
+	if !slices.Contains(backend.Names(), "cpu") {
+		t.Fatalf("Names() = %v, want it to hold cpu", backend.Names())
+	}
+	cfg, err := model.Preset("micro-llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = backend.New("tpu", cfg, 1, 4)
+	if err == nil || !strings.Contains(err.Error(), `"tpu"`) || !strings.Contains(err.Error(), "cpu") {
+		t.Errorf("New(tpu): error %v, want one naming the backend and the available ones", err)
+	}
+	if _, err := backend.New("cpu", cfg, 0, 4); err == nil || !strings.Contains(err.Error(), "batch = 0") {
+		t.Errorf("New(cpu, batch 0): error %v, want one naming batch", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering cpu twice did not panic")
+		}
+	}()
+	backend.Register("cpu", nil)
+}
+
+// The cpu engine through the interface: a host engine whose Read/Write copy its buffers,
+// whose Backward accumulates, and whose misuse is an error, not a panic.
+func TestCPUEngine(t *testing.T) {
+	cfg, err := model.Preset("micro-llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := backend.New("cpu", cfg, 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	h, ok := e.(backend.HostEngine)
+	if !ok {
+		t.Fatal("the cpu engine is not a HostEngine")
+	}
+	n := e.NumParams()
+	if n != cfg.NumParams() || e.Batch() != 2 || e.SeqLen() != 4 {
+		t.Fatalf("NumParams, Batch, SeqLen = %d, %d, %d; want %d, 2, 4", n, e.Batch(), e.SeqLen(), cfg.NumParams())
+	}
+	w := make([]float32, n)
+	model.Init(cfg, 7, w)
+	if err := e.WriteParams(w); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Params(), w) {
+		t.Fatal("WriteParams did not set Params")
+	}
+	if err := e.WriteParams(w[1:]); err == nil || !strings.Contains(err.Error(), "want") {
+		t.Errorf("WriteParams of a short slice: error %v", err)
+	}
+	if err := e.Backward(); err == nil {
+		t.Error("Backward without Forward: no error")
+	}
+	tok := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	tgt := []int32{2, 3, 4, 5, 6, 7, 8, 9}
+	g1 := make([]float32, n)
+	g2 := make([]float32, n)
+	e.ZeroGrad()
+	for i := range 2 {
+		loss, err := e.Forward(tok, tgt)
+		if err != nil || !(loss > 0) {
+			t.Fatalf("Forward: loss %v, error %v", loss, err)
+		}
+		if err := e.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		dst := []([]float32){g1, g2}[i]
+		if err := e.ReadGrads(dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var nonzero int
+	for i := range g1 {
+		if g1[i] != 0 {
+			nonzero++
+		}
+		if g2[i] != 2*g1[i] {
+			t.Fatalf("gradient %d after two equal micro-batches = %v, want 2 × %v", i, g2[i], g1[i])
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("all gradients zero")
+	}
+	got := make([]float32, n)
+	if err := e.ReadParams(got); err != nil || !slices.Equal(got, w) {
+		t.Fatalf("ReadParams: %v, equal %v", err, slices.Equal(got, w))
+	}
+}
