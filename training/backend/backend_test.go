@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/sfsweep/sfsweep/training/backend"
-	_ "github.com/sfsweep/sfsweep/training/native" // registers "cpu"
 	"github.com/sfsweep/sfsweep/training/model"
+	_ "github.com/sfsweep/sfsweep/training/native" // registers "cpu"
 )
 
 func TestRegistry(t *testing.T) {
