@@ -1,7 +1,9 @@
-// Package training will hold the language models (LLaMA- and GPT-2-style), the native
-// compute engine and its gorgonia oracle, token data, the training loop with evaluation at
-// x, y and their EWAs, checkpoints with resume, and the decay and interpolation probes.
+// Package training runs one training run of the paper's setting end to end: token data,
+// the loop with gradient accumulation, evaluation of the loss at x, y and their
+// exponential weighted averages, checkpoints with bitwise resume, and the probes of the
+// paper's figures (the decay probe, the LR-decay branch, checkpoint interpolation).
 //
-// It is the next layer above [github.com/sfsweep/sfsweep/sfadamw] and is built in its own
-// increments; nothing here is implemented yet.
+// The models and their compute are in the subpackages: model (configs, layout), backend
+// (the engine interface), native (the CPU engine), oracle (the gorgonia gradient oracle),
+// data (token files, tokenizers, batching) and checkpoint (safetensors checkpoints).
 package training

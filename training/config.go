@@ -1,0 +1,314 @@
+package training
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// Config is one training run: the model, the data, the optimizer and its hyperparameters,
+// the batch, the length of the run and how often it evaluates and checkpoints. Its YAML
+// and JSON forms use the snake_case names of the tags; unknown fields are errors.
+// The defaults (WithDefaults) are the paper's appendix "Training details".
+type Config struct {
+	// Model is a preset name (model.PresetNames); ModelConfig, if set, overrides it whole.
+	Model       string        `json:"model,omitempty" yaml:"model,omitempty"`
+	ModelConfig *model.Config `json:"model_config,omitempty" yaml:"model_config,omitempty"`
+	Backend     string        `json:"backend,omitempty" yaml:"backend,omitempty"` // "cpu" (default) or "cuda"
+
+	Data      DataConfig      `json:"data" yaml:"data"`
+	Optimizer OptimizerConfig `json:"optimizer" yaml:"optimizer"`
+
+	BatchTokens int `json:"batch_tokens" yaml:"batch_tokens"`                   // tokens per optimizer step (the paper: 0.5M and 2M)
+	MicroBatch  int `json:"micro_batch,omitempty" yaml:"micro_batch,omitempty"` // sequences per forward pass; default the preset's batch
+	SeqLen      int `json:"seq_len,omitempty" yaml:"seq_len,omitempty"`         // tokens per sequence; default the model's context
+	Steps       int `json:"steps" yaml:"steps"`                                 // optimizer steps
+
+	EvalEvery       int     `json:"eval_every,omitempty" yaml:"eval_every,omitempty"`             // steps between evaluations; 0: only at the end
+	EvalSeqs        int     `json:"eval_seqs,omitempty" yaml:"eval_seqs,omitempty"`               // validation sequences (the paper: 3,200)
+	TestSeqs        int     `json:"test_seqs,omitempty" yaml:"test_seqs,omitempty"`               // held-out test sequences at the end
+	CheckpointEvery int     `json:"checkpoint_every,omitempty" yaml:"checkpoint_every,omitempty"` // steps between checkpoints; 0: none
+	KeepCheckpoints int     `json:"keep_checkpoints,omitempty" yaml:"keep_checkpoints,omitempty"` // newest checkpoints kept; 0: all
+	EWADecay        float64 `json:"ewa_decay,omitempty" yaml:"ewa_decay,omitempty"`               // decay of the EWA iterates (the paper: 0.99)
+	Seed            uint64  `json:"seed" yaml:"seed"`                                             // initialisation and batch sampling
+}
+
+// DataConfig says where the token files come from: a prepared dataset (Path: a local
+// directory or a key prefix in the object store, with train.bin, val.bin, test.bin and
+// meta.json), or the offline default corpus (Default: the Go toolchain's source tree,
+// tokenised with the named tokenizer, "byte" or "gpt2").
+type DataConfig struct {
+	Path     string `json:"path,omitempty" yaml:"path,omitempty"`
+	Default  string `json:"default,omitempty" yaml:"default,omitempty"`
+	MaxBytes int64  `json:"max_bytes,omitempty" yaml:"max_bytes,omitempty"` // cap on the default corpus's source bytes
+}
+
+// OptimizerConfig is the optimizer of a run. Name "sfadamw" is Schedule-Free AdamW
+// (Algorithm 1; refined, Algorithm 2, when C > 0), "adamw" is AdamW with Schedule.
+type OptimizerConfig struct {
+	Name        string   `json:"name" yaml:"name"`
+	LR          float64  `json:"lr" yaml:"lr"`
+	Beta1       float64  `json:"beta1" yaml:"beta1"`
+	Beta2       float64  `json:"beta2" yaml:"beta2"`
+	Eps         float64  `json:"eps,omitempty" yaml:"eps,omitempty"`
+	WeightDecay *float64 `json:"weight_decay,omitempty" yaml:"weight_decay,omitempty"` // default 0.1
+	C           float64  `json:"c,omitempty" yaml:"c,omitempty"`                       // refined SF-AdamW; 0 is vanilla
+	GradClip    *float64 `json:"grad_clip,omitempty" yaml:"grad_clip,omitempty"`       // default 1.0 for AdamW, 0 (off) for SF-AdamW
+	WarmupFrac  *float64 `json:"warmup_frac,omitempty" yaml:"warmup_frac,omitempty"`   // warmup as a fraction of steps; default 0.05
+	Schedule    string   `json:"schedule,omitempty" yaml:"schedule,omitempty"`         // AdamW: constant, cosine (default), linear, wsd
+	FinalFrac   *float64 `json:"final_frac,omitempty" yaml:"final_frac,omitempty"`     // AdamW cosine: final LR / peak; default 0.1
+	DecayFrac   float64  `json:"decay_frac,omitempty" yaml:"decay_frac,omitempty"`     // AdamW wsd: decay branch as a fraction of steps
+}
+
+// The optimizer names.
+const (
+	SFAdamW = "sfadamw"
+	AdamW   = "adamw"
+)
+
+// ConfigError is an invalid field of a Config: its path (e.g. "optimizer.beta1"), the
+// value and the reason.
+type ConfigError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// WithDefaults fills the fields left unset with the paper's values.
+func (c Config) WithDefaults() Config {
+	if c.Backend == "" {
+		c.Backend = "cpu"
+	}
+	o := &c.Optimizer
+	if o.Eps == 0 {
+		o.Eps = 1e-8
+	}
+	if o.WeightDecay == nil {
+		o.WeightDecay = ptr(0.1)
+	}
+	if o.WarmupFrac == nil {
+		o.WarmupFrac = ptr(0.05)
+	}
+	if o.GradClip == nil {
+		if o.Name == AdamW {
+			o.GradClip = ptr(1.0)
+		} else {
+			o.GradClip = ptr(0)
+		}
+	}
+	if o.Name == AdamW {
+		if o.Schedule == "" {
+			o.Schedule = string(sfadamw.Cosine)
+		}
+		if o.FinalFrac == nil {
+			o.FinalFrac = ptr(0.1)
+		}
+	}
+	if c.EWADecay == 0 {
+		c.EWADecay = 0.99
+	}
+	if c.Data.Path == "" && c.Data.Default == "" {
+		c.Data.Default = "byte"
+	}
+	if c.Data.Default != "" && c.Data.MaxBytes == 0 {
+		c.Data.MaxBytes = 16 << 20
+	}
+	if c.EvalSeqs == 0 {
+		c.EvalSeqs = 3200
+	}
+	if c.TestSeqs == 0 {
+		c.TestSeqs = c.EvalSeqs
+	}
+	if mc, err := c.ResolveModel(); err == nil {
+		if c.MicroBatch == 0 {
+			c.MicroBatch = mc.Batch
+		}
+		if c.SeqLen == 0 {
+			c.SeqLen = mc.Context
+		}
+	}
+	return c
+}
+
+// ResolveModel returns the model of the run: ModelConfig with defaults, or the preset.
+func (c Config) ResolveModel() (model.Config, error) {
+	if c.ModelConfig != nil {
+		mc := c.ModelConfig.WithDefaults()
+		if err := mc.Validate(); err != nil {
+			var fe *model.FieldError
+			if errors.As(err, &fe) {
+				return mc, &ConfigError{"model_config." + fe.Field, fe.Value, fe.Reason}
+			}
+			return mc, err
+		}
+		return mc, nil
+	}
+	if c.Model == "" {
+		return model.Config{}, &ConfigError{"model", `""`, fmt.Sprintf("must name a preset %v or give model_config", model.PresetNames())}
+	}
+	mc, err := model.Preset(c.Model)
+	if err != nil {
+		return mc, &ConfigError{"model", c.Model, fmt.Sprintf("unknown preset; known: %v", model.PresetNames())}
+	}
+	return mc, nil
+}
+
+// Accum returns the micro-batches per optimizer step: BatchTokens / (MicroBatch·SeqLen).
+func (c Config) Accum() int { return c.BatchTokens / (c.MicroBatch * c.SeqLen) }
+
+// WarmupSteps returns the warmup in steps: WarmupFrac of Steps, rounded down.
+func (c Config) WarmupSteps() int { return int(*c.Optimizer.WarmupFrac * float64(c.Steps)) }
+
+// Validate checks a Config with defaults applied; the error is a *ConfigError naming the
+// first invalid field.
+func (c Config) Validate() error {
+	mc, err := c.ResolveModel()
+	if err != nil {
+		return err
+	}
+	if c.Backend != "cpu" && c.Backend != "cuda" {
+		return &ConfigError{"backend", c.Backend, `must be "cpu" or "cuda"`}
+	}
+	if c.Data.Path != "" && c.Data.Default != "" {
+		return &ConfigError{"data.default", c.Data.Default, "give data.path or data.default, not both"}
+	}
+	if c.Data.Default != "" && c.Data.Default != "byte" && c.Data.Default != "gpt2" {
+		return &ConfigError{"data.default", c.Data.Default, `must be a tokenizer: "byte" or "gpt2"`}
+	}
+	if c.Data.MaxBytes < 0 {
+		return &ConfigError{"data.max_bytes", c.Data.MaxBytes, "must be ≥ 0"}
+	}
+	pos := []struct {
+		name string
+		v    int
+	}{{"steps", c.Steps}, {"batch_tokens", c.BatchTokens}, {"micro_batch", c.MicroBatch}, {"seq_len", c.SeqLen}, {"eval_seqs", c.EvalSeqs}, {"test_seqs", c.TestSeqs}}
+	for _, f := range pos {
+		if f.v < 1 {
+			return &ConfigError{f.name, f.v, "must be ≥ 1"}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"eval_every", c.EvalEvery}, {"checkpoint_every", c.CheckpointEvery}, {"keep_checkpoints", c.KeepCheckpoints}} {
+		if f.v < 0 {
+			return &ConfigError{f.name, f.v, "must be ≥ 0"}
+		}
+	}
+	if c.SeqLen > mc.Context {
+		return &ConfigError{"seq_len", c.SeqLen, fmt.Sprintf("must be ≤ the model's context (%d)", mc.Context)}
+	}
+	if seq := c.MicroBatch * c.SeqLen; c.BatchTokens%seq != 0 {
+		return &ConfigError{"batch_tokens", c.BatchTokens, fmt.Sprintf("must be a multiple of micro_batch × seq_len = %d × %d = %d", c.MicroBatch, c.SeqLen, seq)}
+	}
+	if math.IsNaN(c.EWADecay) || c.EWADecay <= 0 || c.EWADecay >= 1 {
+		return &ConfigError{"ewa_decay", c.EWADecay, "must be in (0, 1)"}
+	}
+	o := c.Optimizer
+	if wf := *o.WarmupFrac; math.IsNaN(wf) || wf < 0 || wf >= 1 {
+		return &ConfigError{"optimizer.warmup_frac", wf, "must be in [0, 1)"}
+	}
+	var oerr error
+	switch o.Name {
+	case SFAdamW:
+		oerr = c.SFAdamWConfig().Validate()
+	case AdamW:
+		if ff := *o.FinalFrac; math.IsNaN(ff) || ff < 0 || ff > 1 {
+			return &ConfigError{"optimizer.final_frac", ff, "must be in [0, 1]"}
+		}
+		if o.Schedule == string(sfadamw.WSD) && (math.IsNaN(o.DecayFrac) || o.DecayFrac <= 0 || o.DecayFrac > 1) {
+			return &ConfigError{"optimizer.decay_frac", o.DecayFrac, "must be in (0, 1] for the wsd schedule"}
+		}
+		if o.C != 0 {
+			return &ConfigError{"optimizer.c", o.C, "applies to sfadamw only"}
+		}
+		oerr = c.AdamWConfig().Validate()
+	default:
+		return &ConfigError{"optimizer.name", fmt.Sprintf("%q", o.Name), `must be "sfadamw" or "adamw"`}
+	}
+	var se *sfadamw.ConfigError
+	if errors.As(oerr, &se) {
+		return &ConfigError{"optimizer." + se.Field, se.Value, se.Reason}
+	}
+	return oerr
+}
+
+// SFAdamWConfig returns the SF-AdamW configuration of the run.
+func (c Config) SFAdamWConfig() sfadamw.Config {
+	o := c.Optimizer
+	return sfadamw.Config{
+		LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: *o.WeightDecay,
+		WarmupSteps: c.WarmupSteps(), C: o.C, GradClip: *o.GradClip,
+	}
+}
+
+// AdamWConfig returns the AdamW configuration of the run.
+func (c Config) AdamWConfig() sfadamw.AdamWConfig {
+	o := c.Optimizer
+	s := sfadamw.Schedule{
+		Kind: sfadamw.ScheduleKind(o.Schedule), Peak: o.LR, WarmupSteps: c.WarmupSteps(),
+		TotalSteps: c.Steps, FinalFrac: *o.FinalFrac,
+	}
+	if s.Kind == sfadamw.WSD {
+		s.DecaySteps = max(1, int(o.DecayFrac*float64(c.Steps)))
+		s.DecayStart = c.Steps - s.DecaySteps
+	}
+	return sfadamw.AdamWConfig{Schedule: s, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: *o.WeightDecay, GradClip: *o.GradClip}
+}
+
+// Canonical returns the config that identifies the run: defaults applied, the model
+// resolved to its full configuration, and refined SF-AdamW with C = 1/(1−β1) mapped to
+// vanilla (C = 0), which is the same run.
+func (c Config) Canonical() Config {
+	c = c.WithDefaults()
+	if mc, err := c.ResolveModel(); err == nil {
+		c.Model, c.ModelConfig = "", &mc
+	}
+	if c.Optimizer.Name == SFAdamW {
+		c.Optimizer.C = c.SFAdamWConfig().Canonical().C
+	}
+	return c
+}
+
+// Hash returns the hex sha256 of the canonical config's JSON: runs with equal hashes are
+// the same run.
+func (c Config) Hash() string {
+	b, err := json.Marshal(c.Canonical())
+	if err != nil {
+		panic(err) // a Config always marshals
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// ParseConfig reads a YAML (or JSON) run config, rejecting unknown fields with the line
+// where they stand, and returns it with defaults applied and validated.
+func ParseConfig(src []byte) (Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	c = c.WithDefaults()
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
