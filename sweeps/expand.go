@@ -1,0 +1,157 @@
+package sweeps
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/sfsweep/sfsweep/training"
+)
+
+// Trial is one training run of a sweep. Its ID is content-addressed: the first 16 hex
+// digits of the sha256 of its canonical config, so equal runs share an ID across
+// manifests and a result that exists is never recomputed.
+type Trial struct {
+	ID     string          `json:"id"`
+	Config training.Config `json:"config"`
+	// Points are the grid points the trial stands for: more than one where refined
+	// SF-AdamW with C = 1/(1−β1) coincides with the vanilla point.
+	Points []Point `json:"points"`
+}
+
+// Point is one grid point: where a trial's result goes in the tables.
+type Point struct {
+	Grid        int     `json:"grid"` // index in the manifest's optimizers
+	Optimizer   string  `json:"optimizer"`
+	Label       string  `json:"label,omitempty"`
+	LR          float64 `json:"lr"`
+	Beta1       float64 `json:"beta1"`
+	Beta2       float64 `json:"beta2"`
+	C           float64 `json:"c"` // 0: vanilla
+	BatchTokens int     `json:"batch_tokens"`
+	Seed        int     `json:"seed"`
+}
+
+// CLabel is the column key of the point's C: "vanilla" or the number.
+func (p Point) CLabel() string {
+	if p.C == 0 {
+		return "vanilla"
+	}
+	return strconv.FormatFloat(p.C, 'g', -1, 64)
+}
+
+// IDLen is the length of a trial ID in hex digits.
+const IDLen = 16
+
+// Expand returns the manifest's trials in grid order (optimizers, then lr, betas, c,
+// batch_tokens, seeds), each once.
+func (m *Manifest) Expand() ([]Trial, error) {
+	if n := m.Count(); n > m.maxTrials() {
+		return nil, &Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("more than max_trials = %d", m.maxTrials())}
+	}
+	var trials []Trial
+	index := map[string]int{}
+	for gi, g := range m.Optimizers {
+		cs := g.C
+		if len(cs) == 0 {
+			cs = CList{0}
+		}
+		for li, lr := range g.LR {
+			for bi, b := range g.Betas {
+				for ci, c := range cs {
+					for ti, bt := range g.batchTokens(m) {
+						for _, seed := range m.Seeds {
+							p := Point{Grid: gi, Optimizer: g.Name, Label: g.Label, LR: lr, Beta1: b[0], Beta2: b[1], C: c, BatchTokens: bt, Seed: seed}
+							cfg := m.trialConfig(g, p)
+							if err := cfg.Validate(); err != nil {
+								return nil, m.fieldError(err, gi, li, bi, ci, ti)
+							}
+							id := cfg.Hash()[:IDLen]
+							if i, ok := index[id]; ok {
+								trials[i].Points = append(trials[i].Points, p)
+								continue
+							}
+							index[id] = len(trials)
+							trials = append(trials, Trial{ID: id, Config: cfg.Canonical(), Points: []Point{p}})
+						}
+					}
+				}
+			}
+		}
+	}
+	return trials, nil
+}
+
+// trialConfig is the training config of one grid point, defaults applied.
+func (m *Manifest) trialConfig(g Grid, p Point) training.Config {
+	o := training.OptimizerConfig{
+		Name: g.Name, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, Eps: g.Eps, WeightDecay: g.WeightDecay,
+		C: p.C, GradClip: g.GradClip, WarmupFrac: m.WarmupFrac, Schedule: g.Schedule, FinalFrac: g.FinalFrac, DecayFrac: g.DecayFrac,
+	}
+	c := training.Config{
+		Model: m.Model, ModelConfig: m.ModelConfig, Backend: m.Backend, Data: m.Data, Optimizer: o,
+		BatchTokens: p.BatchTokens, MicroBatch: m.MicroBatch, SeqLen: m.SeqLen, Steps: m.Steps,
+		EvalEvery: m.EvalEvery, EvalSeqs: m.EvalSeqs, TestSeqs: m.TestSeqs,
+		CheckpointEvery: m.CheckpointEvery, KeepCheckpoints: m.KeepCheckpoints, EWADecay: m.EWADecay,
+		Seed: uint64(p.Seed),
+	}
+	return c.WithDefaults()
+}
+
+// fieldError maps a trial config's error to the manifest field it comes from.
+func (m *Manifest) fieldError(err error, gi, li, bi, ci, ti int) error {
+	var ce *training.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	g := fmt.Sprintf("optimizers[%d]", gi)
+	field := ce.Field
+	switch ce.Field {
+	case "optimizer.lr":
+		field = fmt.Sprintf("%s.lr[%d]", g, li)
+	case "optimizer.beta1", "optimizer.beta2":
+		field = fmt.Sprintf("%s.betas[%d]", g, bi)
+	case "optimizer.c":
+		field = fmt.Sprintf("%s.c[%d]", g, ci)
+	case "batch_tokens":
+		if len(m.Optimizers[gi].BatchTokens) > 0 {
+			field = fmt.Sprintf("%s.batch_tokens[%d]", g, ti)
+		} else if len(m.BatchTokens) > 1 {
+			field = fmt.Sprintf("batch_tokens[%d]", ti)
+		}
+	default:
+		if len(field) > len("optimizer.") && field[:len("optimizer.")] == "optimizer." {
+			field = g + "." + field[len("optimizer."):]
+		}
+	}
+	return &Error{Field: field, Value: ce.Value, Reason: ce.Reason}
+}
+
+// Cost is the compute of a list of trials.
+type Cost struct {
+	Trials int     `json:"trials"`
+	Steps  int64   `json:"steps"`
+	Tokens int64   `json:"tokens"` // training tokens, steps × batch
+	FLOPs  float64 `json:"flops"`  // model FLOPs of the training steps (6·N·D plus attention)
+}
+
+// TotalCost sums the cost of the trials' training steps.
+func TotalCost(trials []Trial) Cost {
+	var c Cost
+	for _, t := range trials {
+		cfg := t.Config
+		mc, err := cfg.ResolveModel()
+		if err != nil {
+			continue
+		}
+		c.Trials++
+		c.Steps += int64(cfg.Steps)
+		c.Tokens += int64(cfg.Steps) * int64(cfg.BatchTokens)
+		c.FLOPs += mc.FLOPsPerStep(cfg.MicroBatch, cfg.SeqLen) * float64(cfg.Accum()) * float64(cfg.Steps)
+	}
+	if math.IsInf(c.FLOPs, 0) {
+		c.FLOPs = math.MaxFloat64
+	}
+	return c
+}

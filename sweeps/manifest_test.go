@@ -1,0 +1,140 @@
+package sweeps
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestExampleCSensitivity(t *testing.T) {
+	src, err := os.ReadFile("examples/c-sensitivity-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6 + 5 + 6 + 6 grid points; C = 10 at β1 = 0.9 and C = 20 at β1 = 0.95 are the
+	// vanilla runs (C = 1/(1−β1)), so two points share a trial.
+	if got := m.Count(); got != 23 {
+		t.Errorf("Count = %d, want 23", got)
+	}
+	if len(trials) != 21 {
+		t.Fatalf("%d trials, want 21", len(trials))
+	}
+	shared := 0
+	ids := map[string]bool{}
+	for _, tr := range trials {
+		if ids[tr.ID] || len(tr.ID) != IDLen {
+			t.Errorf("trial ID %q repeated or of the wrong length", tr.ID)
+		}
+		ids[tr.ID] = true
+		if tr.ID != tr.Config.Hash()[:IDLen] {
+			t.Errorf("trial %s: ID is not its config's hash", tr.ID)
+		}
+		if len(tr.Points) == 2 {
+			shared++
+			a, b := tr.Points[0], tr.Points[1]
+			if a.C != 0 || b.C*(1-b.Beta1) < 0.999999 || b.C*(1-b.Beta1) > 1.000001 {
+				t.Errorf("trial %s shared by %+v and %+v", tr.ID, a, b)
+			}
+		}
+	}
+	if shared != 2 {
+		t.Errorf("%d trials stand for two points, want 2", shared)
+	}
+	c := TotalCost(trials)
+	if c.Trials != 21 || c.Steps != 21*120 || c.Tokens != 21*120*2048 {
+		t.Errorf("cost %+v", c)
+	}
+}
+
+const base = `name: t
+model: micro-llama
+data:
+  default: byte
+batch_tokens: 32
+steps: 10
+seeds: [1, 2]
+optimizers:
+  - name: sfadamw
+    lr: [1e-3, 2e-3]
+    betas: [[0.9, 0.99], [0.95, 0.99]]
+    c: [vanilla, 50]
+`
+
+func TestExpandGrid(t *testing.T) {
+	m, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials) != 16 {
+		t.Fatalf("%d trials, want 2·2·2·2 = 16", len(trials))
+	}
+	first := trials[0].Points[0]
+	if first.LR != 1e-3 || first.Beta1 != 0.9 || first.C != 0 || first.Seed != 1 || trials[1].Points[0].Seed != 2 {
+		t.Errorf("grid order: %+v, then %+v", first, trials[1].Points[0])
+	}
+	// an extended manifest keeps the IDs of the trials it shares
+	ext, err := Parse([]byte(strings.Replace(base, "c: [vanilla, 50]", "c: [vanilla, 50, 100]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := ext.Expand()
+	old := map[string]bool{}
+	for _, tr := range trials {
+		old[tr.ID] = true
+	}
+	kept := 0
+	for _, tr := range more {
+		if old[tr.ID] {
+			kept++
+		}
+	}
+	if len(more) != 24 || kept != 16 {
+		t.Errorf("extended: %d trials, %d shared with the original; want 24 and 16", len(more), kept)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ old, new, want string }{
+		{"name: t", "name: ../../etc", `line 1: name = "../../etc"`},
+		{"steps: 10", "steps: 10\nstepz: 3", "line 7: field stepz not found"},
+		{"[0.95, 0.99]", "[1.5, 0.99]", "line 11: optimizers[0].betas[1] = 1.5: must be in [0, 1)"},
+		{"lr: [1e-3, 2e-3]", "lr: [1e-3, -2]", "line 10: optimizers[0].lr[1] = -2"},
+		{"c: [vanilla, 50]", "c: [vanilla, fifty]", `c = "fifty": want a number or "vanilla"`},
+		{"c: [vanilla, 50]", "c: [vanilla, -5]", "optimizers[0].c[1] = -5"},
+		{"seeds: [1, 2]", "seeds: []", "line 7: seeds = []: must list at least one seed"},
+		{"name: sfadamw", "name: adam", `line 9: optimizers[0].name = "adam"`},
+		{"batch_tokens: 32", "batch_tokens: 30", "line 5: batch_tokens = 30: must be a multiple"},
+		{"steps: 10", "steps: 10\nsteps: 11", "line 7: steps = duplicate key: already given on line 6"},
+		{"model: micro-llama", "model: &m micro-llama\nbackend: *m", "aliases are not allowed"},
+		{"seeds: [1, 2]", "seeds: [1, 2]\nmax_trials: 8", "16 trials: the grid expands to more than max_trials = 8"},
+		{"steps: 10", "steps: .nan", "line 6: cannot unmarshal !!float `.nan` into int"},
+	} {
+		_, err := Parse([]byte(strings.Replace(base, tc.old, tc.new, 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s → %s: error %v, want one containing %q", tc.old, tc.new, err, tc.want)
+		}
+	}
+}
+
+// A grid of millions of points is refused before anything is expanded.
+func TestHugeGridRefused(t *testing.T) {
+	lrs := strings.Repeat("1e-3, ", 999) + "1e-3"
+	src := strings.Replace(base, "lr: [1e-3, 2e-3]", "lr: ["+lrs+"]", 1)
+	src = strings.Replace(src, "seeds: [1, 2]", "seeds: ["+strings.TrimSuffix(strings.Repeat("1, ", 1000), ", ")+"]", 1)
+	_, err := Parse([]byte(src))
+	if err == nil || !strings.Contains(err.Error(), "4000000 trials") {
+		t.Fatalf("error %v, want a refusal naming 4000000 trials", err)
+	}
+}
