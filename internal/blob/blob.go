@@ -22,7 +22,8 @@ var ErrNotFound = errors.New("blob: not found")
 type Store interface {
 	// Put writes data under key, replacing any object there, atomically.
 	Put(ctx context.Context, key string, data []byte) error
-	// Get returns the object under key; a missing key is an error wrapping ErrNotFound.
+	// Get returns the object under key in a slice the caller owns (it may keep or modify
+	// it); a missing key is an error wrapping ErrNotFound.
 	Get(ctx context.Context, key string) ([]byte, error)
 	// List returns the keys that start with prefix, in lexical order.
 	List(ctx context.Context, prefix string) ([]string, error)

@@ -1,0 +1,302 @@
+package training
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/backend"
+)
+
+// A probe starts from weights of a run (a checkpoint's iterate), does its own short
+// computation on the run's model and data, and reports a result of its own type. Probes
+// are functions of their inputs: the same weights, config and data give the same result.
+
+// DecayProbeConfig is the decay probe of the paper's fig:Obs1 (right) and
+// fig:Decay_AdamW_betas: AdamW with a learning rate decaying linearly from PeakLR to 0
+// over Steps steps, from fresh optimizer state, then an evaluation.
+type DecayProbeConfig struct {
+	FromStep    int     `json:"from_step"`    // the checkpoint's step: the probe reads the batches of the steps after it
+	Iterate     string  `json:"iterate"`      // which iterate the weights are (x, y, w, ...), for the record
+	Steps       int     `json:"steps"`        // length of the decay
+	PeakLR      float64 `json:"peak_lr"`      // the paper: 1e-4
+	Beta1       float64 `json:"beta1"`        // AdamW's betas; the paper's AdamW: (0.9, 0.95)
+	Beta2       float64 `json:"beta2"`        //
+	WeightDecay float64 `json:"weight_decay"` // 0.1
+	GradClip    float64 `json:"grad_clip"`    // 1.0
+}
+
+// DefaultDecayProbe returns the paper's decay probe from step fromStep: 1e-4 → 0 over
+// steps, AdamW (0.9, 0.95), weight decay 0.1, clipping 1.0.
+func DefaultDecayProbe(fromStep, steps int, iterate string) DecayProbeConfig {
+	return DecayProbeConfig{FromStep: fromStep, Iterate: iterate, Steps: steps, PeakLR: 1e-4, Beta1: 0.9, Beta2: 0.95, WeightDecay: 0.1, GradClip: 1.0}
+}
+
+// ProbeStep is one step of a probe's own training.
+type ProbeStep struct {
+	Step      int     `json:"step"`
+	LR        float64 `json:"lr"`
+	TrainLoss float64 `json:"train_loss"`
+}
+
+// DecayProbeResult is the validation loss before and after the decay.
+type DecayProbeResult struct {
+	DecayProbeConfig
+	Before     float64     `json:"val_before"`
+	After      float64     `json:"val_after"`
+	EvalSeqs   int         `json:"eval_seqs"`
+	DivergedAt int         `json:"diverged_at,omitempty"`
+	Curve      []ProbeStep `json:"curve"`
+}
+
+// DecayProbe runs the decay probe on weights w of a run of cfg.
+func DecayProbe(ctx context.Context, cfg Config, w []float32, data Batches, pc DecayProbeConfig) (*DecayProbeResult, error) {
+	if pc.Steps < 1 {
+		return nil, &ConfigError{"decay_probe.steps", pc.Steps, "must be ≥ 1"}
+	}
+	if pc.FromStep < 0 {
+		return nil, &ConfigError{"decay_probe.from_step", pc.FromStep, "must be ≥ 0"}
+	}
+	ac := sfadamw.AdamWConfig{
+		Schedule: sfadamw.Schedule{Kind: sfadamw.WSD, Peak: pc.PeakLR, DecayStart: 1, DecaySteps: pc.Steps},
+		Beta1:    pc.Beta1, Beta2: pc.Beta2, Eps: 1e-8, WeightDecay: pc.WeightDecay, GradClip: pc.GradClip,
+	}
+	// WSD with DecayStart 1 gives γ_t = peak·(1 − (t−1)/Steps): the peak at t = 1, down to
+	// peak/Steps at the last step, the discrete linear decay that reaches 0 at Steps+1.
+	p, err := newProbe(cfg, w, data)
+	if err != nil {
+		return nil, err
+	}
+	defer p.eng.Close()
+	res := &DecayProbeResult{DecayProbeConfig: pc}
+	if res.Before, res.EvalSeqs, err = p.valLoss(cfg.EvalSeqs); err != nil {
+		return nil, err
+	}
+	res.Curve, res.DivergedAt, err = p.train(ctx, ac, nil, pc.FromStep, pc.Steps)
+	if err != nil {
+		return nil, err
+	}
+	if res.DivergedAt == 0 {
+		if res.After, _, err = p.valLoss(cfg.EvalSeqs); err != nil {
+			return nil, err
+		}
+	} else {
+		res.After = math.NaN()
+	}
+	return res, nil
+}
+
+// DecayBranchResult is the LR-decay branch of an AdamW run (fig:Obs1 left): the run's own
+// optimizer state continued with a linear decay to zero from its current learning rate.
+type DecayBranchResult struct {
+	FromStep   int         `json:"from_step"`
+	Steps      int         `json:"steps"`
+	StartLR    float64     `json:"start_lr"`
+	Before     float64     `json:"val_before"`
+	After      float64     `json:"val_after"`
+	EvalSeqs   int         `json:"eval_seqs"`
+	DivergedAt int         `json:"diverged_at,omitempty"`
+	Curve      []ProbeStep `json:"curve"`
+}
+
+// DecayBranch continues an AdamW run of cfg from its checkpoint at fromStep (weights w and
+// optimizer state st) with the learning rate decaying linearly from the schedule's value
+// at fromStep to zero over frac·fromStep steps, on the batches the run would have read.
+func DecayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep int, frac float64, data Batches) (*DecayBranchResult, error) {
+	if cfg.Optimizer.Name != AdamW {
+		return nil, &ConfigError{"optimizer.name", cfg.Optimizer.Name, "the LR-decay branch continues an adamw run"}
+	}
+	if math.IsNaN(frac) || frac <= 0 || frac > 1 {
+		return nil, &ConfigError{"decay_branch.frac", frac, "must be in (0, 1]"}
+	}
+	steps := max(1, int(frac*float64(fromStep)))
+	ac := cfg.AdamWConfig()
+	startLR := ac.Schedule.At(fromStep)
+	// constant at startLR up to fromStep, then linear to 0 over steps
+	ac.Schedule = sfadamw.Schedule{Kind: sfadamw.WSD, Peak: startLR, DecayStart: fromStep, DecaySteps: steps}
+	p, err := newProbe(cfg, w, data)
+	if err != nil {
+		return nil, err
+	}
+	defer p.eng.Close()
+	res := &DecayBranchResult{FromStep: fromStep, Steps: steps, StartLR: startLR}
+	if res.Before, res.EvalSeqs, err = p.valLoss(cfg.EvalSeqs); err != nil {
+		return nil, err
+	}
+	if res.Curve, res.DivergedAt, err = p.train(ctx, ac, &st, fromStep, steps); err != nil {
+		return nil, err
+	}
+	res.After = math.NaN()
+	if res.DivergedAt == 0 {
+		if res.After, _, err = p.valLoss(cfg.EvalSeqs); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// InterpolationPoint is the validation loss at α·w1 + (1−α)·w2.
+type InterpolationPoint struct {
+	Alpha float64 `json:"alpha"`
+	Loss  float64 `json:"val_loss"`
+}
+
+// Interpolate evaluates the validation loss along α·w1 + (1−α)·w2 for each α
+// (fig:river_valley_loss_profile: w1, w2 the checkpoints at t1 and t2).
+func Interpolate(ctx context.Context, cfg Config, w1, w2 []float32, alphas []float64, data Batches) ([]InterpolationPoint, error) {
+	if len(w1) != len(w2) {
+		return nil, fmt.Errorf("interpolate: weights of %d and %d parameters", len(w1), len(w2))
+	}
+	p, err := newProbe(cfg, w1, data)
+	if err != nil {
+		return nil, err
+	}
+	defer p.eng.Close()
+	w := make([]float32, len(w1))
+	out := make([]InterpolationPoint, 0, len(alphas))
+	for _, a := range alphas {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if math.IsNaN(a) || math.IsInf(a, 0) {
+			return nil, &ConfigError{"interpolate.alpha", a, "must be finite"}
+		}
+		for i := range w {
+			w[i] = float32(a*float64(w1[i]) + (1-a)*float64(w2[i]))
+		}
+		if err := p.eng.WriteParams(w); err != nil {
+			return nil, err
+		}
+		l, _, err := p.valLoss(cfg.EvalSeqs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, InterpolationPoint{Alpha: a, Loss: l})
+	}
+	return out, nil
+}
+
+// probe is an engine loaded with weights, on the run's data.
+type probe struct {
+	cfg             Config
+	eng             backend.Engine
+	data            Batches
+	w, g            []float32 // host parameters and gradients
+	tokens, targets []int32
+}
+
+func newProbe(cfg Config, w []float32, data Batches) (*probe, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	mc, _ := cfg.ResolveModel()
+	eng, err := backend.New(cfg.Backend, mc, cfg.MicroBatch, cfg.SeqLen)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	p := &probe{cfg: cfg, eng: eng, data: data,
+		tokens: make([]int32, cfg.MicroBatch*cfg.SeqLen), targets: make([]int32, cfg.MicroBatch*cfg.SeqLen)}
+	if h, ok := eng.(backend.HostEngine); ok {
+		p.w, p.g = h.Params(), h.Grads()
+	} else {
+		p.w, p.g = make([]float32, eng.NumParams()), make([]float32, eng.NumParams())
+	}
+	if len(w) != len(p.w) {
+		eng.Close()
+		return nil, fmt.Errorf("probe: weights of %d parameters, the model has %d", len(w), len(p.w))
+	}
+	copy(p.w, w)
+	if err := eng.WriteParams(w); err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *probe) valLoss(maxSeqs int) (float64, int, error) {
+	return meanLoss(p.eng, p.data, "val", maxSeqs, p.tokens, p.targets)
+}
+
+// meanLoss is the mean loss of the engine's current parameters over the split's
+// evaluation batches, and the number of sequences it covers.
+func meanLoss(eng backend.Engine, data Batches, split string, maxSeqs int, tokens, targets []int32) (float64, int, error) {
+	nb, fill := data.EvalBatches(split, maxSeqs)
+	if nb == 0 {
+		return 0, 0, fmt.Errorf("evaluate: the %s split holds no whole window of %d tokens", split, eng.SeqLen())
+	}
+	var sum float64
+	for i := range nb {
+		fill(i, tokens, targets)
+		l, err := eng.Forward(tokens, targets)
+		if err != nil {
+			return 0, 0, fmt.Errorf("evaluate %s: %w", split, err)
+		}
+		sum += l
+	}
+	return sum / float64(nb), nb * eng.Batch(), nil
+}
+
+// train runs AdamW (restored from st if given, at step count fromStep) for steps steps on
+// the batches of steps fromStep+1, ..., and returns the per-step curve and the step whose
+// loss was not finite (0 if none).
+func (p *probe) train(ctx context.Context, ac sfadamw.AdamWConfig, st *sfadamw.State[float32], fromStep, steps int) ([]ProbeStep, int, error) {
+	opt, err := sfadamw.NewAdamW(ac, p.w)
+	if err != nil {
+		return nil, 0, fmt.Errorf("probe: %w", err)
+	}
+	if st != nil {
+		if err := opt.Restore(*st); err != nil {
+			return nil, 0, fmt.Errorf("probe: %w", err)
+		}
+	}
+	_, host := p.eng.(backend.HostEngine)
+	accum := p.cfg.Accum()
+	curve := make([]ProbeStep, 0, steps)
+	for s := 1; s <= steps; s++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		step := fromStep + s
+		p.eng.ZeroGrad()
+		var sum float64
+		for micro := range accum {
+			p.data.Fill(step, micro, p.tokens, p.targets)
+			l, err := p.eng.Forward(p.tokens, p.targets)
+			if err != nil {
+				return nil, 0, err
+			}
+			sum += l
+			if !finite(l) {
+				return curve, step, nil
+			}
+			if err := p.eng.Backward(); err != nil {
+				return nil, 0, err
+			}
+		}
+		if !host {
+			if err := p.eng.ReadGrads(p.g); err != nil {
+				return nil, 0, err
+			}
+		}
+		scaleGrads(p.g, accum)
+		opt.Step(p.g)
+		if !host {
+			if err := p.eng.WriteParams(p.w); err != nil {
+				return nil, 0, err
+			}
+		}
+		curve = append(curve, ProbeStep{Step: step, LR: opt.LastLR(), TrainLoss: sum / float64(accum)})
+	}
+	return curve, 0, nil
+}
+
+// scaleGrads turns the sum of accum micro-batch gradients into their mean.
+func scaleGrads(g []float32, accum int) {
+	if accum > 1 {
+		s := float32(1 / float64(accum))
+		for i := range g {
+			g[i] *= s
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package training
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/training/checkpoint"
+)
+
+// weightsAt trains cfg to its end and returns the checkpoint at step.
+func weightsAt(t *testing.T, cfg Config, step int) (*checkpoint.Checkpoint, Batches) {
+	t.Helper()
+	store := newStore(t)
+	if _, err := run(t, cfg, store, 0); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Load(context.Background(), store, "trials/t/checkpoints", int64(step))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatches(cfg, testCorpus(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ck, b
+}
+
+func TestDecayProbe(t *testing.T) {
+	cfg := testConfig(AdamW)
+	cfg.Optimizer.Schedule = "constant"
+	ck, b := weightsAt(t, cfg, 30)
+	pc := DefaultDecayProbe(30, 8, IterW)
+	res, err := DecayProbe(context.Background(), cfg, ck.Params, b, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Curve) != 8 || res.Curve[0].Step != 31 || res.Curve[7].Step != 38 {
+		t.Fatalf("curve %+v", res.Curve)
+	}
+	// the LR falls linearly from the peak: γ_k = 1e-4·(1 − (k−1)/8)
+	for k, p := range res.Curve {
+		if want := 1e-4 * (1 - float64(k)/8); math.Abs(p.LR-want) > 1e-18 {
+			t.Errorf("step %d: LR %g, want %g", p.Step, p.LR, want)
+		}
+	}
+	if !(res.Before > 0) || !(res.After > 0) || res.Before == res.After || res.EvalSeqs != 16 {
+		t.Errorf("before %v after %v over %d sequences", res.Before, res.After, res.EvalSeqs)
+	}
+	// the probe's first evaluation is the run's validation loss at w at step 30
+	again, err := DecayProbe(context.Background(), cfg, ck.Params, b, pc)
+	if err != nil || again.After != res.After {
+		t.Errorf("the probe is not deterministic: %v vs %v (%v)", again.After, res.After, err)
+	}
+	if _, err := DecayProbe(context.Background(), cfg, ck.Params, b, DefaultDecayProbe(30, 0, IterW)); err == nil {
+		t.Error("a probe of 0 steps was accepted")
+	}
+}
+
+// The LR-decay branch of AdamW continues the run's optimizer from its checkpoint with the
+// LR linear from the schedule's value to zero.
+func TestDecayBranch(t *testing.T) {
+	cfg := testConfig(AdamW)
+	cfg.Optimizer.Schedule = "constant"
+	ck, b := weightsAt(t, cfg, 20)
+	st, err := ck.Optimizer(ckOptimizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := DecayBranch(context.Background(), cfg, ck.Params, st, 20, 0.5, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 10 || res.StartLR != cfg.Optimizer.LR || len(res.Curve) != 10 {
+		t.Fatalf("branch %+v", res)
+	}
+	for k, p := range res.Curve {
+		if want := cfg.Optimizer.LR * (1 - float64(k+1)/10); math.Abs(p.LR-want) > 1e-15 {
+			t.Errorf("step %d: LR %g, want %g", p.Step, p.LR, want)
+		}
+	}
+	if _, err := DecayBranch(context.Background(), testConfig(SFAdamW), ck.Params, st, 20, 0.5, b); err == nil {
+		t.Error("a decay branch of an SF-AdamW run was accepted")
+	}
+}
+
+// Interpolation at α = 1 and α = 0 is the loss at each checkpoint; in between it is a
+// loss too.
+func TestInterpolate(t *testing.T) {
+	cfg := testConfig(SFAdamW)
+	store := newStore(t)
+	if _, err := run(t, cfg, store, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c1, err1 := checkpoint.Load(ctx, store, "trials/t/checkpoints", 10)
+	c2, err2 := checkpoint.Load(ctx, store, "trials/t/checkpoints", 30)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	b, _ := NewBatches(cfg, testCorpus(t))
+	pts, err := Interpolate(ctx, cfg, c1.Params, c2.Params, []float64{1, 0.5, 0}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := newProbe(cfg, c1.Params, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, _, _ := p1.valLoss(cfg.EvalSeqs)
+	p2, _ := newProbe(cfg, c2.Params, b)
+	l2, _, _ := p2.valLoss(cfg.EvalSeqs)
+	if pts[0].Loss != l1 || pts[2].Loss != l2 || !(pts[1].Loss > 0) {
+		t.Errorf("interpolation %+v; endpoints %v, %v", pts, l1, l2)
+	}
+	if l2 >= l1 {
+		t.Errorf("the step-30 weights (%v) are no better than the step-10 ones (%v)", l2, l1)
+	}
+}

@@ -1,0 +1,117 @@
+package training
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/checkpoint"
+)
+
+// loopState is the training loop's part of a checkpoint, besides the parameters and the
+// optimizer and EWA states: the config it belongs to, the curves so far and the evaluation
+// size. The data position is the step itself (batches are a function of the step).
+type loopState struct {
+	ConfigHash string       `json:"config_hash"`
+	Step       int          `json:"step"`
+	Curves     []CurvePoint `json:"curves"`
+	EvalSeqs   int          `json:"eval_seqs"`
+}
+
+// The names of the states in a checkpoint.
+const (
+	ckOptimizer = "optimizer"
+	ckEWA1      = "ewa1" // EWA(x) for SF-AdamW, EWA(w) for AdamW
+	ckEWA2      = "ewa2" // EWA(y) for SF-AdamW
+)
+
+func (r *runner) ckPrefix() string { return join(r.opt.Prefix, CheckpointsDir) }
+
+// checkpoint saves the run's state after r.step steps and prunes old checkpoints.
+func (r *runner) checkpoint(ctx context.Context) error {
+	st, err := json.Marshal(loopState{ConfigHash: r.hash, Step: r.step, Curves: r.curves, EvalSeqs: r.evalSeqs})
+	if err != nil {
+		return err
+	}
+	ck := &checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: r.y(), State: st}
+	if r.sf != nil {
+		err = ck.PutOptimizer(ckOptimizer, r.sf.State())
+		if err == nil {
+			err = ck.PutOptimizer(ckEWA2, r.ewa2.State())
+		}
+	} else {
+		err = ck.PutOptimizer(ckOptimizer, r.adamw.State())
+	}
+	if err == nil {
+		err = ck.PutOptimizer(ckEWA1, r.ewa1.State())
+	}
+	if err == nil {
+		err = checkpoint.Save(ctx, r.opt.Store, r.ckPrefix(), ck)
+	}
+	if err == nil && r.cfg.KeepCheckpoints > 0 {
+		err = checkpoint.Prune(ctx, r.opt.Store, r.ckPrefix(), r.cfg.KeepCheckpoints)
+	}
+	if err != nil {
+		return fmt.Errorf("train: checkpoint at step %d: %w", r.step, err)
+	}
+	return nil
+}
+
+// resume restores the newest valid checkpoint of the run, if any; corrupt newer ones are
+// logged and skipped.
+func (r *runner) resume(ctx context.Context, log *slog.Logger) error {
+	ck, skipped, err := checkpoint.Latest(ctx, r.opt.Store, r.ckPrefix())
+	for _, s := range skipped {
+		log.Warn("checkpoint skipped", "step", s.Step, "reason", s.Reason)
+	}
+	if err != nil {
+		return fmt.Errorf("train: resume: %w", err)
+	}
+	if ck == nil {
+		return nil
+	}
+	var ls loopState
+	if err := json.Unmarshal(ck.State, &ls); err != nil {
+		return fmt.Errorf("train: resume from step %d: loop state: %w", ck.Step, err)
+	}
+	if ls.ConfigHash != r.hash {
+		return fmt.Errorf("train: resume from step %d: the checkpoint belongs to config %.12s, this run is %.12s", ck.Step, ls.ConfigHash, r.hash)
+	}
+	if len(ck.Params) != len(r.y()) {
+		return fmt.Errorf("train: resume from step %d: %d parameters, the model has %d", ck.Step, len(ck.Params), len(r.y()))
+	}
+	copy(r.y(), ck.Params)
+	if err := r.setParams(r.y()); err != nil {
+		return err
+	}
+	opt, err := ck.Optimizer(ckOptimizer)
+	if err == nil {
+		if r.sf != nil {
+			err = r.sf.Restore(opt)
+		} else {
+			err = r.adamw.Restore(opt)
+		}
+	}
+	if err == nil {
+		err = restoreEWA(ck, ckEWA1, r.ewa1.Restore)
+	}
+	if err == nil && r.ewa2 != nil {
+		err = restoreEWA(ck, ckEWA2, r.ewa2.Restore)
+	}
+	if err != nil {
+		return fmt.Errorf("train: resume from step %d: %w", ck.Step, err)
+	}
+	r.step, r.curves, r.evalSeqs = int(ck.Step), ls.Curves, ls.EvalSeqs
+	log.Info("resumed", "step", r.step)
+	return nil
+}
+
+func restoreEWA(ck *checkpoint.Checkpoint, name string, restore func(sfadamw.State[float32]) error) error {
+	st, err := ck.Optimizer(name)
+	if err != nil {
+		return err
+	}
+	return restore(st)
+}
