@@ -1,0 +1,23 @@
+// Package cuda is the CUDA backend of the transformer engine: the LLaMA and GPT-2 models of
+// training/native run on an NVIDIA GPU, registered as the "cuda" backend.
+//
+// Everything but this file is behind the cuda build tag, so the default build needs only Go;
+// with the tag the package uses cgo, the CUDA driver API and cuBLAS through
+// gorgonia.org/cu, and kernels of its own (kernels.cu) compiled to PTX and embedded in the
+// binary. docs/gpu.md has the build recipe.
+//
+// The engine implements backend.Engine with parameters, gradients and activations in device
+// memory, and backend.DeviceOptimizers: SF-AdamW and AdamW stepped on the device with the
+// update rules of package sfadamw, element for element, and their state exchanged as an
+// sfadamw.State, so a checkpoint moves between backends. The forward and backward passes
+// follow training/native op by op: the same fused qkv and gate|up matrices in model.Layout
+// order, RoPE in the rotate_half form, causal softmax attention with scale 1/√D and the mean
+// cross-entropy over the batch·seqLen rows. Matrix products are cuBLAS SGEMMs in float32
+// (TF32 tensor cores only where Options.TF32 asks for them); attention runs as llm.c does
+// it: batched SGEMMs around a causal softmax kernel, with the probabilities kept for the
+// backward pass. GPT-2 follows training/native/gpt2.go the same way (LayerNorm, biases,
+// exact GELU, learned positions, tied LM head). Every reduction has a fixed order, so a run
+// is reproducible bit for bit.
+//
+// CUDA and cuBLAS failures are returned as errors that name the operation.
+package cuda

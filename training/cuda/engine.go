@@ -1,0 +1,629 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// Options are the engine's numerical choices.
+type Options struct {
+	// TF32 lets cuBLAS run the GEMMs on TF32 tensor cores (inputs rounded to 10-bit
+	// mantissas, float32 accumulation). Off by default: GEMMs are full float32.
+	TF32 bool
+}
+
+// Engine is the CUDA engine for one model configuration (LLaMA or GPT-2) and micro-batch
+// shape: a
+// backend.Engine whose parameters, gradients and activations live in device memory. Its
+// methods must not be called concurrently; separate engines may share the GPU.
+type Engine struct {
+	d      *device
+	opt    Options
+	cfg    model.Config
+	layout model.Layout
+	b, t   int // micro-batch shape
+	n      int // rows, b·t
+	gpt2   bool
+
+	params, grads cu.DevicePtr
+	p, g          weights
+
+	act             activations
+	cos, sin, nsin  cu.DevicePtr // RoPE tables (t, D/2); nsin = −sin
+	tokens, targets cu.DevicePtr // (n) int32
+	losses          cu.DevicePtr // (n) float64
+	lossHost        []float64
+	hostTokens      []int32 // the last Forward's tokens and targets
+	hostTargets     []int32
+
+	allocs []cu.DevicePtr
+	ready  bool // a Forward has run whose activations Backward may use
+	closed bool
+	bytes  int // device memory held
+}
+
+// weights are the device addresses of the tensors of one flat buffer in Layout order; qkv
+// is wq|wk|wv as one (3C,C) matrix and w13 is w1|w3 as one (2F,C) matrix, as in
+// training/native. For GPT-2, emb is transformer.wte and head the same tensor (tied), norm
+// and normB are ln_f, w13 is mlp.c_fc (F,C), and the layers have biases.
+type weights struct {
+	emb, norm, head cu.DevicePtr
+	wpe, normB      cu.DevicePtr // GPT-2 only
+	layers          []layerWeights
+}
+
+type layerWeights struct {
+	n1, qkv, wo, n2, w13, w2 cu.DevicePtr
+
+	n1b, qkvB, woB, n2b, fcB, projB cu.DevicePtr // GPT-2 only
+}
+
+// activations mirror those of training/native, plus the head-major scratch of attention.
+type activations struct {
+	resid  []cu.DevicePtr // 2L+1 (N,C)
+	layers []layerActs
+	nfRstd cu.DevicePtr // (N)
+	nfMean cu.DevicePtr // (N) GPT-2 only
+	nfOut  cu.DevicePtr // (N,C)
+	logits cu.DevicePtr // (N,V): logits, then probabilities, then their gradient
+
+	dresid, dnorm, dqkv cu.DevicePtr // (N,C), (N,C), (N,3C)
+	datt                cu.DevicePtr // (B,H,T,T)
+	dy, dgu, dh         cu.DevicePtr // (N,C), (N,2F) (GPT-2: (N,F)), (N,F)
+	dwPart              cu.DevicePtr // (chunks,C) partial sums of a norm-weight gradient
+	dbPart              cu.DevicePtr // GPT-2: (chunks,max(3C,F)) partial sums of a bias gradient
+	q, k, v, hy         cu.DevicePtr // (B,H,T,D) each: q, k, v and the heads' outputs
+	dq, dk, dv          cu.DevicePtr // (B,H,T,D) each
+}
+
+type layerActs struct {
+	n1Rstd, n1Out cu.DevicePtr // (N), (N,C)
+	qkv           cu.DevicePtr // (N,3C), q and k rotated
+	att           cu.DevicePtr // (B,H,T,T) attention probabilities
+	y             cu.DevicePtr // (N,C)
+	n2Rstd, n2Out cu.DevicePtr // (N), (N,C)
+	gu, h         cu.DevicePtr // (N,2F), (N,F); GPT-2: c_fc output (N,F) and its GELU
+
+	n1Mean, n2Mean cu.DevicePtr // (N) GPT-2 only
+}
+
+// normRows is the number of rows per partial sum of a norm-weight gradient.
+const normRows = 32
+
+// embBuckets is the number of threads per column of the embedding-gradient scatter.
+const embBuckets = 32
+
+var _ backend.Engine = (*Engine)(nil)
+var _ backend.DeviceOptimizers = (*Engine)(nil)
+
+func init() {
+	backend.Register("cuda", func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
+		e, err := New(cfg, batch, seqLen, Options{})
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	})
+}
+
+// New returns an engine for cfg on micro-batches of batch sequences of seqLen tokens
+// (seqLen ≤ cfg.Context) on GPU 0. Its parameters are zero until WriteParams.
+func New(cfg model.Config, batch, seqLen int, opt Options) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if batch < 1 {
+		return nil, fmt.Errorf("cuda: batch = %d, must be ≥ 1", batch)
+	}
+	if seqLen < 1 || seqLen > cfg.Context {
+		return nil, fmt.Errorf("cuda: seqLen = %d, must be in [1, %d] (the context)", seqLen, cfg.Context)
+	}
+	d, err := getDevice()
+	if err != nil {
+		return nil, err
+	}
+	unlock := d.lock()
+	defer unlock()
+	e := &Engine{d: d, opt: opt, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
+		lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
+	if err := e.allocate(); err != nil {
+		e.free()
+		return nil, err
+	}
+	return e, nil
+}
+
+// mk allocates n elements of size bytes (4 unless given) and records the allocation.
+func (e *Engine) mk(n int, size ...int) (cu.DevicePtr, error) {
+	s := 4
+	if len(size) > 0 {
+		s = size[0]
+	}
+	p, err := alloc(n, s)
+	if err != nil {
+		return 0, err
+	}
+	e.allocs = append(e.allocs, p)
+	e.bytes += max(n, 1) * s
+	return p, nil
+}
+
+func (e *Engine) allocate() error {
+	n, c, f, v, nl := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab, e.cfg.Layers
+	bhtt := e.b * e.cfg.Heads * e.t * e.t
+	var err error
+	// a records the first allocation error; later calls return 0 and do nothing.
+	a := func(n int, size ...int) cu.DevicePtr {
+		if err != nil {
+			return 0
+		}
+		var p cu.DevicePtr
+		p, err = e.mk(n, size...)
+		return p
+	}
+	size := e.layout.Size
+	e.params, e.grads = a(size), a(size)
+	e.tokens, e.targets, e.losses = a(n), a(n), a(n, 8)
+	h := e.cfg.HeadDim() / 2
+	e.cos, e.sin, e.nsin = a(e.t*h), a(e.t*h), a(e.t*h)
+	gu := 2 * f // gate | up, or GPT-2's c_fc output
+	if e.gpt2 {
+		gu = f
+	}
+	s := &e.act
+	for range 2*nl + 1 {
+		s.resid = append(s.resid, a(n*c))
+	}
+	for range nl {
+		la := layerActs{
+			n1Rstd: a(n), n1Out: a(n * c), qkv: a(n * 3 * c), att: a(bhtt), y: a(n * c),
+			n2Rstd: a(n), n2Out: a(n * c), gu: a(n * gu), h: a(n * f),
+		}
+		if e.gpt2 {
+			la.n1Mean, la.n2Mean = a(n), a(n)
+		}
+		s.layers = append(s.layers, la)
+	}
+	s.nfRstd, s.nfOut, s.logits = a(n), a(n*c), a(n*v)
+	if e.gpt2 {
+		s.nfMean = a(n)
+		s.dbPart = a(blocks(n, normRows) * max(3*c, f))
+	}
+	s.dresid, s.dnorm, s.dqkv, s.datt = a(n*c), a(n*c), a(n*3*c), a(bhtt)
+	s.dy, s.dgu, s.dh = a(n*c), a(n*gu), a(n*f)
+	s.dwPart = a(blocks(n, normRows) * c)
+	s.q, s.k, s.v, s.hy = a(n*c), a(n*c), a(n*c), a(n*c)
+	s.dq, s.dk, s.dv = a(n*c), a(n*c), a(n*c)
+	if err != nil {
+		return err
+	}
+	e.p, e.g = e.views(e.params), e.views(e.grads)
+
+	if e.gpt2 {
+		return e.zeroAll(size)
+	}
+	// RoPE tables in float64, rounded once, as training/native computes them.
+	d := e.cfg.HeadDim()
+	cos, sin, nsin := make([]float32, e.t*h), make([]float32, e.t*h), make([]float32, e.t*h)
+	for p := range e.t {
+		for i := range h {
+			ang := float64(p) * math.Pow(e.cfg.RopeTheta, -float64(2*i)/float64(d))
+			cos[p*h+i], sin[p*h+i] = float32(math.Cos(ang)), float32(math.Sin(ang))
+			nsin[p*h+i] = -sin[p*h+i]
+		}
+	}
+	for _, t := range []struct {
+		dst cu.DevicePtr
+		src []float32
+	}{{e.cos, cos}, {e.sin, sin}, {e.nsin, nsin}} {
+		if err := htod(t.dst, t.src); err != nil {
+			return err
+		}
+	}
+	return e.zeroAll(size)
+}
+
+// zeroAll clears the parameters and gradients: cuMemAlloc does not, and the gradients must
+// start at zero.
+func (e *Engine) zeroAll(size int) error {
+	if err := e.zero(e.params, size); err != nil {
+		return err
+	}
+	return e.zero(e.grads, size)
+}
+
+func (e *Engine) views(buf cu.DevicePtr) weights {
+	v := func(name string) cu.DevicePtr {
+		t, ok := e.layout.Tensor(name)
+		if !ok {
+			panic("cuda: no tensor " + name)
+		}
+		return off(buf, t.Offset)
+	}
+	if e.gpt2 {
+		wte := v("transformer.wte.weight")
+		w := weights{emb: wte, head: wte, wpe: v("transformer.wpe.weight"),
+			norm: v("transformer.ln_f.weight"), normB: v("transformer.ln_f.bias")}
+		for i := range e.cfg.Layers {
+			p := fmt.Sprintf("transformer.h.%d.", i)
+			w.layers = append(w.layers, layerWeights{
+				n1: v(p + "ln_1.weight"), n1b: v(p + "ln_1.bias"),
+				qkv: v(p + "attn.c_attn.weight"), qkvB: v(p + "attn.c_attn.bias"),
+				wo: v(p + "attn.c_proj.weight"), woB: v(p + "attn.c_proj.bias"),
+				n2: v(p + "ln_2.weight"), n2b: v(p + "ln_2.bias"),
+				w13: v(p + "mlp.c_fc.weight"), fcB: v(p + "mlp.c_fc.bias"),
+				w2: v(p + "mlp.c_proj.weight"), projB: v(p + "mlp.c_proj.bias"),
+			})
+		}
+		return w
+	}
+	w := weights{emb: v("emb.weight"), norm: v("norm.weight"), head: v("head.weight")}
+	for i := range e.cfg.Layers {
+		p := fmt.Sprintf("blocks.%d.", i)
+		// wq, wk, wv and w1, w3 are adjacent in the layout (training/native checks it).
+		w.layers = append(w.layers, layerWeights{
+			n1: v(p + "n1.weight"), qkv: v(p + "att.wq.weight"), wo: v(p + "att.wo.weight"),
+			n2: v(p + "n2.weight"), w13: v(p + "mlp.w1.weight"), w2: v(p + "mlp.w2.weight"),
+		})
+	}
+	return w
+}
+
+func htod[T any](dst cu.DevicePtr, src []T) error {
+	if len(src) == 0 {
+		return nil
+	}
+	n := int64(len(src)) * int64(unsafe.Sizeof(src[0]))
+	if err := cu.MemcpyHtoD(dst, unsafe.Pointer(&src[0]), n); err != nil {
+		return fmt.Errorf("cuda: copying %d bytes to the device: %w", n, err)
+	}
+	return nil
+}
+
+func dtoh[T any](dst []T, src cu.DevicePtr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	n := int64(len(dst)) * int64(unsafe.Sizeof(dst[0]))
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), src, n); err != nil {
+		return fmt.Errorf("cuda: copying %d bytes from the device: %w", n, err)
+	}
+	return nil
+}
+
+func dtod(dst, src cu.DevicePtr, n int) error {
+	if err := cu.MemcpyDtoD(dst, src, int64(4*n)); err != nil {
+		return fmt.Errorf("cuda: copying %d bytes on the device: %w", 4*n, err)
+	}
+	return nil
+}
+
+func (e *Engine) zero(p cu.DevicePtr, n int) error {
+	if err := cu.MemsetD32(p, 0, int64(n)); err != nil {
+		return fmt.Errorf("cuda: clearing %d elements: %w", n, err)
+	}
+	return nil
+}
+
+func (e *Engine) free() {
+	for _, p := range e.allocs {
+		_ = cu.MemFree(p)
+	}
+	e.allocs = nil
+}
+
+var errClosed = errors.New("cuda: the engine is closed")
+
+// Config returns the model configuration.
+func (e *Engine) Config() model.Config { return e.cfg }
+
+// Batch returns the number of sequences of a micro-batch.
+func (e *Engine) Batch() int { return e.b }
+
+// SeqLen returns the number of tokens of each sequence.
+func (e *Engine) SeqLen() int { return e.t }
+
+// NumParams returns the length of the parameter and gradient buffers.
+func (e *Engine) NumParams() int { return e.layout.Size }
+
+// DeviceBytes returns the device memory the engine holds: parameters, gradients,
+// activations, scratch, and the state of the optimizers made from it.
+func (e *Engine) DeviceBytes() int { return e.bytes }
+
+// ReadParams copies the parameters into dst.
+func (e *Engine) ReadParams(dst []float32) error {
+	return e.copyOut("cuda: ReadParams", dst, e.params)
+}
+
+// ReadGrads copies the gradients into dst.
+func (e *Engine) ReadGrads(dst []float32) error {
+	return e.copyOut("cuda: ReadGrads", dst, e.grads)
+}
+
+func (e *Engine) copyOut(what string, dst []float32, src cu.DevicePtr) error {
+	if err := backend.CheckLen(what, len(dst), e.layout.Size); err != nil {
+		return err
+	}
+	if e.closed {
+		return errClosed
+	}
+	unlock := e.d.lock()
+	defer unlock()
+	return dtoh(dst, src)
+}
+
+// WriteParams replaces the parameters with src.
+func (e *Engine) WriteParams(src []float32) error {
+	if err := backend.CheckLen("cuda: WriteParams", len(src), e.layout.Size); err != nil {
+		return err
+	}
+	if e.closed {
+		return errClosed
+	}
+	unlock := e.d.lock()
+	defer unlock()
+	return htod(e.params, src)
+}
+
+// ZeroGrad sets every gradient to zero. A device failure here surfaces at the next call
+// that returns an error.
+func (e *Engine) ZeroGrad() {
+	if e.closed {
+		return
+	}
+	unlock := e.d.lock()
+	defer unlock()
+	_ = e.zero(e.grads, e.layout.Size)
+}
+
+// Close frees the engine's device memory.
+func (e *Engine) Close() error {
+	if e.closed {
+		return nil
+	}
+	unlock := e.d.lock()
+	defer unlock()
+	e.closed = true
+	e.ready = false
+	if err := cu.Synchronize(); err != nil {
+		e.free()
+		return fmt.Errorf("cuda: Close: %w", err)
+	}
+	e.free()
+	return nil
+}
+
+// Forward runs the model on tokens and returns the mean cross-entropy of predicting
+// targets; both hold batch·seqLen token ids, row-major by (sequence, position).
+func (e *Engine) Forward(tokens, targets []int32) (float64, error) {
+	e.ready = false
+	if e.closed {
+		return 0, errClosed
+	}
+	if len(tokens) != e.n || len(targets) != e.n {
+		return 0, fmt.Errorf("cuda: %d tokens and %d targets, want batch·seqLen = %d each", len(tokens), len(targets), e.n)
+	}
+	for _, s := range []struct {
+		name string
+		ids  []int32
+	}{{"tokens", tokens}, {"targets", targets}} {
+		for i, id := range s.ids {
+			if id < 0 || int(id) >= e.cfg.Vocab {
+				return 0, fmt.Errorf("cuda: %s[%d] = %d, outside the vocabulary [0, %d)", s.name, i, id, e.cfg.Vocab)
+			}
+		}
+	}
+	unlock := e.d.lock()
+	defer unlock()
+	copy(e.hostTokens, tokens)
+	copy(e.hostTargets, targets)
+	forward := e.forward
+	if e.gpt2 {
+		forward = e.forwardGPT2
+	}
+	if err := forward(); err != nil {
+		return 0, fmt.Errorf("cuda: Forward: %w", err)
+	}
+	var sum float64
+	for _, l := range e.lossHost {
+		sum += l
+	}
+	e.ready = true
+	return sum / float64(e.n), nil
+}
+
+// Backward adds the gradient of the last Forward's mean loss to the gradients. Each
+// Forward allows one Backward.
+func (e *Engine) Backward() error {
+	if e.closed {
+		return errClosed
+	}
+	if !e.ready {
+		return errors.New("cuda: Backward needs a successful Forward since the last Backward")
+	}
+	e.ready = false
+	unlock := e.d.lock()
+	defer unlock()
+	backward := e.backward
+	if e.gpt2 {
+		backward = e.backwardGPT2
+	}
+	if err := backward(); err != nil {
+		return fmt.Errorf("cuda: Backward: %w", err)
+	}
+	return nil
+}
+
+// run is a sequence of device operations that stops at the first error.
+type run struct {
+	d   *device
+	err error
+}
+
+func (r *run) launch(name string, grid, block dim, args ...any) {
+	if r.err == nil {
+		r.err = r.d.launch(name, grid, block, args...)
+	}
+}
+
+func (r *run) gemm(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda int, b cu.DevicePtr, ldb int, beta float32, c cu.DevicePtr, ldc int) {
+	if r.err == nil {
+		r.err = r.d.gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+}
+
+func (r *run) gemmBatched(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda, sa int, b cu.DevicePtr, ldb, sb int, beta float32, c cu.DevicePtr, ldc, sc, count int) {
+	if r.err == nil {
+		r.err = r.d.gemmBatched(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+	}
+}
+
+func (r *run) do(f func() error) {
+	if r.err == nil {
+		r.err = f()
+	}
+}
+
+// Thread-block shapes: rowWarps rows per block for the kernels with a warp per row.
+const (
+	threads  = 256
+	rowWarps = threads / 32
+)
+
+func lin(n int) dim  { return dim{x: blocks(n, threads)} }
+func rows(n int) dim { return dim{x: blocks(n, rowWarps)} }
+
+var blk = dim{x: threads}
+
+func (e *Engine) forward() error {
+	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
+	eps := float32(e.cfg.NormEps)
+	s := &e.act
+	r := &run{d: e.d}
+	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
+	r.do(func() error { return htod(e.tokens, e.hostTokens) })
+	r.do(func() error { return htod(e.targets, e.hostTargets) })
+	r.launch("encoder_forward", lin(n*c), blk, s.resid[0], e.tokens, e.p.emb, n, c)
+	for l, w := range e.p.layers {
+		la := &s.layers[l]
+		x, mid, out := s.resid[2*l], s.resid[2*l+1], s.resid[2*l+2]
+		// attention: mid = x + Wo·Attn(RoPE(Wqkv·n1(x)))
+		r.launch("rmsnorm_forward", rows(n), blk, la.n1Out, la.n1Rstd, x, w.n1, n, c, eps)
+		r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
+		e.rope(r, la.qkv, e.sin)
+		e.attentionForward(r, la)
+		r.do(func() error { return dtod(mid, x, n*c) })
+		r.gemm(false, true, n, c, c, 1, la.y, c, w.wo, c, 1, mid, c)
+		// MLP: out = mid + W2·swiglu(W13·n2(mid))
+		r.launch("rmsnorm_forward", rows(n), blk, la.n2Out, la.n2Rstd, mid, w.n2, n, c, eps)
+		r.gemm(false, true, n, 2*f, c, 1, la.n2Out, c, w.w13, c, 0, la.gu, 2*f)
+		r.launch("swiglu_forward", lin(n*f), blk, la.h, la.gu, n, f)
+		r.do(func() error { return dtod(out, mid, n*c) })
+		r.gemm(false, true, n, c, f, 1, la.h, f, w.w2, f, 1, out, c)
+	}
+	r.launch("rmsnorm_forward", rows(n), blk, s.nfOut, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, n, c, eps)
+	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
+	r.launch("crossentropy_forward", dim{x: n}, dim{x: 512}, s.logits, e.losses, e.targets, n, v)
+	r.do(func() error { return dtoh(e.lossHost, e.losses) })
+	return r.err
+}
+
+func (e *Engine) rope(r *run, qkv, sin cu.DevicePtr) {
+	h := e.cfg.HeadDim() / 2
+	r.launch("rope", lin(e.n*2*e.cfg.Heads*h), blk, qkv, e.cos, sin, e.n, e.t, e.cfg.Dim, e.cfg.Heads)
+}
+
+// attentionForward computes la.y and la.att from la.qkv: per (batch, head), with Q, K, V the
+// head-major copies, P = causal_softmax(Q·Kᵀ/√D) and Y = P·V.
+func (e *Engine) attentionForward(r *run, la *layerActs) {
+	s := &e.act
+	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
+	bh, td, tt := b*nh, t*d, t*t
+	scale := float32(1 / math.Sqrt(float64(d)))
+	r.launch("permute", lin(e.n*e.cfg.Dim), blk, s.q, s.k, s.v, la.qkv, b, t, nh, d)
+	r.gemmBatched(false, true, t, t, d, scale, s.q, d, td, s.k, d, td, 0, la.att, t, tt, bh)
+	r.launch("softmax_causal", rows(bh*t), blk, la.att, bh*t, t)
+	r.gemmBatched(false, false, t, d, t, 1, la.att, t, tt, s.v, d, td, 0, s.hy, d, td, bh)
+	r.launch("unpermute", lin(e.n*e.cfg.Dim), blk, la.y, s.hy, b, t, nh, d, 0)
+}
+
+// attentionBackward writes the gradients of q, k and v into s.dqkv (overwriting it) from
+// the gradient s.dy of the heads' outputs.
+func (e *Engine) attentionBackward(r *run, la *layerActs) {
+	s := &e.act
+	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
+	bh, td, tt := b*nh, t*d, t*t
+	scale := float32(1 / math.Sqrt(float64(d)))
+	r.launch("permute", lin(e.n*e.cfg.Dim), blk, s.q, s.k, s.v, la.qkv, b, t, nh, d)
+	r.launch("unpermute", lin(e.n*e.cfg.Dim), blk, s.hy, s.dy, b, t, nh, d, 1)
+	// dP = dY·Vᵀ, dV = Pᵀ·dY
+	r.gemmBatched(false, true, t, t, d, 1, s.hy, d, td, s.v, d, td, 0, s.datt, t, tt, bh)
+	r.gemmBatched(true, false, t, d, t, 1, la.att, t, tt, s.hy, d, td, 0, s.dv, d, td, bh)
+	// dS = scale·P⊙(dP − rowsum(P⊙dP)), then dQ = dS·K, dK = dSᵀ·Q
+	r.launch("softmax_causal_backward", rows(bh*t), blk, s.datt, la.att, bh*t, t, scale)
+	r.gemmBatched(false, false, t, d, t, 1, s.datt, t, tt, s.k, d, td, 0, s.dq, d, td, bh)
+	r.gemmBatched(true, false, t, d, t, 1, s.datt, t, tt, s.q, d, td, 0, s.dk, d, td, bh)
+	r.launch("permute_backward", lin(e.n*e.cfg.Dim), blk, s.dqkv, s.dq, s.dk, s.dv, b, t, nh, d)
+}
+
+// rmsnormBackward adds the input gradient to dx and the weight gradient to dw.
+func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) {
+	n, c := e.n, e.cfg.Dim
+	chunks := blocks(n, normRows)
+	r.launch("rmsnorm_backward_dx", rows(n), blk, dx, dout, x, w, rstd, n, c)
+	r.launch("rmsnorm_backward_dw_part", dim{x: blocks(c, threads), y: chunks}, blk, e.act.dwPart, dout, x, rstd, n, c, normRows)
+	r.launch("sum_rows_add", lin(c), blk, dw, e.act.dwPart, chunks, c)
+}
+
+func (e *Engine) backward() error {
+	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
+	s := &e.act
+	r := &run{d: e.d}
+	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
+	// loss and LM head
+	r.launch("crossentropy_backward", lin(n*v), blk, s.logits, e.targets, n, v, float32(1/float64(n)))
+	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
+	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)
+	r.do(func() error { return e.zero(s.dresid, n*c) })
+	e.rmsnormBackward(r, s.dresid, e.g.norm, s.dnorm, s.resid[2*e.cfg.Layers], e.p.norm, s.nfRstd)
+	for l := e.cfg.Layers - 1; l >= 0; l-- {
+		w, gw, la := &e.p.layers[l], &e.g.layers[l], &s.layers[l]
+		x, mid := s.resid[2*l], s.resid[2*l+1]
+		// MLP
+		r.gemm(true, false, c, f, n, 1, s.dresid, c, la.h, f, 1, gw.w2, f)
+		r.gemm(false, false, n, f, c, 1, s.dresid, c, w.w2, f, 0, s.dh, f)
+		r.launch("swiglu_backward", lin(n*f), blk, s.dgu, s.dh, la.gu, n, f)
+		r.gemm(true, false, 2*f, c, n, 1, s.dgu, 2*f, la.n2Out, c, 1, gw.w13, c)
+		r.gemm(false, false, n, c, 2*f, 1, s.dgu, 2*f, w.w13, c, 0, s.dnorm, c)
+		e.rmsnormBackward(r, s.dresid, gw.n2, s.dnorm, mid, w.n2, la.n2Rstd)
+		// attention
+		r.gemm(true, false, c, c, n, 1, s.dresid, c, la.y, c, 1, gw.wo, c)
+		r.gemm(false, false, n, c, c, 1, s.dresid, c, w.wo, c, 0, s.dy, c)
+		e.attentionBackward(r, la)
+		e.rope(r, s.dqkv, e.nsin)
+		r.gemm(true, false, 3*c, c, n, 1, s.dqkv, 3*c, la.n1Out, c, 1, gw.qkv, c)
+		r.gemm(false, false, n, c, 3*c, 1, s.dqkv, 3*c, w.qkv, c, 0, s.dnorm, c)
+		e.rmsnormBackward(r, s.dresid, gw.n1, s.dnorm, x, w.n1, la.n1Rstd)
+	}
+	r.launch("encoder_backward", lin(c*embBuckets), blk, e.g.emb, s.dresid, e.tokens, n, c, embBuckets)
+	r.do(synchronize)
+	return r.err
+}
+
+// synchronize waits for the device's work; an asynchronous failure of a kernel surfaces
+// here.
+func synchronize() error {
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("synchronizing: %w", err)
+	}
+	return nil
+}

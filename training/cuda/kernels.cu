@@ -1,0 +1,487 @@
+// Kernels of the CUDA backend, in the style of llm.c's train_gpt2_fp32.cu: float32
+// throughout, one kernel per op of training/native/ops.go, with the same shapes and the same
+// semantics. GEMMs (the linear layers and the two products of attention) run on cuBLAS; the
+// kernels here are everything else.
+//
+// Compiled to PTX and embedded in the Go package (kernels.ptx; go:generate in device.go):
+//
+//	nvcc -ptx -arch=sm_80 -O3 -fmad=false -o kernels.ptx kernels.cu
+//
+// -fmad=false keeps every multiply and add separately rounded, as the Go reference kernels
+// of sfadamw specify, so the optimizer kernels give bitwise the results of sfadamw on the
+// CPU. No kernel uses atomics: every reduction has a fixed order, so results are
+// reproducible run to run.
+//
+// Shapes: B batch, T sequence length, C model width, H heads, D = C/H head size, F MLP
+// hidden width, V vocabulary, N = B·T rows.
+
+#include <stdint.h>
+
+#define WARP 32
+
+__device__ __forceinline__ float warpSum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warpMax(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// blockSum and blockMax reduce over a block of blockDim.x threads (a multiple of 32, at
+// most 1024); every thread gets the result. sh is scratch of 32 floats.
+__device__ float blockSum(float v, float *sh) {
+    int lane = threadIdx.x % WARP, w = threadIdx.x / WARP, nw = blockDim.x / WARP;
+    v = warpSum(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = lane < nw ? sh[lane] : 0.0f;
+    return warpSum(v);
+}
+
+__device__ float blockMax(float v, float *sh) {
+    int lane = threadIdx.x % WARP, w = threadIdx.x / WARP, nw = blockDim.x / WARP;
+    v = warpMax(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = lane < nw ? sh[lane] : -INFINITY;
+    return warpMax(v);
+}
+
+extern "C" {
+
+// scale_add is the kernel of the recipe test: y[i] = a·x[i] + y[i].
+__global__ void scale_add(float *y, const float *x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+// encoder_forward gathers the token embeddings: out (N,C), tokens (N), emb (V,C).
+__global__ void encoder_forward(float *out, const int *tokens, const float *emb, int n, int c) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long)n * c) return;
+    int r = i / c, j = i % c;
+    out[i] = emb[(long)tokens[r] * c + j];
+}
+
+// encoder_backward adds dout into the embedding gradient: thread (j, bucket) handles column
+// j of the rows whose token ≡ bucket (mod nb), in row order, so repeated tokens add up in a
+// fixed order and no two threads touch the same element.
+// demb (V,C), dout (N,C), tokens (N); grid covers c·nb threads.
+__global__ void encoder_backward(float *demb, const float *dout, const int *tokens, int n, int c, int nb) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= c * nb) return;
+    int j = i % c, bucket = i / c;
+    for (int r = 0; r < n; r++) {
+        int t = tokens[r];
+        if (t % nb == bucket) demb[(long)t * c + j] += dout[(long)r * c + j];
+    }
+}
+
+// rmsnorm_forward: out = x·rstd·w with rstd = 1/sqrt(mean(x²)+eps), one warp per row.
+// out (N,C), rstd (N), x (N,C), w (C)
+__global__ void rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int n, int c, float eps) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= n) return;
+    const float *xr = x + (long)r * c;
+    float ss = 0.0f;
+    for (int i = lane; i < c; i += WARP) ss += xr[i] * xr[i];
+    ss = warpSum(ss);
+    float rs = 1.0f / sqrtf(ss / c + eps);
+    if (lane == 0) rstd[r] = rs;
+    float *o = out + (long)r * c;
+    for (int i = lane; i < c; i += WARP) o[i] = xr[i] * rs * w[i];
+}
+
+// rmsnorm_backward_dx adds the gradient with respect to x to dx, one warp per row:
+// with x̂ = x·rstd and dot = mean(dout·w·x̂), dx += rstd·(dout·w − x̂·dot).
+// dx (N,C), dout (N,C), x (N,C), w (C), rstd (N)
+__global__ void rmsnorm_backward_dx(float *dx, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= n) return;
+    const float *d = dout + (long)r * c, *xr = x + (long)r * c;
+    float rs = rstd[r];
+    float dot = 0.0f;
+    for (int i = lane; i < c; i += WARP) dot += d[i] * w[i] * (xr[i] * rs);
+    dot = warpSum(dot) / c;
+    float *o = dx + (long)r * c;
+    for (int i = lane; i < c; i += WARP) o[i] += rs * (d[i] * w[i] - xr[i] * rs * dot);
+}
+
+// rmsnorm_backward_dw_part writes the sums over chunks of rows of dout·x̂ into part: thread
+// (chunk, j) sums rows [chunk·rows, (chunk+1)·rows) of column j in order.
+// part (chunks,C), dout (N,C), x (N,C), rstd (N)
+__global__ void rmsnorm_backward_dw_part(float *part, const float *dout, const float *x, const float *rstd, int n, int c, int rows) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int chunk = blockIdx.y;
+    if (j >= c) return;
+    int r0 = chunk * rows, r1 = min(r0 + rows, n);
+    float s = 0.0f;
+    for (int r = r0; r < r1; r++) s += dout[(long)r * c + j] * (x[(long)r * c + j] * rstd[r]);
+    part[(long)chunk * c + j] = s;
+}
+
+// sum_rows_add adds the column sums of part (rows,C) to dw (C), row by row in order.
+__global__ void sum_rows_add(float *dw, const float *part, int rows, int c) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= c) return;
+    float s = 0.0f;
+    for (int r = 0; r < rows; r++) s += part[(long)r * c + j];
+    dw[j] += s;
+}
+
+// rope rotates q and k of every row of qkv in place, in the rotate_half form: the pairs
+// (x_i, x_{i+D/2}) of each head by the angle of the row's position t = r mod T and index i.
+// sin is −sin for the backward pass (the inverse rotation).
+// qkv (N,3C), cos, sin (T,D/2); one thread per (row, head of q or k, i).
+__global__ void rope(float *qkv, const float *cos, const float *sin, int n, int nt, int c, int nh) {
+    int d = c / nh, h = d / 2;
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    long total = (long)n * 2 * nh * h;
+    if (idx >= total) return;
+    int i = idx % h;
+    int head = (idx / h) % (2 * nh);
+    int r = idx / ((long)h * 2 * nh);
+    int t = r % nt;
+    float *x = qkv + (long)r * 3 * c + head * d;
+    float co = cos[t * h + i], si = sin[t * h + i];
+    float a = x[i], b = x[i + h];
+    x[i] = a * co - b * si;
+    x[i + h] = a * si + b * co;
+}
+
+// permute splits qkv (B,T,3C) into q, k, v (B,H,T,D).
+__global__ void permute(float *q, float *k, float *v, const float *qkv, int b, int nt, int nh, int d) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * d) return;
+    int di = idx % d;
+    int t = (idx / d) % nt;
+    int hh = (idx / ((long)d * nt)) % nh;
+    int bb = idx / ((long)d * nt * nh);
+    int c = nh * d;
+    long src = ((long)bb * nt + t) * 3 * c + hh * d + di;
+    q[idx] = qkv[src];
+    k[idx] = qkv[src + c];
+    v[idx] = qkv[src + 2 * c];
+}
+
+// permute_backward gathers dq, dk, dv (B,H,T,D) into dqkv (B,T,3C), overwriting it.
+__global__ void permute_backward(float *dqkv, const float *dq, const float *dk, const float *dv, int b, int nt, int nh, int d) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * d) return;
+    int di = idx % d;
+    int t = (idx / d) % nt;
+    int hh = (idx / ((long)d * nt)) % nh;
+    int bb = idx / ((long)d * nt * nh);
+    int c = nh * d;
+    long dst = ((long)bb * nt + t) * 3 * c + hh * d + di;
+    dqkv[dst] = dq[idx];
+    dqkv[dst + c] = dk[idx];
+    dqkv[dst + 2 * c] = dv[idx];
+}
+
+// unpermute writes y (B,T,C) from the heads' outputs (B,H,T,D); with back set it goes the
+// other way, the gradient dy (B,T,C) into (B,H,T,D).
+__global__ void unpermute(float *out, const float *in, int b, int nt, int nh, int d, int back) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * d) return;
+    int di = idx % d;
+    int t = (idx / d) % nt;
+    int hh = (idx / ((long)d * nt)) % nh;
+    int bb = idx / ((long)d * nt * nh);
+    long y = ((long)bb * nt + t) * nh * d + hh * d + di;
+    if (back) out[idx] = in[y];
+    else out[y] = in[idx];
+}
+
+// softmax_causal replaces each row i (mod T) of the scores (BH,T,T) by the softmax of its
+// first i+1 entries and zeroes the rest, one warp per row. In place.
+__global__ void softmax_causal(float *att, int rows, int nt) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= rows) return;
+    int i = r % nt;
+    float *p = att + (long)r * nt;
+    float mx = -INFINITY;
+    for (int j = lane; j <= i; j += WARP) mx = fmaxf(mx, p[j]);
+    mx = warpMax(mx);
+    float sum = 0.0f;
+    for (int j = lane; j <= i; j += WARP) {
+        float e = expf(p[j] - mx);
+        p[j] = e;
+        sum += e;
+    }
+    sum = warpSum(sum);
+    float inv = 1.0f / sum;
+    for (int j = lane; j < nt; j += WARP) p[j] = j <= i ? p[j] * inv : 0.0f;
+}
+
+// softmax_causal_backward turns dp, the gradient of the probabilities p (BH,T,T), into the
+// gradient of the scores, scale·p·(dp − Σ p·dp), zero above the diagonal; one warp per row,
+// in place.
+__global__ void softmax_causal_backward(float *dp, const float *p, int rows, int nt, float scale) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= rows) return;
+    int i = r % nt;
+    float *g = dp + (long)r * nt;
+    const float *pr = p + (long)r * nt;
+    float dot = 0.0f;
+    for (int j = lane; j <= i; j += WARP) dot += pr[j] * g[j];
+    dot = warpSum(dot);
+    for (int j = lane; j < nt; j += WARP) g[j] = j <= i ? scale * pr[j] * (g[j] - dot) : 0.0f;
+}
+
+// swiglu_forward: out = silu(g)·u, where each row of gu holds the gate g then the up
+// projection u. out (N,F), gu (N,2F)
+__global__ void swiglu_forward(float *out, const float *gu, int n, int f) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * f) return;
+    long r = idx / f;
+    int i = idx % f;
+    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+    float s = 1.0f / (1.0f + expf(-g));
+    out[idx] = g * s * u;
+}
+
+// swiglu_backward writes the gradients of g and u into dgu (overwriting them):
+// dg = dout·u·σ(g)·(1 + g·(1−σ(g))), du = dout·silu(g).
+// dgu (N,2F), dout (N,F), gu (N,2F)
+__global__ void swiglu_backward(float *dgu, const float *dout, const float *gu, int n, int f) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * f) return;
+    long r = idx / f;
+    int i = idx % f;
+    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+    float s = 1.0f / (1.0f + expf(-g));
+    float d = dout[idx];
+    dgu[r * 2 * f + i] = d * u * s * (1.0f + g * (1.0f - s));
+    dgu[r * 2 * f + f + i] = d * (g * s);
+}
+
+// crossentropy_forward replaces each row of logits (N,V) by its softmax and writes the row's
+// loss lse(z) − z[target], in float64, to losses (N); one block per row.
+__global__ void crossentropy_forward(float *logits, double *losses, const int *targets, int n, int v) {
+    __shared__ float sh[32];
+    int r = blockIdx.x;
+    if (r >= n) return;
+    float *z = logits + (long)r * v;
+    float zy = z[targets[r]];
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < v; j += blockDim.x) mx = fmaxf(mx, z[j]);
+    mx = blockMax(mx, sh);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < v; j += blockDim.x) {
+        float e = expf(z[j] - mx);
+        z[j] = e;
+        sum += e;
+    }
+    sum = blockSum(sum, sh);
+    float inv = 1.0f / sum;
+    for (int j = threadIdx.x; j < v; j += blockDim.x) z[j] *= inv;
+    if (threadIdx.x == 0) losses[r] = log((double)sum) + (double)mx - (double)zy;
+}
+
+// crossentropy_backward turns the probabilities (N,V) into the gradient of the mean loss
+// over all rows, in place: (p − onehot(target))·inv, inv = 1/rows.
+__global__ void crossentropy_backward(float *probs, const int *targets, int n, int v, float inv) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * v) return;
+    int r = idx / v, j = idx % v;
+    float p = probs[idx] * inv;
+    if (j == targets[r]) p -= inv;
+    probs[idx] = p;
+}
+
+// sumsq_chunks writes the float64 sum of squares of each chunk of `chunk` elements of g
+// into part, in the order of sfadamw's gradient norm: four interleaved partial sums, then
+// (s0 + s1) + (s2 + s3); one thread per chunk.
+__global__ void sumsq_chunks(double *part, const float *g, long n, int chunk) {
+    long k = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    long lo = k * chunk;
+    if (lo >= n) return;
+    long hi = min(lo + chunk, n);
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    long i = lo;
+    for (; i + 4 <= hi; i += 4) {
+        double a = g[i], b = g[i + 1], c = g[i + 2], d = g[i + 3];
+        s0 += a * a;
+        s1 += b * b;
+        s2 += c * c;
+        s3 += d * d;
+    }
+    for (; i < hi; i++) {
+        double a = g[i];
+        s0 += a * a;
+    }
+    part[k] = (s0 + s1) + (s2 + s3);
+}
+
+// sfadamw_step is sfadamw's SF-AdamW kernel, element for element in the same order:
+//
+//	g' = g·gs
+//	v  = β2·v + ((1−β2)·g')·g'
+//	d  = g'/(√v·rs + ε) + λ·y
+//	y  = (y + c·(z − y)) + coef·d
+//	z  = z − γ·d
+__global__ void sfadamw_step(const float *g, float *y, float *z, float *v, long n,
+                             float b2, float omb2, float rs, float eps, float wd, float gs,
+                             float c, float lr, float coef) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float gi = g[i] * gs;
+    float vi = b2 * v[i] + omb2 * gi * gi;
+    v[i] = vi;
+    float d = gi / (sqrtf(vi) * rs + eps) + wd * y[i];
+    float yi = y[i], zi = z[i];
+    y[i] = (yi + c * (zi - yi)) + coef * d;
+    z[i] = zi - lr * d;
+}
+
+// adamw_step is sfadamw's AdamW kernel, element for element in the same order:
+//
+//	g' = g·gs
+//	m  = β1·m + (1−β1)·g'
+//	v  = β2·v + ((1−β2)·g')·g'
+//	p  = p·decay − (step·m)/(√v·rs + ε)
+__global__ void adamw_step(const float *g, float *p, float *m, float *v, long n,
+                           float decay, float b1, float omb1, float b2, float omb2,
+                           float step, float rs, float eps, float gs) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float gi = g[i] * gs;
+    float mi = b1 * m[i] + omb1 * gi;
+    float vi = b2 * v[i] + omb2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * decay - (step * mi) / (sqrtf(vi) * rs + eps);
+}
+
+// The ops of GPT-2 (training/native/ops_gpt2.go) that LLaMA does not have.
+
+// position_forward adds the position embeddings: out (N,C) row r gets wpe (Context,C) row
+// r mod T.
+__global__ void position_forward(float *out, const float *wpe, int n, int nt, int c) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * c) return;
+    int r = idx / c, i = idx % c;
+    out[idx] += wpe[(long)(r % nt) * c + i];
+}
+
+// position_backward adds to dwpe (Context,C) row t the gradient of the rows at position t,
+// sequence by sequence in order; one thread per (t, column).
+__global__ void position_backward(float *dwpe, const float *dout, int b, int nt, int c) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= nt * c) return;
+    int t = idx / c, i = idx % c;
+    float s = dwpe[idx];
+    for (int bb = 0; bb < b; bb++) s += dout[((long)bb * nt + t) * c + i];
+    dwpe[idx] = s;
+}
+
+// layernorm_forward: out = (x − mean)·rstd·w + b with the biased variance, one warp per row;
+// keeps mean and rstd. out (N,C), mean, rstd (N), x (N,C), w, b (C)
+__global__ void layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *bias, int n, int c, float eps) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= n) return;
+    const float *xr = x + (long)r * c;
+    float s = 0.0f;
+    for (int i = lane; i < c; i += WARP) s += xr[i];
+    float mu = warpSum(s) / c;
+    float s2 = 0.0f;
+    for (int i = lane; i < c; i += WARP) {
+        float d = xr[i] - mu;
+        s2 += d * d;
+    }
+    float rs = 1.0f / sqrtf(warpSum(s2) / c + eps);
+    if (lane == 0) {
+        mean[r] = mu;
+        rstd[r] = rs;
+    }
+    float *o = out + (long)r * c;
+    for (int i = lane; i < c; i += WARP) o[i] = (xr[i] - mu) * rs * w[i] + bias[i];
+}
+
+// layernorm_backward_dx adds the input gradient to dx, one warp per row: with
+// x̂ = (x − mean)·rstd and dx̂ = dout·w, dx += rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)).
+__global__ void layernorm_backward_dx(float *dx, const float *dout, const float *x, const float *w, const float *mean, const float *rstd, int n, int c) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= n) return;
+    const float *g = dout + (long)r * c, *xr = x + (long)r * c;
+    float mu = mean[r], rs = rstd[r];
+    float sg = 0.0f, sgx = 0.0f;
+    for (int i = lane; i < c; i += WARP) {
+        float dxh = g[i] * w[i];
+        sg += dxh;
+        sgx += dxh * (xr[i] - mu) * rs;
+    }
+    sg = warpSum(sg) / c;
+    sgx = warpSum(sgx) / c;
+    float *o = dx + (long)r * c;
+    for (int i = lane; i < c; i += WARP) {
+        float xh = (xr[i] - mu) * rs;
+        o[i] += rs * (g[i] * w[i] - sg - xh * sgx);
+    }
+}
+
+// layernorm_backward_dwdb_part writes the sums over chunks of rows of dout·x̂ and of dout
+// into wpart and bpart (chunks,C); thread (chunk, j) sums its rows in order.
+__global__ void layernorm_backward_dwdb_part(float *wpart, float *bpart, const float *dout, const float *x, const float *mean, const float *rstd, int n, int c, int rows) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int chunk = blockIdx.y;
+    if (j >= c) return;
+    int r0 = chunk * rows, r1 = min(r0 + rows, n);
+    float sw = 0.0f, sb = 0.0f;
+    for (int r = r0; r < r1; r++) {
+        float g = dout[(long)r * c + j];
+        sw += g * ((x[(long)r * c + j] - mean[r]) * rstd[r]);
+        sb += g;
+    }
+    wpart[(long)chunk * c + j] = sw;
+    bpart[(long)chunk * c + j] = sb;
+}
+
+// bias_forward adds b (W) to every row of out (N,W).
+__global__ void bias_forward(float *out, const float *b, int n, int w) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * w) return;
+    out[idx] += b[idx % w];
+}
+
+// colsum_part writes the sums over chunks of rows of dout (N,W) into part (chunks,W).
+__global__ void colsum_part(float *part, const float *dout, int n, int w, int rows) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int chunk = blockIdx.y;
+    if (j >= w) return;
+    int r0 = chunk * rows, r1 = min(r0 + rows, n);
+    float s = 0.0f;
+    for (int r = r0; r < r1; r++) s += dout[(long)r * w + j];
+    part[(long)chunk * w + j] = s;
+}
+
+// gelu_forward computes the exact GELU 0.5·x·(1 + erf(x/√2)). out, x (N·F)
+__global__ void gelu_forward(float *out, const float *x, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i];
+    out[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+}
+
+// gelu_backward writes dx = dout·(Φ(x) + x·φ(x)) (overwriting dx).
+__global__ void gelu_backward(float *dx, const float *dout, const float *x, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i];
+    float cdf = 0.5f * (1.0f + erff(v * 0.70710678118654752f));
+    float pdf = 0.3989422804014327f * expf(-0.5f * v * v);
+    dx[i] = dout[i] * (cdf + v * pdf);
+}
+
+} // extern "C"

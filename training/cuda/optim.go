@@ -1,0 +1,298 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"gorgonia.org/cu"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/backend"
+)
+
+// normChunk is the chunk of sfadamw's gradient-norm reduction: partial sums of squares per
+// chunk of 1<<14 elements, added in chunk order in float64, so the norm (and the clipping
+// scale) are bitwise those of the CPU.
+const normChunk = 1 << 14
+
+// optimizer is what both device optimizers share: the engine and the gradient-norm scratch.
+type optimizer struct {
+	e        *Engine
+	gradClip float64
+	part     cu.DevicePtr // (chunks) float64
+	partHost []float64
+	lastNorm float64
+}
+
+func (e *Engine) newOptimizer(gradClip float64, state int) (optimizer, []cu.DevicePtr, error) {
+	if e.closed {
+		return optimizer{}, nil, errClosed
+	}
+	o := optimizer{e: e, gradClip: gradClip, partHost: make([]float64, blocks(e.layout.Size, normChunk))}
+	var err error
+	if o.part, err = e.mk(len(o.partHost), 8); err != nil {
+		return optimizer{}, nil, err
+	}
+	vecs := make([]cu.DevicePtr, state)
+	for i := range vecs {
+		if vecs[i], err = e.mk(e.layout.Size); err != nil {
+			return optimizer{}, nil, err
+		}
+		if err = e.zero(vecs[i], e.layout.Size); err != nil {
+			return optimizer{}, nil, err
+		}
+	}
+	return o, vecs, nil
+}
+
+// scale returns the factor the gradient is multiplied by: min(1, clip/(‖g‖ + 1e-6)) as
+// torch.nn.utils.clip_grad_norm_, or 1 when clipping is off.
+func (o *optimizer) scale() (float64, error) {
+	if o.gradClip <= 0 {
+		return 1, nil
+	}
+	n := o.e.layout.Size
+	chunks := len(o.partHost)
+	if err := o.e.d.launch("sumsq_chunks", dim{x: blocks(chunks, 128)}, dim{x: 128}, o.part, o.e.grads, int64(n), normChunk); err != nil {
+		return 0, err
+	}
+	if err := dtoh(o.partHost, o.part); err != nil {
+		return 0, err
+	}
+	var s float64
+	for _, p := range o.partHost {
+		s += p
+	}
+	o.lastNorm = math.Sqrt(s)
+	return math.Min(1, o.gradClip/(o.lastNorm+1e-6)), nil
+}
+
+// GradNorm returns the global gradient norm of the last step (before clipping) when
+// clipping is on, 0 otherwise.
+func (o *optimizer) GradNorm() float64 { return o.lastNorm }
+
+// SFAdamW is sfadamw.SFAdamW (Algorithm 1, or Algorithm 2 when C > 0) over the engine's
+// parameters y, with z and v in device memory. KeepX and β1 = 0 are not supported.
+type SFAdamW struct {
+	optimizer
+	cfg  sfadamw.Config
+	z, v cu.DevicePtr
+
+	step                         int64
+	sumLR2, maxLR, lastLR, lastC float64
+}
+
+// NewSFAdamW returns SF-AdamW over the engine's parameters, which hold y and are updated in
+// place on the device; as in sfadamw.New, z starts at the current parameters and v at 0.
+func (e *Engine) NewSFAdamW(cfg sfadamw.Config) (backend.Optimizer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cuda: sfadamw: %w", err)
+	}
+	if cfg.KeepX {
+		return nil, fmt.Errorf("cuda: sfadamw: keep_x = true: not supported by the cuda backend")
+	}
+	if cfg.Beta1 == 0 {
+		return nil, fmt.Errorf("cuda: sfadamw: beta1 = 0: not supported by the cuda backend (it stores x)")
+	}
+	unlock := e.d.lock()
+	defer unlock()
+	o, vecs, err := e.newOptimizer(cfg.GradClip, 2)
+	if err != nil {
+		return nil, err
+	}
+	s := &SFAdamW{optimizer: o, cfg: cfg, z: vecs[0], v: vecs[1]}
+	if err := dtod(s.z, e.params, e.layout.Size); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Step takes one step with the gradient held by the engine, taken at the current
+// parameters y_t, which become y_{t+1}.
+func (s *SFAdamW) Step() error {
+	if s.e.closed {
+		return errClosed
+	}
+	unlock := s.e.d.lock()
+	defer unlock()
+	gs, err := s.scale()
+	if err != nil {
+		return fmt.Errorf("cuda: sfadamw step: %w", err)
+	}
+	// the scalars of sfadamw's averaging.advance and SFAdamW.Step, in the same float64
+	// arithmetic, rounded to float32 the same way
+	s.step++
+	gamma := s.cfg.LR
+	if s.cfg.WarmupSteps > 0 && s.step < int64(s.cfg.WarmupSteps) {
+		gamma = s.cfg.LR * float64(s.step) / float64(s.cfg.WarmupSteps)
+	}
+	s.sumLR2 += gamma * gamma
+	c := gamma * gamma / s.sumLR2
+	if s.cfg.C > 0 {
+		c = math.Min(c*(1-s.cfg.Beta1)*s.cfg.C, 1)
+	}
+	s.maxLR = math.Max(s.maxLR, gamma)
+	s.lastLR, s.lastC = gamma, c
+	b2 := s.cfg.Beta2
+	rs := 1 / math.Sqrt(1-math.Pow(b2, float64(s.step)))
+	n := s.e.layout.Size
+	err = s.e.d.launch("sfadamw_step", lin(n), blk, s.e.grads, s.e.params, s.z, s.v, int64(n),
+		float32(b2), float32(1-b2), float32(rs), float32(s.cfg.Eps), float32(s.cfg.WeightDecay), float32(gs),
+		float32(c), float32(gamma), float32(gamma*(s.cfg.Beta1*(1-c)-1)))
+	if err != nil {
+		return fmt.Errorf("cuda: sfadamw step: %w", err)
+	}
+	return nil
+}
+
+// State returns a copy of the state in sfadamw's format (the parameters excluded).
+func (s *SFAdamW) State() sfadamw.State[float32] {
+	st := sfadamw.State[float32]{Algorithm: "sfadamw", Step: s.step, SumLR2: s.sumLR2, MaxLR: s.maxLR, LastLR: s.lastLR, LastC: s.lastC}
+	z, v := make([]float32, s.e.layout.Size), make([]float32, s.e.layout.Size)
+	if !s.e.closed {
+		unlock := s.e.d.lock()
+		// A failed copy leaves NaNs, which no checkpoint accepts silently.
+		if dtoh(z, s.z) != nil || dtoh(v, s.v) != nil {
+			for i := range z {
+				z[i], v[i] = float32(math.NaN()), float32(math.NaN())
+			}
+		}
+		unlock()
+	}
+	st.Vectors = []sfadamw.Vector[float32]{{Name: "z", Data: z}, {Name: "v", Data: v}}
+	return st
+}
+
+// Restore replaces the state with st, from an SF-AdamW (on any backend) over a buffer of
+// the same layout. The parameters y are restored by the caller.
+func (s *SFAdamW) Restore(st sfadamw.State[float32]) error {
+	if err := checkState("sfadamw", st, []string{"z", "v"}, s.e.layout.Size); err != nil {
+		return err
+	}
+	if s.e.closed {
+		return errClosed
+	}
+	unlock := s.e.d.lock()
+	defer unlock()
+	if err := htod(s.z, st.Vectors[0].Data); err != nil {
+		return err
+	}
+	if err := htod(s.v, st.Vectors[1].Data); err != nil {
+		return err
+	}
+	s.step, s.sumLR2, s.maxLR, s.lastLR, s.lastC = st.Step, st.SumLR2, st.MaxLR, st.LastLR, st.LastC
+	return nil
+}
+
+// Steps returns the number of steps taken.
+func (s *SFAdamW) Steps() int { return int(s.step) }
+
+func checkState(algorithm string, st sfadamw.State[float32], names []string, size int) error {
+	if st.Algorithm != algorithm {
+		return fmt.Errorf("cuda: restore %s: state is from %q", algorithm, st.Algorithm)
+	}
+	if st.Step < 0 {
+		return fmt.Errorf("cuda: restore %s: step = %d: must be ≥ 0", algorithm, st.Step)
+	}
+	if len(st.Vectors) != len(names) {
+		return fmt.Errorf("cuda: restore %s: state has %d vectors, want %d %v", algorithm, len(st.Vectors), len(names), names)
+	}
+	for i, v := range st.Vectors {
+		if v.Name != names[i] || len(v.Data) != size {
+			return fmt.Errorf("cuda: restore %s: vector %d is %q of length %d, want %q of length %d",
+				algorithm, i, v.Name, len(v.Data), names[i], size)
+		}
+	}
+	return nil
+}
+
+// AdamW is sfadamw.AdamW over the engine's parameters, with m and v in device memory.
+type AdamW struct {
+	optimizer
+	cfg  sfadamw.AdamWConfig
+	m, v cu.DevicePtr
+	step int64
+	lr   float64
+}
+
+// NewAdamW returns AdamW over the engine's parameters, updated in place on the device;
+// m_0 = v_0 = 0.
+func (e *Engine) NewAdamW(cfg sfadamw.AdamWConfig) (backend.Optimizer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cuda: adamw: %w", err)
+	}
+	unlock := e.d.lock()
+	defer unlock()
+	o, vecs, err := e.newOptimizer(cfg.GradClip, 2)
+	if err != nil {
+		return nil, err
+	}
+	return &AdamW{optimizer: o, cfg: cfg, m: vecs[0], v: vecs[1]}, nil
+}
+
+// Step takes one step with the gradient held by the engine.
+func (a *AdamW) Step() error {
+	if a.e.closed {
+		return errClosed
+	}
+	unlock := a.e.d.lock()
+	defer unlock()
+	gs, err := a.scale()
+	if err != nil {
+		return fmt.Errorf("cuda: adamw step: %w", err)
+	}
+	a.step++
+	t := float64(a.step)
+	a.lr = a.cfg.Schedule.At(int(a.step))
+	b1, b2 := a.cfg.Beta1, a.cfg.Beta2
+	n := a.e.layout.Size
+	err = a.e.d.launch("adamw_step", lin(n), blk, a.e.grads, a.e.params, a.m, a.v, int64(n),
+		float32(1-a.lr*a.cfg.WeightDecay), float32(b1), float32(1-b1), float32(b2), float32(1-b2),
+		float32(a.lr/(1-math.Pow(b1, t))), float32(1/math.Sqrt(1-math.Pow(b2, t))), float32(a.cfg.Eps), float32(gs))
+	if err != nil {
+		return fmt.Errorf("cuda: adamw step: %w", err)
+	}
+	return nil
+}
+
+// State returns a copy of the state in sfadamw's format (the parameters excluded).
+func (a *AdamW) State() sfadamw.State[float32] {
+	m, v := make([]float32, a.e.layout.Size), make([]float32, a.e.layout.Size)
+	if !a.e.closed {
+		unlock := a.e.d.lock()
+		if dtoh(m, a.m) != nil || dtoh(v, a.v) != nil {
+			for i := range m {
+				m[i], v[i] = float32(math.NaN()), float32(math.NaN())
+			}
+		}
+		unlock()
+	}
+	return sfadamw.State[float32]{Algorithm: "adamw", Step: a.step, LastLR: a.lr, MaxLR: a.cfg.Schedule.Peak,
+		Vectors: []sfadamw.Vector[float32]{{Name: "m", Data: m}, {Name: "v", Data: v}}}
+}
+
+// Restore replaces the state with st, from an AdamW (on any backend) over a buffer of the
+// same layout. The parameters are restored by the caller.
+func (a *AdamW) Restore(st sfadamw.State[float32]) error {
+	if err := checkState("adamw", st, []string{"m", "v"}, a.e.layout.Size); err != nil {
+		return err
+	}
+	if a.e.closed {
+		return errClosed
+	}
+	unlock := a.e.d.lock()
+	defer unlock()
+	if err := htod(a.m, st.Vectors[0].Data); err != nil {
+		return err
+	}
+	if err := htod(a.v, st.Vectors[1].Data); err != nil {
+		return err
+	}
+	a.step, a.lr = st.Step, st.LastLR
+	return nil
+}
+
+// Steps returns the number of steps taken.
+func (a *AdamW) Steps() int { return int(a.step) }
