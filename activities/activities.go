@@ -1,0 +1,397 @@
+// Package activities holds sfsweep's Temporal activities: thin adapters that read and
+// write the object store and call training, sweeps and analysis. Each method of
+// Activities is registered under the name the workflows package refers to it by.
+//
+// Object keys (DESIGN.md's storage layout):
+//
+//	sweeps/<sweep-id>/manifest.yaml
+//	trials/<trial-id>/config.json, curves.jsonl, result.json, failed.json
+//	trials/<trial-id>/checkpoints/step-NNNNNNNN.safetensors (+ .json)
+//	trials/<trial-id>/probes/decay-step-NNNNNNNN.json
+//	<output prefix>/tables/<name>.{md,csv,tex,json}
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/checkpoint"
+	"github.com/sfsweep/sfsweep/training/data"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// Activities carries what the activities share: the object store, a Temporal client (to
+// signal the Tables workflow) and the local cache of prepared corpora.
+type Activities struct {
+	Store    blob.Store
+	Client   client.Client
+	CacheDir string
+	Log      *slog.Logger
+	// Progress, if set, sees every Train step of this worker (for live progress bars).
+	Progress func(trialID string, p training.Progress)
+
+	mu       sync.Mutex
+	datasets map[string]*data.Dataset
+}
+
+// RegisterGPU registers the activities of the gpu queue on w.
+func (a *Activities) RegisterGPU(w worker.Registry) {
+	w.RegisterActivityWithOptions(a.Train, activity.RegisterOptions{Name: workflows.ActivityTrain})
+	w.RegisterActivityWithOptions(a.DecayProbe, activity.RegisterOptions{Name: workflows.ActivityDecayProbe})
+}
+
+// RegisterCPU registers the workflows and the activities of the cpu queue on w.
+func (a *Activities) RegisterCPU(w worker.Registry) {
+	w.RegisterWorkflow(workflows.Sweep)
+	w.RegisterWorkflow(workflows.Trial)
+	w.RegisterWorkflow(workflows.Tables)
+	w.RegisterActivityWithOptions(a.Plan, activity.RegisterOptions{Name: workflows.ActivityPlan})
+	w.RegisterActivityWithOptions(a.RecordFailed, activity.RegisterOptions{Name: workflows.ActivityRecordFailed})
+	w.RegisterActivityWithOptions(a.NotifyTables, activity.RegisterOptions{Name: workflows.ActivityNotifyTables})
+	w.RegisterActivityWithOptions(a.BuildTables, activity.RegisterOptions{Name: workflows.ActivityBuildTables})
+}
+
+func (a *Activities) log() *slog.Logger {
+	if a.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Log
+}
+
+// Keys of the store layout.
+func trialPrefix(id string) string    { return "trials/" + id }
+func trialKey(id, name string) string { return trialPrefix(id) + "/" + name }
+func decayKey(id string, step int) string {
+	return fmt.Sprintf("%s/probes/decay-step-%08d.json", trialPrefix(id), step)
+}
+
+// FailedKey is the object that marks a trial failed after its retries.
+const FailedKey = "failed.json"
+
+// invalid is a non-retryable error: the same input would fail again.
+func invalid(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrorInvalidConfig, err)
+}
+
+// readManifest reads and parses the manifest under key.
+func (a *Activities) readManifest(ctx context.Context, key string) (*sweeps.Manifest, error) {
+	src, err := a.Store.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	m, err := sweeps.Parse(src)
+	if err != nil {
+		return nil, invalid(fmt.Errorf("%s: %w", key, err))
+	}
+	return m, nil
+}
+
+// Plan expands the manifest, writes each trial's config.json where missing, and reports
+// which trials already have a result (those are never recomputed).
+func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflows.PlanOutput, error) {
+	m, err := a.readManifest(ctx, in.ManifestKey)
+	if err != nil {
+		return workflows.PlanOutput{}, err
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		return workflows.PlanOutput{}, invalid(err)
+	}
+	out := workflows.PlanOutput{Trials: make([]workflows.TrialRef, 0, len(trials))}
+	done, err := a.Store.List(ctx, "trials/")
+	if err != nil {
+		return out, err
+	}
+	exists := map[string]bool{}
+	for _, k := range done {
+		exists[k] = true
+	}
+	for i, t := range trials {
+		ref := workflows.TrialRef{ID: t.ID, Done: exists[trialKey(t.ID, training.ResultKey)]}
+		if d := m.Probes.Decay; d != nil {
+			ref.DecayAt, ref.DecaySteps, ref.DecayLR = d.At, d.Steps, d.PeakLR
+			if ref.DecayLR == 0 {
+				ref.DecayLR = 1e-4
+			}
+		}
+		if !exists[trialKey(t.ID, training.ConfigKey)] {
+			b, _ := json.MarshalIndent(t.Config, "", "  ")
+			if err := a.Store.Put(ctx, trialKey(t.ID, training.ConfigKey), b); err != nil {
+				return out, err
+			}
+		}
+		out.Trials = append(out.Trials, ref)
+		if i%64 == 0 {
+			activity.RecordHeartbeat(ctx, i)
+		}
+	}
+	return out, nil
+}
+
+// trialConfig reads a trial's config.json.
+func (a *Activities) trialConfig(ctx context.Context, id string) (training.Config, error) {
+	b, err := a.Store.Get(ctx, trialKey(id, training.ConfigKey))
+	if err != nil {
+		if errors.Is(err, blob.ErrNotFound) {
+			return training.Config{}, invalid(fmt.Errorf("trial %s: %w", id, err))
+		}
+		return training.Config{}, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var cfg training.Config
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, invalid(fmt.Errorf("trial %s: config.json: %w", id, err))
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return cfg, invalid(fmt.Errorf("trial %s: %w", id, err))
+	}
+	if h := cfg.Hash()[:sweeps.IDLen]; h != id {
+		return cfg, invalid(fmt.Errorf("trial %s: config.json hashes to %s", id, h))
+	}
+	return cfg, nil
+}
+
+// batches opens (once per worker process) the trial's dataset and its batches.
+func (a *Activities) batches(ctx context.Context, cfg training.Config) (training.Batches, error) {
+	key := fmt.Sprintf("%s|%s|%d", cfg.Data.Path, cfg.Data.Default, cfg.Data.MaxBytes)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.datasets == nil {
+		a.datasets = map[string]*data.Dataset{}
+	}
+	ds, ok := a.datasets[key]
+	if !ok {
+		var err error
+		if ds, err = training.OpenData(ctx, cfg.Data, a.Store, a.CacheDir); err != nil {
+			return nil, err
+		}
+		a.datasets[key] = ds
+	}
+	b, err := training.NewBatches(cfg, ds)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	return b, nil
+}
+
+// Train runs a trial to its end, resuming from its newest valid checkpoint, heartbeating
+// its step and loss. A result that exists is returned as it is.
+func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workflows.TrainOutput, error) {
+	activity.RecordHeartbeat(ctx, workflows.TrainHeartbeat{})
+	if res, err := a.storedResult(ctx, in.TrialID); err != nil || res != nil {
+		return a.trainOutput(ctx, in.TrialID, res), err
+	}
+	cfg, err := a.trialConfig(ctx, in.TrialID)
+	if err != nil {
+		return workflows.TrainOutput{}, err
+	}
+	b, err := a.batches(ctx, cfg)
+	if err != nil {
+		return workflows.TrainOutput{}, err
+	}
+	res, err := training.Run(ctx, cfg, training.Options{
+		Store: a.Store, Prefix: trialPrefix(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID),
+		Progress: func(p training.Progress) {
+			activity.RecordHeartbeat(ctx, workflows.TrainHeartbeat{Step: p.Step, Loss: p.TrainLoss})
+			if a.Progress != nil {
+				a.Progress(in.TrialID, p)
+			}
+		},
+	})
+	if err != nil {
+		var ce *training.ConfigError
+		if errors.As(err, &ce) {
+			return workflows.TrainOutput{}, invalid(err)
+		}
+		return workflows.TrainOutput{}, err
+	}
+	return a.trainOutput(ctx, in.TrialID, res), nil
+}
+
+func (a *Activities) storedResult(ctx context.Context, id string) (*training.Result, error) {
+	b, err := a.Store.Get(ctx, trialKey(id, training.ResultKey))
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r training.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, nil // a damaged result is recomputed
+	}
+	return &r, nil
+}
+
+func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Result) workflows.TrainOutput {
+	if r == nil {
+		return workflows.TrainOutput{}
+	}
+	out := workflows.TrainOutput{Status: r.Status, DivergedAt: r.DivergedAt}
+	if infos, err := checkpoint.List(ctx, a.Store, trialKey(id, training.CheckpointsDir)); err == nil {
+		for _, i := range infos {
+			out.Checkpoints = append(out.Checkpoints, int(i.Step))
+		}
+	}
+	return out
+}
+
+// DecayProbe runs the paper's decay probe from a trial's checkpoint, at x for SF-AdamW
+// and at w for AdamW, and writes its result.
+func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInput) (training.DecayProbeResult, error) {
+	key := decayKey(in.TrialID, in.Step)
+	if b, err := a.Store.Get(ctx, key); err == nil {
+		var r training.DecayProbeResult
+		if json.Unmarshal(b, &r) == nil {
+			return r, nil
+		}
+	}
+	cfg, err := a.trialConfig(ctx, in.TrialID)
+	if err != nil {
+		return training.DecayProbeResult{}, err
+	}
+	ck, err := checkpoint.Load(ctx, a.Store, trialKey(in.TrialID, training.CheckpointsDir), int64(in.Step))
+	if err != nil {
+		return training.DecayProbeResult{}, invalid(err)
+	}
+	b, err := a.batches(ctx, cfg)
+	if err != nil {
+		return training.DecayProbeResult{}, err
+	}
+	w, iterate := ck.Params, training.IterW
+	if cfg.Optimizer.Name == training.SFAdamW {
+		if w, err = iterateX(cfg, ck); err != nil {
+			return training.DecayProbeResult{}, invalid(err)
+		}
+		iterate = training.IterX
+	}
+	pc := training.DefaultDecayProbe(in.Step, in.Steps, iterate)
+	if in.PeakLR > 0 {
+		pc.PeakLR = in.PeakLR
+	}
+	res, err := training.DecayProbe(ctx, cfg, w, b, pc)
+	if err != nil {
+		return training.DecayProbeResult{}, err
+	}
+	out, _ := json.MarshalIndent(res, "", "  ")
+	return *res, a.Store.Put(ctx, key, out)
+}
+
+// iterateX recovers SF-AdamW's x from a checkpoint's y and optimizer state.
+func iterateX(cfg training.Config, ck *checkpoint.Checkpoint) ([]float32, error) {
+	st, err := ck.Optimizer("optimizer")
+	if err != nil {
+		return nil, err
+	}
+	y := append([]float32(nil), ck.Params...)
+	opt, err := sfadamw.New(cfg.SFAdamWConfig(), y)
+	if err != nil {
+		return nil, err
+	}
+	if err := opt.Restore(st); err != nil {
+		return nil, err
+	}
+	x := make([]float32, len(y))
+	opt.X(x)
+	return x, nil
+}
+
+// RecordFailed marks a trial failed, so its table cells say so.
+func (a *Activities) RecordFailed(ctx context.Context, in workflows.RecordFailedInput) error {
+	b, _ := json.Marshal(map[string]string{"trial_id": in.TrialID, "reason": in.Reason})
+	return a.Store.Put(ctx, trialKey(in.TrialID, FailedKey), b)
+}
+
+// NotifyTables signals the sweep's Tables workflow that a result landed (or that the
+// sweep is done), starting the workflow if it is not running.
+func (a *Activities) NotifyTables(ctx context.Context, in workflows.NotifyInput) error {
+	signal, arg := workflows.SignalResult, in.TrialID
+	if in.Done {
+		signal, arg = workflows.SignalSweepDone, ""
+	}
+	_, err := a.Client.SignalWithStartWorkflow(ctx, workflows.TablesWorkflowID(in.SweepID), signal, arg,
+		client.StartWorkflowOptions{ID: workflows.TablesWorkflowID(in.SweepID), TaskQueue: workflows.QueueCPU},
+		workflows.Tables, workflows.TablesInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey})
+	return err
+}
+
+// TablesOutput lists the objects BuildTables wrote.
+type TablesOutput struct {
+	Keys []string `json:"keys"`
+}
+
+// Formats are the table formats written, with their file extensions.
+var Formats = []struct{ Format, Ext string }{{"markdown", "md"}, {"csv", "csv"}, {"latex", "tex"}, {"json", "json"}}
+
+// OutputPrefix is where a manifest's tables go.
+func OutputPrefix(m *sweeps.Manifest) string {
+	if m.Output.Prefix != "" {
+		return m.Output.Prefix
+	}
+	return "sweeps/" + m.Name
+}
+
+// BuildTables rebuilds every table of the sweep from the results in the store.
+func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesInput) (TablesOutput, error) {
+	m, err := a.readManifest(ctx, in.ManifestKey)
+	if err != nil {
+		return TablesOutput{}, err
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		return TablesOutput{}, invalid(err)
+	}
+	outcomes := make(map[string]sweeps.Outcome, len(trials))
+	for _, t := range trials {
+		var o sweeps.Outcome
+		if o.Result, err = a.storedResult(ctx, t.ID); err != nil {
+			return TablesOutput{}, err
+		}
+		if o.Result == nil {
+			if b, err := a.Store.Get(ctx, trialKey(t.ID, FailedKey)); err == nil {
+				var f map[string]string
+				_ = json.Unmarshal(b, &f)
+				o.Failed = f["reason"]
+				if o.Failed == "" {
+					o.Failed = "failed"
+				}
+			}
+		}
+		outcomes[t.ID] = o
+	}
+	tables, err := sweeps.BuildTables(m, trials, outcomes)
+	if err != nil {
+		return TablesOutput{}, invalid(err)
+	}
+	var out TablesOutput
+	for _, nt := range tables {
+		for _, f := range Formats {
+			var buf bytes.Buffer
+			if err := nt.Table.Write(&buf, f.Format); err != nil {
+				return out, err
+			}
+			key := OutputPrefix(m) + "/tables/" + nt.Name + "." + f.Ext
+			if err := a.Store.Put(ctx, key, buf.Bytes()); err != nil {
+				return out, err
+			}
+			out.Keys = append(out.Keys, key)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,175 @@
+package sweeps
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/sfsweep/sfsweep/analysis"
+	"github.com/sfsweep/sfsweep/training"
+)
+
+// Outcome is what is known of a trial when tables are built: its result, or why it
+// failed, or nothing yet.
+type Outcome struct {
+	Result *training.Result // nil: not finished
+	Failed string           // non-empty: the trial failed after its retries, with this reason
+}
+
+// NamedTable is a built table and the name its files take.
+type NamedTable struct {
+	Name  string
+	Table *analysis.Table
+}
+
+// BuildTables builds every table of the manifest from the trials' outcomes (by trial ID).
+// A cell with several seeds shows their mean over the seeds that completed.
+func BuildTables(m *Manifest, trials []Trial, outcomes map[string]Outcome) ([]NamedTable, error) {
+	var out []NamedTable
+	for i, spec := range m.Tables {
+		var (
+			t   *analysis.Table
+			err error
+		)
+		switch spec.Kind {
+		case "c_sensitivity":
+			t, err = cSensitivity(spec, trials, outcomes)
+		case "hyperparameters":
+			t, err = hyperparameters(m, spec, trials, outcomes)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tables[%d] (%s): %w", i, spec.Name, err)
+		}
+		out = append(out, NamedTable{Name: spec.Name, Table: t})
+	}
+	return out, nil
+}
+
+// metric returns the table's number of a finished result: the test perplexity (or the
+// final validation loss) at the run's primary iterate.
+func metric(spec Table, r *training.Result) float64 {
+	if spec.Metric == "val_loss" {
+		return r.Val[r.Primary]
+	}
+	return r.TestPPL[r.Primary]
+}
+
+// cellOf merges the outcomes of one grid cell (several seeds) into a value and status.
+func cellOf(spec Table, os []Outcome) (float64, analysis.Status, int, string) {
+	var sum float64
+	var ok, div, step int
+	reason := ""
+	for _, o := range os {
+		switch {
+		case o.Result != nil && o.Result.Status == training.StatusCompleted:
+			v := metric(spec, o.Result)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				div++
+				continue
+			}
+			sum += v
+			ok++
+		case o.Result != nil && o.Result.Status == training.StatusDiverged:
+			div++
+			step = o.Result.DivergedAt
+		case o.Failed != "":
+			reason = o.Failed
+		}
+	}
+	switch {
+	case ok > 0:
+		return sum / float64(ok), analysis.StatusOK, 0, ""
+	case div > 0:
+		return 0, analysis.StatusDiverged, step, ""
+	case reason != "":
+		return 0, analysis.StatusFailed, 0, reason
+	}
+	return 0, analysis.StatusMissing, 0, ""
+}
+
+func cSensitivity(spec Table, trials []Trial, outcomes map[string]Outcome) (*analysis.Table, error) {
+	opt := spec.Optimizer
+	if opt == "" {
+		opt = training.SFAdamW
+	}
+	type key struct {
+		row float64
+		col string
+	}
+	groups := map[key][]Outcome{}
+	var keys []key
+	var rows []float64
+	var colsC []float64
+	for _, t := range trials {
+		for _, p := range t.Points {
+			if p.Optimizer != opt || (spec.LR != 0 && p.LR != spec.LR) || (spec.Beta2 != 0 && p.Beta2 != spec.Beta2) {
+				continue
+			}
+			k := key{p.Beta1, p.CLabel()}
+			if _, seen := groups[k]; !seen {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], outcomes[t.ID])
+			if !slices.Contains(rows, p.Beta1) {
+				rows = append(rows, p.Beta1)
+			}
+			if !slices.Contains(colsC, p.C) {
+				colsC = append(colsC, p.C)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no trial of optimizer %q matches the table", opt)
+	}
+	slices.Sort(rows)
+	slices.Sort(colsC)
+	cols := make([]string, len(colsC))
+	for i, c := range colsC {
+		cols[i] = Point{C: c}.CLabel()
+	}
+	cells := make([]analysis.Cell, 0, len(keys))
+	for _, k := range keys {
+		v, st, step, reason := cellOf(spec, groups[k])
+		cells = append(cells, analysis.Cell{Row: k.row, Col: k.col, Value: v, Status: st, Step: step, Reason: reason})
+	}
+	return analysis.CSensitivityTable(spec.Title, spec.Label, cells, rows, cols)
+}
+
+func hyperparameters(m *Manifest, spec Table, trials []Trial, outcomes map[string]Outcome) (*analysis.Table, error) {
+	type key struct {
+		opt, sched    string
+		lr, b1, b2, c float64
+	}
+	groups := map[key][]Outcome{}
+	var keys []key
+	for _, t := range trials {
+		for _, p := range t.Points {
+			if spec.Optimizer != "" && p.Optimizer != spec.Optimizer {
+				continue
+			}
+			name := p.Optimizer
+			if name == training.SFAdamW && p.C != 0 {
+				name = "refined"
+			}
+			sched := ""
+			if g := m.Optimizers[p.Grid]; g.Name == training.AdamW && g.Schedule != "" && g.Schedule != "constant" {
+				sched = map[string]string{"cosine": "Cosine LR", "linear": "Linear LR", "wsd": "WSD"}[g.Schedule]
+			}
+			k := key{name, sched, p.LR, p.Beta1, p.Beta2, p.C}
+			if _, seen := groups[k]; !seen {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], outcomes[t.ID])
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no trial matches the table")
+	}
+	trs := make([]analysis.TrialSummary, 0, len(keys))
+	for _, k := range keys {
+		v, st, step, reason := cellOf(spec, groups[k])
+		trs = append(trs, analysis.TrialSummary{Optimizer: k.opt, Schedule: k.sched, LR: k.lr, Beta1: k.b1, Beta2: k.b2, C: k.c,
+			Value: v, Status: st, Step: step, Reason: reason})
+	}
+	return analysis.HyperparameterTable(spec.Title, spec.Label, trs)
+}

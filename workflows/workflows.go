@@ -1,0 +1,450 @@
+// Package workflows holds sfsweep's Temporal workflows: Sweep fans a manifest out into one
+// Trial child workflow per trial, with a bounded window in flight and continue-as-new
+// before the history grows large; Trial trains, probes and reports; Tables rebuilds the
+// sweep's tables, debounced, whenever a trial result lands.
+//
+// Orchestration only: no I/O, no clock, no randomness, no map iteration, so every
+// workflow replays deterministically. The work is done by activities, referred to here by
+// name (the activities package registers them under these names), so this package does
+// not import training or the object store.
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Task queues.
+const (
+	QueueGPU = "gpu" // training and probes: one activity slot per GPU
+	QueueCPU = "cpu" // workflows, planning, tables
+)
+
+// Activity names, as the activities package registers them.
+const (
+	ActivityPlan         = "Plan"
+	ActivityTrain        = "Train"
+	ActivityDecayProbe   = "DecayProbe"
+	ActivityRecordFailed = "RecordFailed"
+	ActivityNotifyTables = "NotifyTables"
+	ActivityBuildTables  = "BuildTables"
+)
+
+// Signal and query names.
+const (
+	SignalCancel      = "cancel"       // Sweep: stop starting trials and cancel the running ones
+	SignalResult      = "result"       // Tables: a trial result landed (payload: trial ID)
+	SignalSweepDone   = "sweep-done"   // Tables: the sweep finished; build once more and end
+	QueryProgress     = "progress"     // Sweep: SweepProgress
+	QueryTablesStatus = "tables-state" // Tables: TablesState
+)
+
+// ErrorInvalidConfig is the error type of a trial whose configuration is invalid: never
+// retried.
+const ErrorInvalidConfig = "InvalidConfig"
+
+// Retry policies, named once.
+var (
+	// RetryTransient retries a failed activity with exponential backoff, unattended: a lost
+	// worker, a GPU error, an object-store timeout. An invalid config is not retried.
+	RetryTransient = &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		MaximumAttempts:        8,
+		NonRetryableErrorTypes: []string{ErrorInvalidConfig},
+	}
+	// RetryQuick is for short bookkeeping activities.
+	RetryQuick = &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 10}
+)
+
+// SweepInput starts a sweep, or continues it after continue-as-new (Trials set).
+type SweepInput struct {
+	SweepID     string `json:"sweep_id"`
+	ManifestKey string `json:"manifest_key"` // the manifest's key in the object store
+	Window      int    `json:"window"`       // trials in flight; 0: 4
+	// TrainTimeouts of the Train activity; zero: the defaults of TrialInput.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+
+	// State carried across continue-as-new.
+	Planned  bool          `json:"planned,omitempty"`
+	Trials   []TrialRef    `json:"trials,omitempty"`
+	Next     int           `json:"next,omitempty"`
+	Progress SweepProgress `json:"progress"`
+}
+
+// TrialRef is one trial of a sweep as the plan gives it.
+type TrialRef struct {
+	ID   string `json:"id"`
+	Done bool   `json:"done,omitempty"` // a result exists: never recomputed
+	// Probe steps: the checkpoints the decay probe runs from.
+	DecayAt    []int   `json:"decay_at,omitempty"`
+	DecaySteps int     `json:"decay_steps,omitempty"`
+	DecayLR    float64 `json:"decay_lr,omitempty"`
+}
+
+// PlanInput / PlanOutput are the Plan activity's: it reads and expands the manifest,
+// writes each missing trial's config to the store and says which results exist.
+type PlanInput struct {
+	SweepID     string `json:"sweep_id"`
+	ManifestKey string `json:"manifest_key"`
+}
+
+type PlanOutput struct {
+	Trials []TrialRef `json:"trials"`
+}
+
+// SweepProgress is the answer to QueryProgress.
+type SweepProgress struct {
+	Total     int      `json:"total"`
+	Skipped   int      `json:"skipped"` // results that existed before the sweep started
+	Completed int      `json:"completed"`
+	Diverged  int      `json:"diverged"`
+	Failed    int      `json:"failed"`
+	Running   []string `json:"running"`
+	Canceled  bool     `json:"canceled,omitempty"`
+	Runs      int      `json:"runs"` // workflow runs so far (continue-as-new)
+}
+
+// Done reports whether every trial has an outcome.
+func (p SweepProgress) Done() bool {
+	return p.Skipped+p.Completed+p.Diverged+p.Failed == p.Total
+}
+
+// SweepResult is the Sweep workflow's result.
+type SweepResult struct {
+	Progress SweepProgress `json:"progress"`
+}
+
+// maxChildrenPerRun bounds the child workflows one run of Sweep starts before it continues
+// as new, keeping each run's history far below Temporal's limits (51,200 events): a child
+// costs about 6 parent events.
+var maxChildrenPerRun = 500
+
+// TablesWorkflowID is the ID of a sweep's Tables workflow.
+func TablesWorkflowID(sweepID string) string { return sweepID + "/tables" }
+
+// TrialWorkflowID is the ID of a trial's workflow within a sweep.
+func TrialWorkflowID(sweepID, trialID string) string { return sweepID + "/trial-" + trialID }
+
+// Sweep runs every trial of a manifest that has no result yet.
+func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
+	log := workflow.GetLogger(ctx)
+	if in.Window <= 0 {
+		in.Window = 4
+	}
+	p := &in.Progress
+	p.Runs++
+	p.Running = nil
+	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (SweepProgress, error) { return *p, nil }); err != nil {
+		return SweepResult{}, err
+	}
+	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, RetryPolicy: RetryQuick,
+	})
+	if !in.Planned {
+		var plan PlanOutput
+		if err := workflow.ExecuteActivity(cpu, ActivityPlan, PlanInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey}).Get(ctx, &plan); err != nil {
+			return SweepResult{}, fmt.Errorf("plan: %w", err)
+		}
+		in.Trials, in.Planned = plan.Trials, true
+		p.Total = len(plan.Trials)
+		for _, t := range plan.Trials {
+			if t.Done {
+				p.Skipped++
+			}
+		}
+		log.Info("planned", "trials", p.Total, "done", p.Skipped)
+	}
+
+	childCtx, cancelChildren := workflow.WithCancel(ctx)
+	canceled := false
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		workflow.GetSignalChannel(ctx, SignalCancel).Receive(ctx, nil)
+		canceled = true
+		p.Canceled = true
+		cancelChildren()
+	})
+
+	sel := workflow.NewSelector(ctx)
+	inFlight, started := 0, 0
+	for {
+		// start trials up to the window, unless this run has started its share
+		for !canceled && in.Next < len(in.Trials) && inFlight < in.Window && started < maxChildrenPerRun &&
+			!workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			t := in.Trials[in.Next]
+			in.Next++
+			if t.Done {
+				continue
+			}
+			cctx := workflow.WithChildOptions(childCtx, workflow.ChildWorkflowOptions{
+				WorkflowID: TrialWorkflowID(in.SweepID, t.ID),
+				TaskQueue:  QueueCPU,
+			})
+			f := workflow.ExecuteChildWorkflow(cctx, Trial, TrialInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, Trial: t, HeartbeatTimeout: in.HeartbeatTimeout})
+			inFlight++
+			started++
+			p.Running = append(p.Running, t.ID)
+			id := t.ID
+			sel.AddFuture(f, func(f workflow.Future) {
+				inFlight--
+				p.Running = remove(p.Running, id)
+				var r TrialResult
+				if err := f.Get(ctx, &r); err != nil {
+					if !canceled {
+						log.Error("trial workflow failed", "trial", id, "error", err)
+					}
+					p.Failed++
+					return
+				}
+				switch r.Status {
+				case StatusDiverged:
+					p.Diverged++
+				case StatusFailed:
+					p.Failed++
+				default:
+					p.Completed++
+				}
+			})
+		}
+		if inFlight == 0 {
+			break
+		}
+		sel.Select(ctx)
+	}
+	if canceled {
+		return SweepResult{Progress: *p}, temporal.NewCanceledError("sweep canceled")
+	}
+	if in.Next < len(in.Trials) {
+		// this run started its share: continue as new with the state, a fresh history
+		return SweepResult{}, workflow.NewContinueAsNewError(ctx, Sweep, in)
+	}
+	// the last build of the tables
+	if err := workflow.ExecuteActivity(cpu, ActivityNotifyTables, NotifyInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, Done: true}).Get(ctx, nil); err != nil {
+		return SweepResult{Progress: *p}, fmt.Errorf("tables: %w", err)
+	}
+	return SweepResult{Progress: *p}, nil
+}
+
+func remove(s []string, v string) []string {
+	for i, x := range s {
+		if x == v {
+			return append(s[:i], s[i+1:]...)
+		}
+	}
+	return s
+}
+
+// Trial outcomes.
+const (
+	StatusCompleted = "completed"
+	StatusDiverged  = "diverged"
+	StatusFailed    = "failed"
+)
+
+// TrialInput is one trial of a sweep.
+type TrialInput struct {
+	SweepID          string        `json:"sweep_id"`
+	ManifestKey      string        `json:"manifest_key"`
+	Trial            TrialRef      `json:"trial"`
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"` // 0: 2 minutes
+}
+
+// TrainInput / TrainOutput are the Train activity's. The activity resumes from the
+// newest valid checkpoint of the trial, so a retried attempt continues where the last
+// one stopped.
+type TrainInput struct {
+	TrialID string `json:"trial_id"`
+}
+
+type TrainOutput struct {
+	Status      string `json:"status"`
+	DivergedAt  int    `json:"diverged_at,omitempty"`
+	Checkpoints []int  `json:"checkpoints,omitempty"` // steps with a checkpoint kept
+}
+
+// TrainHeartbeat is the Train activity's heartbeat detail.
+type TrainHeartbeat struct {
+	Step int     `json:"step"`
+	Loss float64 `json:"loss"`
+}
+
+// DecayProbeInput is one decay probe from a trial's checkpoint.
+type DecayProbeInput struct {
+	TrialID string  `json:"trial_id"`
+	Step    int     `json:"step"`
+	Steps   int     `json:"steps"`
+	PeakLR  float64 `json:"peak_lr"`
+}
+
+// RecordFailedInput marks a trial failed in the store, so tables show it.
+type RecordFailedInput struct {
+	TrialID string `json:"trial_id"`
+	Reason  string `json:"reason"`
+}
+
+// NotifyInput signals a sweep's Tables workflow, starting it if needed.
+type NotifyInput struct {
+	SweepID     string `json:"sweep_id"`
+	ManifestKey string `json:"manifest_key"`
+	TrialID     string `json:"trial_id,omitempty"`
+	Done        bool   `json:"done,omitempty"` // the sweep finished
+}
+
+// TrialResult is the Trial workflow's result.
+type TrialResult struct {
+	TrialID    string `json:"trial_id"`
+	Status     string `json:"status"`
+	DivergedAt int    `json:"diverged_at,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Probes     int    `json:"probes,omitempty"`
+}
+
+// Trial trains one trial on the gpu queue, runs its decay probes, and tells the Tables
+// workflow that its result landed. A trial that fails after its retries is recorded as
+// failed (and the workflow still completes, so the sweep goes on); a diverged one is a
+// result.
+func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
+	hb := in.HeartbeatTimeout
+	if hb <= 0 {
+		hb = 2 * time.Minute
+	}
+	gpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: QueueGPU, StartToCloseTimeout: 7 * 24 * time.Hour, HeartbeatTimeout: hb, RetryPolicy: RetryTransient,
+	})
+	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: QueueCPU, StartToCloseTimeout: 5 * time.Minute, RetryPolicy: RetryQuick,
+	})
+	res := TrialResult{TrialID: in.Trial.ID}
+	var out TrainOutput
+	err := workflow.ExecuteActivity(gpu, ActivityTrain, TrainInput{TrialID: in.Trial.ID}).Get(ctx, &out)
+	if err != nil {
+		if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
+			return res, err
+		}
+		res.Status, res.Error = StatusFailed, err.Error()
+		ferr := workflow.ExecuteActivity(cpu, ActivityRecordFailed, RecordFailedInput{TrialID: in.Trial.ID, Reason: res.Error}).Get(ctx, nil)
+		if ferr != nil {
+			return res, ferr
+		}
+	} else {
+		res.Status, res.DivergedAt = out.Status, out.DivergedAt
+	}
+	if res.Status == StatusCompleted && in.Trial.DecaySteps > 0 {
+		at := in.Trial.DecayAt
+		if len(at) == 0 {
+			at = out.Checkpoints
+		}
+		futures := make([]workflow.Future, 0, len(at))
+		for _, step := range at {
+			futures = append(futures, workflow.ExecuteActivity(gpu, ActivityDecayProbe,
+				DecayProbeInput{TrialID: in.Trial.ID, Step: step, Steps: in.Trial.DecaySteps, PeakLR: in.Trial.DecayLR}))
+		}
+		for _, f := range futures {
+			if err := f.Get(ctx, nil); err != nil {
+				return res, fmt.Errorf("decay probe: %w", err)
+			}
+			res.Probes++
+		}
+	}
+	if err := workflow.ExecuteActivity(cpu, ActivityNotifyTables, NotifyInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, TrialID: in.Trial.ID}).Get(ctx, nil); err != nil {
+		return res, fmt.Errorf("notify tables: %w", err)
+	}
+	return res, nil
+}
+
+// TablesInput is a sweep's Tables workflow, or its continuation.
+type TablesInput struct {
+	SweepID     string        `json:"sweep_id"`
+	ManifestKey string        `json:"manifest_key"`
+	Debounce    time.Duration `json:"debounce"` // quiet time after a signal before building; 0: 2 s
+	State       TablesState   `json:"state"`
+}
+
+// TablesState is what the Tables workflow has done (QueryTablesStatus).
+type TablesState struct {
+	Builds   int  `json:"builds"`   // BuildTables activities run
+	Signals  int  `json:"signals"`  // results signalled
+	Pending  bool `json:"pending"`  // results landed since the last build
+	Finished bool `json:"finished"` // the sweep signalled it is done
+}
+
+// BuildTablesInput is the BuildTables activity's.
+type BuildTablesInput struct {
+	SweepID     string `json:"sweep_id"`
+	ManifestKey string `json:"manifest_key"`
+}
+
+// maxBuildsPerRun bounds the builds of one run of Tables before it continues as new.
+var maxBuildsPerRun = 200
+
+// Tables rebuilds a sweep's tables whenever results land: each SignalResult marks them
+// stale, and once no new signal has come for Debounce the BuildTables activity rebuilds
+// every table. SignalSweepDone builds a last time and ends the workflow.
+func Tables(ctx workflow.Context, in TablesInput) (TablesState, error) {
+	if in.Debounce <= 0 {
+		in.Debounce = 2 * time.Second
+	}
+	st := &in.State
+	if err := workflow.SetQueryHandler(ctx, QueryTablesStatus, func() (TablesState, error) { return *st, nil }); err != nil {
+		return *st, err
+	}
+	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, RetryPolicy: RetryTransient,
+	})
+	results := workflow.GetSignalChannel(ctx, SignalResult)
+	done := workflow.GetSignalChannel(ctx, SignalSweepDone)
+	build := func() error {
+		st.Pending = false
+		st.Builds++
+		return workflow.ExecuteActivity(cpu, ActivityBuildTables, BuildTablesInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey}).Get(ctx, nil)
+	}
+	builds := 0
+	for {
+		// wait for a signal, unless results are pending from before a continue-as-new
+		if !st.Pending {
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(results, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); st.Signals++; st.Pending = true })
+			sel.AddReceive(done, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); st.Finished = true })
+			sel.Select(ctx)
+		}
+		// debounce: absorb signals until Debounce passes without one
+		for !st.Finished {
+			timerCtx, cancelTimer := workflow.WithCancel(ctx)
+			quiet := false
+			sel := workflow.NewSelector(ctx)
+			sel.AddFuture(workflow.NewTimer(timerCtx, in.Debounce), func(workflow.Future) { quiet = true })
+			sel.AddReceive(results, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); st.Signals++; st.Pending = true })
+			sel.AddReceive(done, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); st.Finished = true })
+			sel.Select(ctx)
+			cancelTimer()
+			if quiet {
+				break
+			}
+		}
+		if st.Pending || st.Finished {
+			if err := build(); err != nil {
+				return *st, err
+			}
+			builds++
+		}
+		if st.Finished {
+			// drain what came meanwhile: the last build already saw every result
+			for results.ReceiveAsync(nil) {
+				st.Signals++
+			}
+			return *st, nil
+		}
+		if builds >= maxBuildsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			for results.ReceiveAsync(nil) {
+				st.Signals++
+				st.Pending = true
+			}
+			return *st, workflow.NewContinueAsNewError(ctx, Tables, in)
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// fakeWorld stands in for the store and the trainer in workflow unit tests: it records
+// which activities ran, how many Train attempts were in flight at once, and how trials
+// end (by trial ID: "div" diverges, "bad" has an invalid config, "flaky" fails twice
+// before it succeeds).
+type fakeWorld struct {
+	mu                  sync.Mutex
+	trials              []TrialRef
+	trained             map[string]int // attempts
+	inFlight, maxFlight int
+	failed              []string
+	notified            []NotifyInput
+	probes              []DecayProbeInput
+	builds              int
+}
+
+func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterWorkflow(Trial)
+	env.RegisterWorkflow(Tables)
+	env.RegisterActivityWithOptions(func(ctx context.Context, in PlanInput) (PlanOutput, error) {
+		return PlanOutput{Trials: f.trials}, nil
+	}, activity.RegisterOptions{Name: ActivityPlan})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in TrainInput) (TrainOutput, error) {
+		f.mu.Lock()
+		f.trained[in.TrialID]++
+		attempt := f.trained[in.TrialID]
+		f.inFlight++
+		f.maxFlight = max(f.maxFlight, f.inFlight)
+		f.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		f.mu.Lock()
+		f.inFlight--
+		f.mu.Unlock()
+		switch in.TrialID {
+		case "div":
+			return TrainOutput{Status: StatusDiverged, DivergedAt: 7}, nil
+		case "bad":
+			return TrainOutput{}, temporal.NewNonRetryableApplicationError("optimizer.beta1 = 1: must be in [0, 1)", ErrorInvalidConfig, nil)
+		case "flaky":
+			if attempt < 3 {
+				return TrainOutput{}, errors.New("CUDA error: an illegal memory access")
+			}
+		}
+		return TrainOutput{Status: StatusCompleted, Checkpoints: []int{10, 20}}, nil
+	}, activity.RegisterOptions{Name: ActivityTrain})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in DecayProbeInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.probes = append(f.probes, in)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityDecayProbe})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RecordFailedInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.failed = append(f.failed, in.TrialID)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityRecordFailed})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in NotifyInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.notified = append(f.notified, in)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityNotifyTables})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in BuildTablesInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.builds++
+		return nil
+	}, activity.RegisterOptions{Name: ActivityBuildTables})
+}
+
+func newWorld(ids ...string) *fakeWorld {
+	f := &fakeWorld{trained: map[string]int{}}
+	for _, id := range ids {
+		f.trials = append(f.trials, TrialRef{ID: id, Done: id == "done"})
+	}
+	return f
+}
+
+func TestSweep(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld("a", "done", "div", "bad", "flaky", "b", "c")
+	w.register(env)
+	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m", Window: 2})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	var res SweepResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	p := res.Progress
+	if p.Total != 7 || p.Skipped != 1 || p.Completed != 4 || p.Diverged != 1 || p.Failed != 1 || !p.Done() || len(p.Running) != 0 {
+		t.Errorf("progress %+v", p)
+	}
+	var q SweepProgress
+	v, err := env.QueryWorkflow(QueryProgress)
+	if err == nil {
+		err = v.Get(&q)
+	}
+	if err != nil || q.Total != 7 || q.Completed != 4 || q.Runs != 1 {
+		t.Errorf("progress query: %+v, %v", q, err)
+	}
+	if w.trained["done"] != 0 || w.trained["bad"] != 1 || w.trained["flaky"] != 3 || w.trained["a"] != 1 {
+		t.Errorf("train attempts %v: a finished trial is never retrained, an invalid one never retried, a transient failure retried", w.trained)
+	}
+	if w.maxFlight > 2 {
+		t.Errorf("%d trials trained at once, window 2", w.maxFlight)
+	}
+	if len(w.failed) != 1 || w.failed[0] != "bad" {
+		t.Errorf("recorded failures %v", w.failed)
+	}
+	// every trial that ran notifies the tables, and the sweep's end does once more
+	if n := len(w.notified); n != 7 || !w.notified[n-1].Done {
+		t.Errorf("%d notifications, last %+v", n, w.notified[len(w.notified)-1])
+	}
+}
+
+func TestSweepDecayProbes(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld()
+	w.trials = []TrialRef{{ID: "a", DecaySteps: 5, DecayLR: 1e-4}, {ID: "div", DecaySteps: 5}, {ID: "b", DecayAt: []int{20}, DecaySteps: 3}}
+	w.register(env)
+	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	// a: every checkpoint (10, 20); div: none (diverged); b: the step asked for
+	got := map[string][]int{}
+	for _, p := range w.probes {
+		got[p.TrialID] = append(got[p.TrialID], p.Step)
+	}
+	if len(got["a"]) != 2 || len(got["div"]) != 0 || len(got["b"]) != 1 || got["b"][0] != 20 {
+		t.Errorf("decay probes %v", got)
+	}
+}
+
+// A sweep larger than a run's share continues as new, carrying its state.
+func TestSweepContinueAsNew(t *testing.T) {
+	defer func(n int) { maxChildrenPerRun = n }(maxChildrenPerRun)
+	maxChildrenPerRun = 3
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	ids := make([]string, 8)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("t%d", i)
+	}
+	w := newWorld(ids...)
+	w.register(env)
+	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m", Window: 2})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("error %v, want continue-as-new", err)
+	}
+	var next SweepInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if !next.Planned || next.Next != 3 || len(next.Trials) != 8 || next.Progress.Completed != 3 || next.Progress.Runs != 1 {
+		t.Errorf("continued with %+v", next)
+	}
+	if len(w.trained) != 3 {
+		t.Errorf("%d trials trained by the first run, want 3", len(w.trained))
+	}
+}
+
+func TestSweepCancel(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld("a", "b", "c", "d", "e")
+	w.register(env)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalCancel, nil) }, 0)
+	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m", Window: 1})
+	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("error %v, want canceled", err)
+	}
+	if len(w.trained) > 1 {
+		t.Errorf("%d trials started after the cancel signal", len(w.trained))
+	}
+}
+
+// Results that land close together are built once; a later one builds again; the sweep's
+// end builds a last time and ends the workflow.
+func TestTablesDebounce(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld()
+	w.register(env)
+	for i, at := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, time.Minute} {
+		id := fmt.Sprint(i)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResult, id) }, at)
+	}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalSweepDone, "") }, 2*time.Minute)
+	env.ExecuteWorkflow(Tables, TablesInput{SweepID: "s", ManifestKey: "m", Debounce: 5 * time.Second})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var st TablesState
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if w.builds != 3 || st.Builds != 3 || st.Signals != 4 || !st.Finished {
+		t.Errorf("%d builds, state %+v; want 3 builds (signals 0–2 together, 3, the end)", w.builds, st)
+	}
+}
