@@ -2,6 +2,7 @@ package sweeps
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -136,5 +137,33 @@ func TestHugeGridRefused(t *testing.T) {
 	_, err := Parse([]byte(src))
 	if err == nil || !strings.Contains(err.Error(), "4000000 trials") {
 		t.Fatalf("error %v, want a refusal naming 4000000 trials", err)
+	}
+}
+
+// Every example manifest parses, expands, and its tables build from no results (all cells
+// "--").
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("examples/*.yaml")
+	if err != nil || len(files) < 12 {
+		t.Fatalf("%d example manifests (%v)", len(files), err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Parse(src)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		trials, err := m.Expand()
+		if err != nil || len(trials) == 0 {
+			t.Errorf("%s: %d trials, %v", f, len(trials), err)
+			continue
+		}
+		if _, err := BuildTables(m, trials, map[string]Outcome{}); err != nil {
+			t.Errorf("%s: tables: %v", f, err)
+		}
 	}
 }

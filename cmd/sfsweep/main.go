@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -111,4 +112,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	return nil
+}
+
+// parseWithArg parses flags around exactly one positional argument.
+func parseWithArg(fs *flag.FlagSet, args []string, what string) (string, error) {
+	var arg string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		arg, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", err
+		}
+		return "", &usageError{msg: err.Error()}
+	}
+	if arg == "" && fs.NArg() == 1 {
+		arg = fs.Arg(0)
+	} else if fs.NArg() > 0 || arg == "" {
+		return "", &usageError{msg: "want " + what}
+	}
+	return arg, nil
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/sfsweep/sfsweep/sweeps"
+)
+
+func init() {
+	register("validate", "check a sweep manifest and print its trials and their total cost, running nothing", runValidate)
+}
+
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("validate", stderr)
+	asJSON := fs.Bool("json", false, "print the trials and the cost as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sfsweep validate [flags] MANIFEST.yaml")
+		fs.PrintDefaults()
+	}
+	file, err := parseWithArg(fs, args, "a sweep manifest: sfsweep validate MANIFEST.yaml")
+	if err != nil {
+		return err
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	m, err := sweeps.Parse(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	cost := sweeps.TotalCost(trials)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Name   string         `json:"name"`
+			Points int            `json:"grid_points"`
+			Trials []sweeps.Trial `json:"trials"`
+			Cost   sweeps.Cost    `json:"cost"`
+		}{m.Name, m.Count(), trials, cost})
+	}
+	fmt.Fprintf(stdout, "%-16s  %-9s %-9s %-6s %-6s %-8s %-9s %-5s %s\n", "trial", "optimizer", "lr", "beta1", "beta2", "C", "batch", "seed", "model")
+	for _, t := range trials {
+		mc, _ := t.Config.ResolveModel()
+		for i, p := range t.Points {
+			id := t.ID
+			if i > 0 {
+				id = strings.Repeat(" ", len(id)-1) + "="
+			}
+			fmt.Fprintf(stdout, "%-16s  %-9s %-9g %-6g %-6g %-8s %-9d %-5d %s d%d L%d\n", id, p.Optimizer, p.LR, p.Beta1, p.Beta2, p.CLabel(), p.BatchTokens, p.Seed, mc.Arch, mc.Dim, mc.Layers)
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d grid points, %d trials (\"=\": the same trial as the line above), %d steps, %.4g training tokens, %.4g FLOPs\n",
+		m.Count(), cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
+	return nil
+}

@@ -1,0 +1,106 @@
+package sweeps
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/analysis"
+	"github.com/sfsweep/sfsweep/training"
+)
+
+func finished(ppl float64) Outcome {
+	return Outcome{Result: &training.Result{Status: training.StatusCompleted, Primary: "x", TestPPL: map[string]float64{"x": ppl, "y": 1}}}
+}
+
+// The C-sensitivity twin's table from outcomes: the vanilla trial fills both its cells,
+// a diverged trial reads as such, a failed one as failed, a missing one as --.
+func TestBuildCSensitivity(t *testing.T) {
+	src, _ := os.ReadFile("examples/c-sensitivity-tiny.yaml")
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, _ := m.Expand()
+	out := map[string]Outcome{}
+	for i, tr := range trials {
+		p := tr.Points[0]
+		switch {
+		case p.Beta1 == 0.1 && p.C == 5:
+			out[tr.ID] = Outcome{Result: &training.Result{Status: training.StatusDiverged, DivergedAt: 17}}
+		case p.Beta1 == 0.5 && p.C == 200:
+			out[tr.ID] = Outcome{Failed: "CUDA error"}
+		case p.Beta1 == 0.95 && p.C == 500:
+			// missing
+		default:
+			out[tr.ID] = finished(20 + float64(i))
+		}
+	}
+	tables, err := BuildTables(m, trials, out)
+	if err != nil || len(tables) != 1 {
+		t.Fatalf("%d tables, %v", len(tables), err)
+	}
+	tb := tables[0].Table
+	cell := func(row float64, col string) analysis.TableCell {
+		for _, c := range tb.Cells {
+			if c.Row == row && c.Col == col {
+				return c
+			}
+		}
+		t.Fatalf("no cell (%v, %s)", row, col)
+		return analysis.TableCell{}
+	}
+	if a, b := cell(0.95, "vanilla"), cell(0.95, "20"); a.Status != analysis.StatusOK || a.Value != b.Value {
+		t.Errorf("β1 = 0.95: vanilla %+v and C = 20 %+v must be the same trial", a, b)
+	}
+	if c := cell(0.1, "5"); c.Status != analysis.StatusDiverged || c.Step != 17 {
+		t.Errorf("diverged cell %+v", c)
+	}
+	if c := cell(0.5, "200"); c.Status != analysis.StatusFailed || c.Reason != "CUDA error" {
+		t.Errorf("failed cell %+v", c)
+	}
+	if c := cell(0.95, "500"); c.Status != analysis.StatusMissing {
+		t.Errorf("missing cell %+v", c)
+	}
+	if c := cell(0.1, "200"); c.Status != analysis.StatusMissing {
+		t.Errorf("cell (0.1, 200), not in the grid: %+v", c)
+	}
+	var md bytes.Buffer
+	if err := tb.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "diverged (step 17)") {
+		t.Errorf("markdown (%v):\n%s", err, md.String())
+	}
+}
+
+// Seeds of one cell are averaged over those that completed.
+func TestBuildSeedsMean(t *testing.T) {
+	m, err := Parse([]byte(strings.Replace(base, "seeds: [1, 2]", "seeds: [1, 2, 3]", 1) + "tables:\n  - {kind: c_sensitivity, name: t, lr: 1e-3, beta2: 0.99}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, _ := m.Expand()
+	out := map[string]Outcome{}
+	for _, tr := range trials {
+		switch tr.Points[0].Seed {
+		case 1:
+			out[tr.ID] = finished(30)
+		case 2:
+			out[tr.ID] = finished(40)
+		case 3:
+			out[tr.ID] = Outcome{Result: &training.Result{Status: training.StatusDiverged, DivergedAt: 3}}
+		}
+	}
+	tables, err := BuildTables(m, trials, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range tables[0].Table.Cells {
+		if c.Status != analysis.StatusOK || math.Abs(c.Value-35) > 1e-12 {
+			t.Errorf("cell %+v, want the mean 35 of the completed seeds", c)
+		}
+	}
+	if n := len(tables[0].Table.Cells); n != 4 {
+		t.Errorf("%d cells, want 2 β1 × 2 C at lr 1e-3", n)
+	}
+}
