@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sfsweep/sfsweep/activities"
+	"github.com/sfsweep/sfsweep/infra/devserver"
+	"github.com/sfsweep/sfsweep/infra/s3gw"
+	"github.com/sfsweep/sfsweep/infra/s3store"
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+func init() {
+	register("run", "run a sweep end to end on the embedded stack (Temporal, S3, workers in this process); running it again resumes", runSweep)
+}
+
+func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", stderr)
+	dir := fs.String("dir", ".sfsweep", "state directory: the Temporal database, the S3 gateway's objects and credentials, the corpus cache")
+	out := fs.String("out", "out", "directory the tables are copied to")
+	slots := fs.Int("slots", 1, "trials trained at once by the local worker (each uses every core)")
+	window := fs.Int("window", 2, "trials in flight in the sweep (queued or training)")
+	heartbeat := fs.Duration("heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
+	verbose := fs.Bool("v", false, "log the embedded servers' warnings and the workers' events")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sfsweep run [flags] MANIFEST.yaml")
+		fs.PrintDefaults()
+	}
+	file, err := parseWithArg(fs, args, "a sweep manifest: sfsweep run MANIFEST.yaml")
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"slots", *slots}, {"window", *window}} {
+		if f.v < 1 {
+			return &usageError{msg: fmt.Sprintf("-%s = %d: must be ≥ 1", f.name, f.v)}
+		}
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	m, err := sweeps.Parse(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	cost := sweeps.TotalCost(trials)
+	fmt.Fprintf(stderr, "sweep %s: %d trials, %d steps, %.3g tokens, %.3g FLOPs\n", m.Name, cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
+
+	// every path absolute: the S3 gateway changes the working directory while it runs
+	absDir, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	absOut, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	logLevel := slog.LevelError + 4
+	if *verbose {
+		logLevel = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+
+	st, err := startStack(ctx, absDir, logger)
+	if err != nil {
+		return err
+	}
+	defer st.stop()
+	fmt.Fprintf(stderr, "temporal %s (namespace %s) · s3 %s (bucket %s, objects under %s)\n",
+		st.server.HostPort(), devserver.DefaultNamespace, st.gw.Endpoint(), st.gw.Bucket(), st.gw.Root())
+
+	sum := sha256.Sum256(src)
+	sweepID := "sweep-" + m.Name + "-" + hex.EncodeToString(sum[:])[:8]
+	manifestKey := "sweeps/" + sweepID + "/manifest.yaml"
+	if err := st.store.Put(ctx, manifestKey, src); err != nil {
+		return err
+	}
+
+	bars := newProgressBars(stderr, isTerminal(stderr))
+	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger, Progress: bars.step}
+	stopWorkers, err := startWorkers(st.client, acts, *slots, logger)
+	if err != nil {
+		return err
+	}
+	defer stopWorkers()
+
+	run, err := st.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: sweepID, TaskQueue: workflows.QueueCPU,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, workflows.Sweep, workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: *window, HeartbeatTimeout: *heartbeat})
+	if err != nil {
+		return fmt.Errorf("start sweep: %w", err)
+	}
+	fmt.Fprintf(stderr, "sweep workflow %s\n", sweepID)
+
+	done := make(chan error, 1)
+	var res workflows.SweepResult
+	go func() { done <- run.Get(ctx, &res) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				bars.finish()
+				return fmt.Errorf("sweep %s: %w", sweepID, err)
+			}
+			break wait
+		case <-tick.C:
+			if v, err := st.client.QueryWorkflow(ctx, sweepID, "", workflows.QueryProgress); err == nil {
+				var p workflows.SweepProgress
+				if v.Get(&p) == nil {
+					bars.sweep(p)
+				}
+			}
+		case <-ctx.Done():
+			bars.finish()
+			fmt.Fprintln(stderr, "interrupted: run the same command again to resume")
+			return ctx.Err()
+		}
+	}
+	bars.sweep(res.Progress)
+	bars.finish()
+	// the sweep's last notification makes the Tables workflow build once more and end
+	var ts workflows.TablesState
+	if err := st.client.GetWorkflow(ctx, workflows.TablesWorkflowID(sweepID), "").Get(ctx, &ts); err != nil {
+		return fmt.Errorf("tables: %w", err)
+	}
+	p := res.Progress
+	fmt.Fprintf(stderr, "sweep done: %d trials, %d run now (%d completed, %d diverged, %d failed), %d had results\n",
+		p.Total, p.Completed+p.Diverged+p.Failed, p.Completed, p.Diverged, p.Failed, p.Skipped)
+	return copyTables(ctx, st.store, m, absOut, stdout)
+}
+
+// stack is the embedded deployment: a Temporal server on a SQLite file, an S3 gateway on
+// plain files, a store and a client.
+type stack struct {
+	server *devserver.Server
+	gw     *s3gw.Gateway
+	store  *s3store.Store
+	client client.Client
+}
+
+func startStack(ctx context.Context, dir string, logger *slog.Logger) (*stack, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	st := &stack{}
+	var err error
+	st.server, err = devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(dir, "temporal.db"), Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("temporal server: %w", err)
+	}
+	st.gw, err = s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(dir, "s3"), CredentialsFile: filepath.Join(dir, "s3-credentials.json")})
+	if err != nil {
+		st.stop()
+		return nil, fmt.Errorf("s3 gateway: %w", err)
+	}
+	st.store, err = s3store.New(ctx, st.gw.StoreConfig(""))
+	if err != nil {
+		st.stop()
+		return nil, err
+	}
+	st.client, err = client.Dial(client.Options{HostPort: st.server.HostPort(), Namespace: devserver.DefaultNamespace, Logger: sdklog.NewStructuredLogger(logger)})
+	if err != nil {
+		st.stop()
+		return nil, fmt.Errorf("temporal client: %w", err)
+	}
+	return st, nil
+}
+
+func (st *stack) stop() {
+	if st.client != nil {
+		st.client.Close()
+	}
+	if st.gw != nil {
+		st.gw.Stop()
+	}
+	if st.server != nil {
+		st.server.Stop()
+	}
+}
+
+// startWorkers starts the cpu worker (workflows, planning, tables) and the gpu worker
+// (training and probes, slots at once).
+func startWorkers(c client.Client, acts *activities.Activities, slots int, logger *slog.Logger) (func(), error) {
+	cpu := worker.New(c, workflows.QueueCPU, worker.Options{})
+	acts.RegisterCPU(cpu)
+	gpu := worker.New(c, workflows.QueueGPU, worker.Options{MaxConcurrentActivityExecutionSize: slots})
+	acts.RegisterGPU(gpu)
+	if err := cpu.Start(); err != nil {
+		return nil, fmt.Errorf("cpu worker: %w", err)
+	}
+	if err := gpu.Start(); err != nil {
+		cpu.Stop()
+		return nil, fmt.Errorf("gpu worker: %w", err)
+	}
+	return func() { gpu.Stop(); cpu.Stop() }, nil
+}
+
+// copyTables copies the sweep's tables from the store to dir and prints the Markdown ones.
+func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir string, stdout io.Writer) error {
+	prefix := activities.OutputPrefix(m) + "/tables/"
+	keys, err := store.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		b, err := store.Get(ctx, k)
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+		if strings.HasSuffix(k, ".md") {
+			fmt.Fprintf(stdout, "%s\n\n%s\n", p, b)
+		}
+	}
+	fmt.Fprintf(stdout, "tables: %s (and in the embedded S3 under %s)\n", filepath.Join(dir, filepath.FromSlash(prefix)), prefix)
+	return nil
+}
+
+// progressBars draws the sweep's progress and the running trials' steps on a terminal,
+// or prints a line per finished trial and per evaluation otherwise.
+type progressBars struct {
+	mu    sync.Mutex
+	w     io.Writer
+	live  bool
+	last  workflows.SweepProgress
+	steps map[string]training.Progress
+	lines int
+}
+
+func newProgressBars(w io.Writer, live bool) *progressBars {
+	return &progressBars{w: w, live: live, steps: map[string]training.Progress{}}
+}
+
+func (b *progressBars) step(trial string, p training.Progress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.Step >= p.Steps {
+		delete(b.steps, trial)
+	} else {
+		b.steps[trial] = p
+	}
+	if !b.live && p.Eval != nil {
+		fmt.Fprintf(b.w, "trial %s step %d/%d  val %s\n", trial, p.Step, p.Steps, formatLosses(p.Eval.Val))
+	}
+	b.draw()
+}
+
+func (b *progressBars) sweep(p workflows.SweepProgress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	finished := p.Completed + p.Diverged + p.Failed
+	if !b.live && finished != b.last.Completed+b.last.Diverged+b.last.Failed {
+		fmt.Fprintf(b.w, "sweep: %d/%d trials done (%d completed, %d diverged, %d failed, %d had results)\n",
+			finished+p.Skipped, p.Total, p.Completed, p.Diverged, p.Failed, p.Skipped)
+	}
+	if p.Failed > b.last.Failed {
+		fmt.Fprintf(b.w, "\r\033[Ksweep: a trial failed (%d so far); its cell reads \"failed\"\n", p.Failed)
+	}
+	b.last = p
+	b.draw()
+}
+
+func (b *progressBars) draw() {
+	if !b.live {
+		return
+	}
+	for range b.lines {
+		fmt.Fprint(b.w, "\033[1A\033[K")
+	}
+	p := b.last
+	done := p.Completed + p.Diverged + p.Failed + p.Skipped
+	const width = 30
+	fill := 0
+	if p.Total > 0 {
+		fill = width * done / p.Total
+	}
+	fmt.Fprintf(b.w, "sweep [%s%s] %d/%d trials  %d diverged  %d failed\n", strings.Repeat("█", fill), strings.Repeat("·", width-fill), done, p.Total, p.Diverged, p.Failed)
+	b.lines = 1
+	for _, id := range slices.Sorted(maps.Keys(b.steps)) {
+		s := b.steps[id]
+		fmt.Fprintf(b.w, "  trial %s  step %d/%d  loss %.4f  %.0f tok/s  ETA %s\n", id, s.Step, s.Steps, s.TrainLoss, s.TokensPerSec, s.ETA.Round(time.Second))
+		b.lines++
+	}
+}
+
+func (b *progressBars) finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = 0
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfsweep/sfsweep/training"
+)
+
+const e2eManifest = `name: e2e
+model_config: {arch: llama, vocab: 257, dim: 32, layers: 2, heads: 2, context: 32, hidden: 64, batch: 4}
+data:
+  default: byte
+  max_bytes: 300000
+batch_tokens: 128
+steps: 12
+eval_every: 6
+eval_seqs: 8
+test_seqs: 8
+checkpoint_every: 6
+seeds: [1]
+optimizers:
+  - name: sfadamw
+    lr: 3e-3
+    betas: [[0.9, 0.99]]
+    c: [vanilla, 10, 50]
+  - name: sfadamw
+    lr: 1e6
+    betas: [[0.5, 0.99]]
+    c: [vanilla]
+probes:
+  decay:
+    at: [6]
+    steps: 2
+tables:
+  - kind: c_sensitivity
+    name: c_e2e
+    title: end-to-end sweep
+    label: tab:c_e2e
+`
+
+// The run command end to end on the embedded stack: a real Temporal server on SQLite, the
+// S3 gateway, in-process workers, real training; the table lands on disk and in the store;
+// running it again resumes and recomputes nothing.
+func TestRunSweepEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server and trains (-short)")
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "e2e.yaml")
+	if err := os.WriteFile(manifest, []byte(e2eManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "out")
+	run := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var stdout, stderr bytes.Buffer
+		if code := runMain(ctx, []string{"run", "-dir", state, "-out", out, manifest}, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+		}
+		return stdout.String() + stderr.String()
+	}
+	log := run()
+
+	md, err := os.ReadFile(filepath.Join(out, "sweeps", "e2e", "tables", "c_e2e.md"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	table := string(md)
+	// rows β1 = 0.5 (diverged, C=10 and 50 not run) and 0.9 (three finished cells, one bold)
+	for _, want := range []string{"| 0.5 | diverged (step ", "| -- | -- |", "| 0.9 | ", "**"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	for _, ext := range []string{"csv", "tex", "json"} {
+		if _, err := os.Stat(filepath.Join(out, "sweeps", "e2e", "tables", "c_e2e."+ext)); err != nil {
+			t.Error(err)
+		}
+	}
+	// the objects are in the gateway's bucket: results, checkpoints, the decay probe
+	results, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "result.json"))
+	if len(results) != 3 {
+		t.Fatalf("%d result.json objects, want 3 (β1 = 0.9 with C = 10 is the vanilla trial)", len(results))
+	}
+	probes, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "probes", "decay-step-00000006.json"))
+	if len(probes) != 2 {
+		t.Errorf("%d decay probes, want 2 (one per finished trial)", len(probes))
+	}
+	mtimes := map[string]time.Time{}
+	diverged := 0
+	for _, r := range results {
+		fi, _ := os.Stat(r)
+		mtimes[r] = fi.ModTime()
+		b, _ := os.ReadFile(r)
+		var res training.Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status == training.StatusDiverged {
+			diverged++
+		}
+	}
+	if diverged != 1 {
+		t.Errorf("%d diverged results, want 1", diverged)
+	}
+
+	// again: the same sweep resumes, finds every result and trains nothing
+	log = run()
+	if !strings.Contains(log, "0 run now") || !strings.Contains(log, "3 had results") {
+		t.Errorf("second run:\n%s", log)
+	}
+	for r, m := range mtimes {
+		if fi, err := os.Stat(r); err != nil || !fi.ModTime().Equal(m) {
+			t.Errorf("%s rewritten by the second run", r)
+		}
+	}
+	md2, _ := os.ReadFile(filepath.Join(out, "sweeps", "e2e", "tables", "c_e2e.md"))
+	if !bytes.Equal(md, md2) {
+		t.Error("the table changed on a run that computed nothing")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"validate", "../../sweeps/examples/c-sensitivity-tiny.yaml"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "23 grid points, 21 trials") {
+		t.Errorf("validate printed:\n%s", stdout.String())
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(strings.Replace(e2eManifest, "[[0.9, 0.99]]", "[[0.9, 1.5]]", 1)), 0o644)
+	stdout.Reset()
+	stderr.Reset()
+	if code := runMain(context.Background(), []string{"validate", bad}, &stdout, &stderr); code != 1 {
+		t.Errorf("exit %d for a bad manifest", code)
+	}
+	if want := "line 16: optimizers[0].betas[0] = 1.5: must be in [0, 1)"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
+	}
+}

@@ -1,0 +1,122 @@
+//go:build cuda
+
+package training
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sfsweep/sfsweep/internal/blob"
+	_ "github.com/sfsweep/sfsweep/training/cuda" // registers "cuda"
+	"github.com/sfsweep/sfsweep/training/data"
+)
+
+// deviceCorpus is the test corpus on a machine without a Go toolchain: a prepared copy
+// (sfsweep data default -max-bytes 400000 -out DIR) named by SFSWEEP_TEST_DATA.
+func deviceCorpus(t *testing.T) *data.Dataset {
+	if dir := os.Getenv("SFSWEEP_TEST_DATA"); dir != "" {
+		ds, err := data.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	return testCorpus(t)
+}
+
+// A training run on the cuda backend follows the cpu backend's run: the same curves at
+// x, y and their EWAs to float32 accuracy, through the training loop, its accumulation,
+// its evaluation and a resume.
+func TestRunCUDAMatchesCPU(t *testing.T) {
+	ds := deviceCorpus(t)
+	for _, opt := range []string{SFAdamW, AdamW} {
+		t.Run(opt, func(t *testing.T) {
+			cfg := testConfig(opt)
+			var res [2]*Result
+			for i, be := range []string{"cpu", "cuda"} {
+				cfg.Backend = be
+				b, err := NewBatches(cfg, ds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				store, _ := blob.NewDir(t.TempDir())
+				stop := 0
+				opts := Options{Store: store, Prefix: "t", Data: b}
+				if be == "cuda" {
+					stop = 25 // killed after step 25, resumed from the checkpoint at 20
+					opts.AfterStep = func(s int) error {
+						if s == stop {
+							return errKilled
+						}
+						return nil
+					}
+					if _, err := Run(context.Background(), cfg, opts); err != errKilled {
+						t.Fatalf("interrupted run: %v", err)
+					}
+					opts.AfterStep = nil
+				}
+				if res[i], err = Run(context.Background(), cfg, opts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			worst := 0.0
+			for k, c := range res[0].Curves {
+				for it, v := range c.Val {
+					g := res[1].Curves[k].Val[it]
+					worst = max(worst, math.Abs(g-v)/v)
+				}
+			}
+			t.Logf("%s: worst relative difference of a validation loss, cuda vs cpu: %.2e; test ppl at %s: cpu %.4f cuda %.4f; resumed from %d",
+				opt, worst, res[0].Primary, res[0].TestPPL[res[0].Primary], res[1].TestPPL[res[1].Primary], res[1].Resumed)
+			if worst > 1e-4 || res[1].Resumed != 20 {
+				t.Errorf("cuda run differs from the cpu run by %.2e (bound 1e-4), resumed from %d", worst, res[1].Resumed)
+			}
+		})
+	}
+}
+
+// The training loop on llama-124m with the paper's micro-batch and accumulation, on the
+// cuda backend: tokens per second through Run (the host-side optimizer step included).
+func TestRunCUDA124M(t *testing.T) {
+	if os.Getenv("SFSWEEP_RUN_124M") == "" {
+		t.Skip("set SFSWEEP_RUN_124M=1 to time llama-124m through the training loop")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	split := func(n int) []uint16 {
+		s := make([]uint16, n)
+		for i := range s {
+			s[i] = uint16(rng.IntN(50257))
+		}
+		return s
+	}
+	store, _ := blob.NewDir(t.TempDir())
+	meta := data.Meta{Format: 1, Tokenizer: "gpt2", Vocab: 50257, EOT: 50256, Source: "random tokens"}
+	ds, err := data.Write(context.Background(), store, "d", meta,
+		map[string][]uint16{"train": split(4 << 20), "val": split(1 << 20), "test": split(1 << 20)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Model: "llama-124m", Backend: "cuda", Optimizer: OptimizerConfig{Name: SFAdamW, LR: 2e-3, Beta1: 0.95, Beta2: 0.99},
+		SeqLen: 512, MicroBatch: 16, BatchTokens: 524288, Steps: 3, EvalSeqs: 64, TestSeqs: 64, Seed: 1}.WithDefaults()
+	b, err := NewBatches(cfg, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []time.Duration
+	last := time.Now()
+	res, err := Run(context.Background(), cfg, Options{Data: b, Progress: func(p Progress) {
+		times = append(times, time.Since(last))
+		last = time.Now()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range times {
+		t.Logf("step %d: %.2f s, %.0f tokens/s", i+1, d.Seconds(), float64(cfg.BatchTokens)/d.Seconds())
+	}
+	t.Logf("llama-124m, 0.5M-token batch (64 micro-batches of 16×512): %d steps, test loss at x %.4f", res.Steps, res.Test["x"])
+}
