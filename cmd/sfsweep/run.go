@@ -16,9 +16,11 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/sfsweep/sfsweep/activities"
 	"github.com/sfsweep/sfsweep/infra/devserver"
@@ -42,6 +44,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	window := fs.Int("window", 2, "trials in flight in the sweep (queued or training)")
 	heartbeat := fs.Duration("heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
 	verbose := fs.Bool("v", false, "log the embedded servers' warnings and the workers' events")
+	record := fs.String("record-histories", "", "after the sweep, write the event histories of its workflows as JSON into this directory (for replay tests)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sfsweep run [flags] MANIFEST.yaml")
 		fs.PrintDefaults()
@@ -153,6 +156,15 @@ wait:
 	var ts workflows.TablesState
 	if err := st.client.GetWorkflow(ctx, workflows.TablesWorkflowID(sweepID), "").Get(ctx, &ts); err != nil {
 		return fmt.Errorf("tables: %w", err)
+	}
+	if *record != "" {
+		ids := []string{sweepID, workflows.TablesWorkflowID(sweepID)}
+		for _, t := range trials {
+			ids = append(ids, workflows.TrialWorkflowID(sweepID, t.ID))
+		}
+		if err := recordHistories(ctx, st.client, ids, *record); err != nil {
+			return err
+		}
 	}
 	p := res.Progress
 	fmt.Fprintf(stderr, "sweep done: %d trials, %d run now (%d completed, %d diverged, %d failed), %d had results\n",
@@ -324,4 +336,32 @@ func (b *progressBars) finish() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.lines = 0
+}
+
+// recordHistories writes the event history of each workflow (its latest run) as JSON,
+// the format worker.WorkflowReplayer reads.
+func recordHistories(ctx context.Context, c client.Client, ids []string, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		h := &historypb.History{}
+		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return fmt.Errorf("history of %s: %w", id, err)
+			}
+			h.Events = append(h.Events, ev)
+		}
+		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
+		if err != nil {
+			return err
+		}
+		name := strings.NewReplacer("/", "_").Replace(id) + ".json"
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,27 @@
+package workflows
+
+import (
+	"path/filepath"
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+)
+
+// The histories under testdata/histories were recorded from a real sweep on the embedded
+// server (sfsweep run -record-histories DIR, the manifest of cmd/sfsweep's end-to-end
+// test): a change to a workflow that would break running sweeps fails to replay them.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob("testdata/histories/*.json")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("%d recorded histories (%v)", len(files), err)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(Sweep)
+	r.RegisterWorkflow(Trial)
+	r.RegisterWorkflow(Tables)
+	for _, f := range files {
+		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
