@@ -8,13 +8,26 @@ import (
 )
 
 // BenchmarkStep times one training step (Forward and Backward, no optimizer) of tiny-llama
-// in float32 at the PyTorch peer's shape: batch 16, sequence 128.
+// in float32 at the PyTorch peer's shape: batch 16, sequence 128, once under each set of
+// row kernels the machine runs (sub-benchmarks go, avx2, avx512), so that the portable
+// loops are the baseline of the SIMD kernels in the same run. The matrix products use the
+// gemm kernel selected at start-up in every set (SFSWEEP_KERNELS=go makes it portable too).
 //
 //	go test ./training/native -run '^$' -bench Step -benchtime 20x
-func BenchmarkStep(b *testing.B) { benchStep(b, "tiny-llama", false) }
+func BenchmarkStep(b *testing.B) { benchKernelSets(b, "tiny-llama", false) }
 
 // BenchmarkStepGPT2 is BenchmarkStep for tiny-gpt2 (batch 16, sequence 128, float32).
-func BenchmarkStepGPT2(b *testing.B) { benchStep(b, "tiny-gpt2", false) }
+func BenchmarkStepGPT2(b *testing.B) { benchKernelSets(b, "tiny-gpt2", false) }
+
+// benchKernelSets runs benchStep as a sub-benchmark under each kernel set of the machine.
+func benchKernelSets(b *testing.B, name string, withOptimizer bool) {
+	for _, ks := range kernelSets() {
+		b.Run(ks.name, func(b *testing.B) {
+			ks.use(b)
+			benchStep(b, name, withOptimizer)
+		})
+	}
+}
 
 // benchStep times Forward and Backward of a preset in float32 at its own batch and context,
 // followed by an SF-AdamW step when withOptimizer is set.

@@ -83,8 +83,8 @@
 	; VPORD Z3, Z6, Z6 \
 	; VADDPS Z24, Z6, Z6
 
-// func geluForward32(out, x *float32, n int)
-TEXT ·geluForward32(SB), NOSPLIT, $0-24
+// func geluForward32AVX512(out, x *float32, n int)
+TEXT ·geluForward32AVX512(SB), NOSPLIT, $0-24
 	MOVQ out+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), R9
@@ -115,9 +115,9 @@ gfdone:
 	VZEROUPPER
 	RET
 
-// func geluBackward32(dx, dout, x *float32, n int)
+// func geluBackward32AVX512(dx, dout, x *float32, n int)
 // dx = dout·(Φ(x) + x·e^(−x²/2)/√(2π)), overwritten.
-TEXT ·geluBackward32(SB), NOSPLIT, $0-32
+TEXT ·geluBackward32AVX512(SB), NOSPLIT, $0-32
 	MOVQ dx+0(FP), DI
 	MOVQ dout+8(FP), DX
 	MOVQ x+16(FP), SI

@@ -6,8 +6,8 @@ import (
 )
 
 // Row primitives under the ops: a portable loop for any T, and the SIMD kernel of
-// kernels_amd64.go where T is float32 and simd is set. Slices passed together have the same
-// length unless stated.
+// kernels_amd64.go where T is float32 and simd is set (the AVX-512 set where avx512 is set,
+// the AVX2 set otherwise). Slices passed together have the same length unless stated.
 
 // p32 returns a pointer to the first element of s as *float32 (s must be float32-sized and
 // non-empty).
@@ -22,7 +22,10 @@ func fast[T Float]() bool {
 // vSumSquares returns Σ x².
 func vSumSquares[T Float](x []T) T {
 	if fast[T]() && len(x) > 0 {
-		return T(sumSquares32(p32(x), len(x)))
+		if avx512 {
+			return T(sumSquares32(p32(x), len(x)))
+		}
+		return T(sumSquares32AVX2(p32(x), len(x)))
 	}
 	var s0, s1, s2, s3 T
 	i := 0
@@ -42,7 +45,11 @@ func vSumSquares[T Float](x []T) T {
 func vScaleMul[T Float](out, x, w []T, s T) {
 	x, w = x[:len(out)], w[:len(out)]
 	if fast[T]() && len(out) > 0 {
-		scaleMul32(p32(out), p32(x), p32(w), len(out), float32(s))
+		if avx512 {
+			scaleMul32(p32(out), p32(x), p32(w), len(out), float32(s))
+		} else {
+			scaleMul32AVX2(p32(out), p32(x), p32(w), len(out), float32(s))
+		}
 		return
 	}
 	for i, v := range x {
@@ -56,7 +63,11 @@ func vRMSNormBackward[T Float](dx, dwPart, dout, x, w []T, rs T) {
 	n := len(dx)
 	dwPart, dout, x, w = dwPart[:n], dout[:n], x[:n], w[:n]
 	if fast[T]() && n > 0 {
-		rmsnormBackward32(p32(dx), p32(dwPart), p32(dout), p32(x), p32(w), n, float32(rs), float32(1/float64(n)))
+		if avx512 {
+			rmsnormBackward32(p32(dx), p32(dwPart), p32(dout), p32(x), p32(w), n, float32(rs), float32(1/float64(n)))
+		} else {
+			rmsnormBackward32AVX2(p32(dx), p32(dwPart), p32(dout), p32(x), p32(w), n, float32(rs), float32(1/float64(n)))
+		}
 		return
 	}
 	var dot T
@@ -79,7 +90,11 @@ func vRotateHalves[T Float](x, cos, sin []T, d int) {
 	h := d / 2
 	cos, sin = cos[:h], sin[:h]
 	if fast[T]() && len(x) >= d {
-		rope32(p32(x), p32(cos), p32(sin), len(x)/d, d)
+		if avx512 {
+			rope32(p32(x), p32(cos), p32(sin), len(x)/d, d)
+		} else {
+			rope32AVX2(p32(x), p32(cos), p32(sin), len(x)/d, d)
+		}
 		return
 	}
 	for j := 0; j+d <= len(x); j += d {
@@ -96,7 +111,12 @@ func vRotateHalves[T Float](x, cos, sin []T, d int) {
 // which log Σ e^x = max + log(sum).
 func vSoftmax[T Float](x []T) (mx, sum T) {
 	if fast[T]() {
-		m, s := softmax32(p32(x), len(x))
+		var m, s float32
+		if avx512 {
+			m, s = softmax32(p32(x), len(x))
+		} else {
+			m, s = softmax32AVX2(p32(x), len(x))
+		}
 		return T(m), T(s)
 	}
 	mx = x[0]
@@ -120,7 +140,11 @@ func vSoftmax[T Float](x []T) (mx, sum T) {
 func vSoftmaxBackward[T Float](dp, p []T, scale T) {
 	p = p[:len(dp)]
 	if fast[T]() && len(dp) > 0 {
-		softmaxBackward32(p32(dp), p32(p), len(dp), float32(scale))
+		if avx512 {
+			softmaxBackward32(p32(dp), p32(p), len(dp), float32(scale))
+		} else {
+			softmaxBackward32AVX2(p32(dp), p32(p), len(dp), float32(scale))
+		}
 		return
 	}
 	var dot T
@@ -136,7 +160,11 @@ func vSoftmaxBackward[T Float](dp, p []T, scale T) {
 func vSwiGLU[T Float](out, g, u []T) {
 	g, u = g[:len(out)], u[:len(out)]
 	if fast[T]() && len(out) > 0 {
-		swigluForward32(p32(out), p32(g), p32(u), len(out))
+		if avx512 {
+			swigluForward32(p32(out), p32(g), p32(u), len(out))
+		} else {
+			swigluForward32AVX2(p32(out), p32(g), p32(u), len(out))
+		}
 		return
 	}
 	for i, x := range g {
@@ -149,7 +177,11 @@ func vSwiGLUBackward[T Float](dg, du, dout, g, u []T) {
 	n := len(dg)
 	du, dout, g, u = du[:n], dout[:n], g[:n], u[:n]
 	if fast[T]() && n > 0 {
-		swigluBackward32(p32(dg), p32(du), p32(dout), p32(g), p32(u), n)
+		if avx512 {
+			swigluBackward32(p32(dg), p32(du), p32(dout), p32(g), p32(u), n)
+		} else {
+			swigluBackward32AVX2(p32(dg), p32(du), p32(dout), p32(g), p32(u), n)
+		}
 		return
 	}
 	for i, x := range g {
@@ -162,7 +194,11 @@ func vSwiGLUBackward[T Float](dg, du, dout, g, u []T) {
 // vScale multiplies x by s.
 func vScale[T Float](x []T, s T) {
 	if fast[T]() && len(x) > 0 {
-		scale32(p32(x), len(x), float32(s))
+		if avx512 {
+			scale32(p32(x), len(x), float32(s))
+		} else {
+			scale32AVX2(p32(x), len(x), float32(s))
+		}
 		return
 	}
 	for i := range x {
@@ -185,7 +221,11 @@ func vMatmul[T Float](c []T, ldc int, a []T, rsA, csA int, b []T, ldb, m, n, k i
 		_ = b[(k-1)*ldb+n-1]
 	}
 	if fast[T]() {
-		matmul32(p32(c), ldc, p32(a), rsA, csA, p32(b), ldb, m, n, k, float32(alpha))
+		if avx512 {
+			matmul32(p32(c), ldc, p32(a), rsA, csA, p32(b), ldb, m, n, k, float32(alpha))
+		} else {
+			matmul32AVX2(p32(c), ldc, p32(a), rsA, csA, p32(b), ldb, m, n, k, float32(alpha))
+		}
 		return
 	}
 	for i := range m {
@@ -212,7 +252,11 @@ func transpose[T Float](dst, src []T, rows, cols, lds int) {
 	dst = dst[:rows*cols]
 	_ = src[(rows-1)*lds+cols-1]
 	if fast[T]() {
-		transpose32(p32(dst), p32(src), rows, cols, lds)
+		if avx512 {
+			transpose32(p32(dst), p32(src), rows, cols, lds)
+		} else {
+			transpose32AVX2(p32(dst), p32(src), rows, cols, lds)
+		}
 		return
 	}
 	for i := range rows {

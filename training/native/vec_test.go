@@ -6,12 +6,65 @@ import (
 	"testing"
 )
 
-// The float32 row primitives (the SIMD kernels where simd is set) against the same
-// primitives in float64, over lengths that exercise whole vectors, masked tails and both.
-// The tolerances are relative to the size of the terms of each result, in units of the
-// float32 epsilon 2⁻²³ ≈ 1.2e-7.
+// The float32 row primitives under every kernel set the machine runs (the portable loops,
+// AVX2, AVX-512) against the same primitives in float64, over lengths that exercise whole
+// vectors of 8 and 16 lanes, masked tails and both, on slices that start at any float32
+// offset. The tolerances are relative to the size of the terms of each result, in units of
+// the float32 epsilon 2⁻²³ ≈ 1.2e-7.
 
-var vecLengths = []int{1, 2, 7, 15, 16, 17, 31, 32, 33, 100, 128, 344, 515}
+var vecLengths = []int{0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 128, 344, 515, 4099}
+
+// kernelSet is one set of float32 kernels, as simd and avx512 select it.
+type kernelSet struct {
+	name         string
+	simd, avx512 bool
+}
+
+// kernelSets returns the kernel sets this machine runs, the portable loops first.
+func kernelSets() []kernelSet {
+	sets := []kernelSet{{name: "go"}}
+	if hasAVX2 {
+		sets = append(sets, kernelSet{"avx2", true, false})
+	}
+	if hasAVX512 {
+		sets = append(sets, kernelSet{"avx512", true, true})
+	}
+	return sets
+}
+
+// use selects the kernel set ks until the test ends.
+func (ks kernelSet) use(t testing.TB) {
+	s, a := simd, avx512
+	simd, avx512 = ks.simd, ks.avx512
+	t.Cleanup(func() { simd, avx512 = s, a })
+}
+
+// forKernelSets runs f as a subtest under each kernel set of the machine.
+func forKernelSets(t *testing.T, f func(t *testing.T)) {
+	for _, ks := range kernelSets() {
+		t.Run(ks.name, func(t *testing.T) {
+			ks.use(t)
+			f(t)
+		})
+	}
+}
+
+func TestSelectKernels(t *testing.T) {
+	for _, env := range []string{"", "go", "avx2", "avx512", "other"} {
+		s, a := selectKernels(env)
+		want := kernelSet{simd: hasAVX2 || hasAVX512, avx512: hasAVX512}
+		switch env {
+		case "go":
+			want = kernelSet{}
+		case "avx2":
+			want = kernelSet{simd: hasAVX2, avx512: false}
+		}
+		if s != want.simd || a != want.avx512 {
+			t.Errorf("SFSWEEP_KERNELS=%q: simd, avx512 = %v, %v; want %v, %v (AVX2 %v, AVX-512F %v)",
+				env, s, a, want.simd, want.avx512, hasAVX2, hasAVX512)
+		}
+	}
+}
 
 const eps32 = 1.0 / (1 << 23)
 
@@ -23,10 +76,12 @@ type vecCase struct {
 	t   *testing.T
 }
 
-// pair returns the same random values as float32 (followed by 16 guard elements, not part
-// of the returned slice's length) and as float64.
+// pair returns the same random values as float32 (starting 0 to 3 elements into its
+// allocation, so at any alignment, and followed by 16 guard elements, not part of the
+// returned slice's length) and as float64.
 func (v vecCase) pair(n int, std float64) ([]float32, []float64) {
-	a, b := make([]float32, n, n+16), make([]float64, n)
+	off := v.rng.IntN(4)
+	a, b := make([]float32, off+n+16)[off:off+n:off+n+16], make([]float64, n)
 	for i := range b {
 		b[i] = float64(float32(std * v.rng.NormFloat64()))
 		a[i] = float32(b[i])
@@ -73,10 +128,9 @@ func fill64(n int, v float64) []float64 {
 	return out
 }
 
-func TestVecPrimitives(t *testing.T) {
-	if !simd {
-		t.Log("no SIMD kernels on this machine: checking the portable float32 loops")
-	}
+func TestVecPrimitives(t *testing.T) { forKernelSets(t, testVecPrimitives) }
+
+func testVecPrimitives(t *testing.T) {
 	v := vecCase{rand.New(rand.NewPCG(1, 2)), t}
 	for _, n := range vecLengths {
 		x32, x64 := v.pair(n, 1)
@@ -107,6 +161,49 @@ func TestVecPrimitives(t *testing.T) {
 		v.check("vRMSNormBackward dx", n, dx32, dx64, fill64(n, 4*rs*math.Sqrt(float64(n))), 8)
 		v.check("vRMSNormBackward dw", n, dw32, dw64, fill64(n, 4), 8)
 
+		gate32, gate64 := v.pair(n, 3)
+		up32, up64 := v.pair(n, 1)
+		h32, _ := v.pair(n, 1)
+		h64 := make([]float64, n)
+		vSwiGLU(h32, gate32, up32)
+		vSwiGLU(h64, gate64, up64)
+		v.check("vSwiGLU", n, h32, h64, abs64(h64), 8)
+
+		dg32, dg64 := v.pair(n, 1)
+		du32, du64 := v.pair(n, 1)
+		vSwiGLUBackward(dg32, du32, d32, gate32, up32)
+		vSwiGLUBackward(dg64, du64, d64, gate64, up64)
+		big := make([]float64, n)
+		for i := range big {
+			big[i] = math.Abs(d64[i]) * (math.Abs(up64[i]) + math.Abs(gate64[i]) + 1)
+		}
+		v.check("vSwiGLUBackward dg", n, dg32, dg64, big, 16)
+		v.check("vSwiGLUBackward du", n, du32, du64, abs64(du64), 8)
+
+		// GELU: erf to 1.5e-7 absolute, in the units of TestGELUFloat32 with a margin for
+		// random rather than evenly spaced inputs
+		gx32, gx64 := v.pair(n, 3)
+		go32, _ := v.pair(n, 1)
+		go64 := make([]float64, n)
+		geluForward(go32, gx32)
+		geluForward(go64, gx64)
+		gscale := make([]float64, n)
+		for i, x := range gx64 {
+			gscale[i] = (1e-7*math.Abs(x) + 2e-7*math.Abs(go64[i]) + 1e-30) / eps32
+		}
+		v.check("geluForward", n, go32, go64, gscale, 1.5)
+		gd32, gd64 := v.pair(n, 1)
+		geluBackward(gd32, d32, gx32)
+		geluBackward(gd64, d64, gx64)
+		for i, g := range d64 {
+			gscale[i] = (2e-7*math.Abs(g) + 2e-7*math.Abs(gd64[i]) + 1e-30) / eps32
+		}
+		v.check("geluBackward", n, gd32, gd64, gscale, 1.5)
+
+		if n == 0 { // RoPE needs d ≥ 2, the softmax a non-empty row
+			continue
+		}
+
 		// RoPE over three heads of 2n elements
 		r32, r64 := v.pair(6*n, 1)
 		cos, sin := make([]float32, n), make([]float32, n)
@@ -131,7 +228,10 @@ func TestVecPrimitives(t *testing.T) {
 		s32, s64 := v.pair(n, 4)
 		m32, sum32 := vSoftmax(s32)
 		m64, sum64 := vSoftmax(s64)
-		if float64(m32) != m64 || math.Abs(float64(sum32)-sum64) > 8*eps32*sum64 {
+		// a sum of n terms in float32: the error bound grows with n (the portable loop sums
+		// in one lane)
+		stol := 8 * max(1, float64(n)/512)
+		if float64(m32) != m64 || math.Abs(float64(sum32)-sum64) > stol*eps32*sum64 {
 			t.Errorf("vSoftmax n = %d: max, sum = %g, %g; want %g, %g", n, m32, sum32, m64, sum64)
 		}
 		// x−max is rounded to float32 before the exponential: relative error |x−max|·ε/2
@@ -139,7 +239,7 @@ func TestVecPrimitives(t *testing.T) {
 		for i, p := range s64 {
 			sscale[i] = p * (1 + math.Abs(math.Log(p*sum64)))
 		}
-		v.check("vSoftmax", n, s32, s64, sscale, 8)
+		v.check("vSoftmax", n, s32, s64, sscale, stol)
 
 		// the softmax gradient, on the probabilities just computed
 		g32, g64 := v.pair(n, 1)
@@ -147,30 +247,29 @@ func TestVecPrimitives(t *testing.T) {
 		vSoftmaxBackward(g64, s64, 0.5)
 		v.check("vSoftmaxBackward", n, g32, g64, fill64(n, 4), 8)
 
-		gate32, gate64 := v.pair(n, 3)
-		up32, up64 := v.pair(n, 1)
-		h32, _ := v.pair(n, 1)
-		h64 := make([]float64, n)
-		vSwiGLU(h32, gate32, up32)
-		vSwiGLU(h64, gate64, up64)
-		v.check("vSwiGLU", n, h32, h64, abs64(h64), 8)
-
-		dg32, dg64 := v.pair(n, 1)
-		du32, du64 := v.pair(n, 1)
-		vSwiGLUBackward(dg32, du32, d32, gate32, up32)
-		vSwiGLUBackward(dg64, du64, d64, gate64, up64)
-		big := make([]float64, n)
-		for i := range big {
-			big[i] = math.Abs(d64[i]) * (math.Abs(up64[i]) + math.Abs(gate64[i]) + 1)
-		}
-		v.check("vSwiGLUBackward dg", n, dg32, dg64, big, 16)
-		v.check("vSwiGLUBackward du", n, du32, du64, abs64(du64), 8)
 	}
 }
 
 // TestVecExtremes feeds the exponentials their extreme arguments: SwiGLU gates far beyond
 // float32's exponent range and a softmax with a huge spread.
-func TestVecExtremes(t *testing.T) {
+func TestVecExtremes(t *testing.T) { forKernelSets(t, testVecExtremes) }
+
+func testVecExtremes(t *testing.T) {
+	for _, x := range []float32{0, -1e30, 1e30, -200, 200} { // beyond the clamp of e^(−x²/2)
+		out, dx := []float32{0}, []float32{0}
+		geluForward(out, []float32{x})
+		geluBackward(dx, []float32{1}, []float32{x})
+		want, wantD := float32(0), float32(0)
+		switch {
+		case x > 0:
+			want, wantD = x, 1
+		case x == 0:
+			wantD = 0.5
+		}
+		if out[0] != want || dx[0] != wantD {
+			t.Errorf("gelu(%g) = %g, gradient %g; want %g, %g", x, out[0], dx[0], want, wantD)
+		}
+	}
 	gate := []float32{-1000, -104, -88, -50, -20, 0, 1e-30, 20, 50, 88, 89, 104, 1000, float32(math.Inf(1)), float32(math.Inf(-1)), 3}
 	up := make([]float32, len(gate))
 	for i := range up {
@@ -186,41 +285,58 @@ func TestVecExtremes(t *testing.T) {
 				continue
 			}
 		}
-		if math.Abs(float64(out[i])-want) > 4*eps32*math.Abs(want)+1e-38 { // subnormal results may flush
+		if math.IsInf(want, 0) {
+			if float64(out[i]) != want {
+				t.Errorf("silu(%g) = %g, want %g", g, out[i], want)
+			}
+			continue
+		}
+		if !(math.Abs(float64(out[i])-want) <= 4*eps32*math.Abs(want)+1e-38) { // subnormal results may flush
 			t.Errorf("silu(%g) = %g, want %g", g, out[i], want)
 		}
 	}
-	s := []float32{0, -200, -87, -104, 3, 3}
+	s := []float32{0, -200, -87, -104, 3, 3, float32(math.Inf(-1))} // −Inf: a masked score
 	vSoftmax(s)
-	want := []float64{math.Exp(-3), math.Exp(-203), math.Exp(-90), math.Exp(-107), 1, 1}
+	want := []float64{math.Exp(-3), math.Exp(-203), math.Exp(-90), math.Exp(-107), 1, 1, 0}
 	var sum float64
 	for _, w := range want {
 		sum += w
 	}
 	for i := range s {
-		if w := want[i] / sum; math.Abs(float64(s[i])-w) > 8*eps32*w+1e-45 {
+		if w := want[i] / sum; !(math.Abs(float64(s[i])-w) <= 8*eps32*w+1e-45) {
 			t.Errorf("softmax element %d = %g, want %g", i, s[i], w)
 		}
 	}
 }
 
-// TestPortableFloat32 runs the float32 engine once with the SIMD kernels and once with the
-// portable loops: the two agree to float32 rounding.
+// TestPortableFloat32 runs the float32 engine once with each set of SIMD kernels and once
+// with the portable loops: they agree to float32 rounding.
 func TestPortableFloat32(t *testing.T) {
-	if !simd {
+	sets := kernelSets()
+	if len(sets) == 1 {
 		t.Skip("no SIMD kernels on this machine")
 	}
 	cfg := detConfig()
 	tokens, targets := randomTokens(cfg.Batch*cfg.Context, cfg.Vocab, 1), randomTokens(cfg.Batch*cfg.Context, cfg.Vocab, 2)
-	run := func() (float64, []float32) {
+	run := func(ks kernelSet) (float64, []float32) {
+		s, a := simd, avx512
+		simd, avx512 = ks.simd, ks.avx512
+		defer func() { simd, avx512 = s, a }()
 		m := newModel[float32](t, cfg, cfg.Batch, cfg.Context, 3)
 		roughen(m, 0.1, 4)
 		return step(t, m, tokens, targets), m.Grads()
 	}
-	lSIMD, gSIMD := run()
-	simd = false
-	lGo, gGo := run()
-	simd = true
+	lGo, gGo := run(sets[0])
+	for _, ks := range sets[1:] {
+		lSIMD, gSIMD := run(ks)
+		comparePortable(t, ks.name, lSIMD, lGo, gSIMD, gGo)
+	}
+}
+
+// comparePortable compares the loss and the gradients of a step under the SIMD kernels
+// named name with those under the portable loops.
+func comparePortable(t *testing.T, name string, lSIMD, lGo float64, gSIMD, gGo []float32) {
+	t.Helper()
 	var diff, norm float64
 	for i := range gGo {
 		d := float64(gSIMD[i] - gGo[i])
@@ -228,19 +344,23 @@ func TestPortableFloat32(t *testing.T) {
 		norm += float64(gGo[i]) * float64(gGo[i])
 	}
 	rel := math.Sqrt(diff / norm)
-	t.Logf("loss %.8f (SIMD) vs %.8f (Go); gradient relative distance %.2g", lSIMD, lGo, rel)
+	t.Logf("loss %.8f (%s) vs %.8f (Go); gradient relative distance %.2g", lSIMD, name, lGo, rel)
 	if math.Abs(lSIMD-lGo) > 1e-6*lGo || rel > 1e-5 {
-		t.Errorf("SIMD and portable float32 disagree: loss %.8f vs %.8f, gradient distance %.2g", lSIMD, lGo, rel)
+		t.Errorf("%s and portable float32 disagree: loss %.8f vs %.8f, gradient distance %.2g", name, lSIMD, lGo, rel)
 	}
 }
 
 // TestVecMatmul checks vMatmul in float32 against float64 over shapes that exercise the
-// row groups, the column chunks and their masks, k = 0, and a transposed A.
-func TestVecMatmul(t *testing.T) {
+// row groups (8, 4 and 1 rows), the column chunks (32 and 16 columns) and their masks
+// (tails of 1 to 15 columns), k = 0, and a transposed A.
+func TestVecMatmul(t *testing.T) { forKernelSets(t, testVecMatmul) }
+
+func testVecMatmul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, s := range []struct{ m, n, k int }{
 		{1, 1, 1}, {4, 32, 8}, {5, 33, 7}, {7, 16, 32}, {8, 17, 3}, {3, 70, 5}, {12, 64, 128}, {2, 5, 0}, {13, 100, 33},
 		{8, 16, 5}, {9, 48, 7}, {16, 8, 3}, {17, 1, 2}, {8, 0, 4}, {0, 8, 4},
+		{6, 31, 4}, {4, 25, 9}, {3, 9, 2}, {11, 47, 6}, {1, 15, 3}, {64, 64, 32},
 	} {
 		for _, trans := range []bool{false, true} {
 			const pad = 3 // leading dimensions larger than the rows
@@ -285,8 +405,12 @@ func TestVecMatmul(t *testing.T) {
 	}
 }
 
-func TestVecTranspose(t *testing.T) {
-	for _, s := range []struct{ rows, cols, lds int }{{1, 1, 1}, {16, 3, 5}, {17, 2, 2}, {37, 8, 24}, {128, 32, 384}, {5, 1, 7}} {
+func TestVecTranspose(t *testing.T) { forKernelSets(t, testVecTranspose) }
+
+func testVecTranspose(t *testing.T) {
+	for _, s := range []struct{ rows, cols, lds int }{
+		{1, 1, 1}, {16, 3, 5}, {17, 2, 2}, {37, 8, 24}, {128, 32, 384}, {5, 1, 7}, {7, 3, 3}, {8, 5, 9}, {9, 4, 4}, {15, 2, 6},
+	} {
 		src32 := make([]float32, (s.rows-1)*s.lds+s.cols)
 		src64 := make([]float64, len(src32))
 		for i := range src32 {
