@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -99,9 +97,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stderr, "temporal %s (namespace %s) · s3 %s (bucket %s, objects under %s)\n",
 		st.server.HostPort(), devserver.DefaultNamespace, st.gw.Endpoint(), st.gw.Bucket(), st.gw.Root())
 
-	sum := sha256.Sum256(src)
-	sweepID := "sweep-" + m.Name + "-" + hex.EncodeToString(sum[:])[:8]
-	manifestKey := "sweeps/" + sweepID + "/manifest.yaml"
+	sweepID, manifestKey := sweepKeys(m, src)
 	if err := st.store.Put(ctx, manifestKey, src); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 // Package native is sfsweep's CPU training engine: the forward and backward pass of the
 // LLaMA-style model of the paper, and of its GPT-2 appendix model, in Go on flat buffers, with the linear layers handed to
-// [gemm.Gemm] and the rest in row kernels (AVX-512 assembly for float32 on amd64).
+// [gemm.Gemm] and the rest in row kernels (AVX-512 or AVX2 assembly for float32 on amd64,
+// picked at start-up).
 //
 // The model is the one of the PyTorch peer (shared/bench/torch_llama.py): token embedding,
 // L × [x += Attn(RMSNorm(x)); x += SwiGLU(RMSNorm(x))], a final RMSNorm, an untied LM head

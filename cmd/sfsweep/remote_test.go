@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfsweep/sfsweep/infra/devserver"
+	"github.com/sfsweep/sfsweep/infra/s3gw"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// The distributed mode against a Temporal server and an S3 endpoint reached by address
+// and credentials from the environment, as on a cluster: a worker process serving both
+// queues, submit, status until done, the same manifest submitted again (one sweep),
+// tables regenerate.
+func TestDistributedMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server and trains (-short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	srv, err := devserver.Start(ctx, devserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	gw, err := s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(dir, "s3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Stop()
+	creds := gw.Credentials()
+	for k, v := range map[string]string{
+		"TEMPORAL_ADDRESS": srv.HostPort(), "TEMPORAL_NAMESPACE": devserver.DefaultNamespace,
+		"SFSWEEP_S3_ENDPOINT": gw.Endpoint(), "SFSWEEP_S3_BUCKET": gw.Bucket(), "SFSWEEP_S3_REGION": gw.Region(),
+		"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey,
+	} {
+		t.Setenv(k, v)
+	}
+	manifest := filepath.Join(dir, "e2e.yaml")
+	os.WriteFile(manifest, []byte(e2eManifest), 0o644)
+
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan int)
+	var wlog bytes.Buffer
+	go func() {
+		workerDone <- runMain(wctx, []string{"worker", "-queue", "all", "-cache", filepath.Join(dir, "cache")}, &wlog, &wlog)
+	}()
+	defer func() { stopWorker(); <-workerDone }()
+
+	cmd := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := runMain(ctx, args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	id := cmd("submit", manifest)
+	if again := cmd("submit", manifest); again != id {
+		t.Errorf("the same manifest submitted twice gave sweeps %s and %s", id, again)
+	}
+	var p workflows.SweepProgress
+	for !p.Done() || p.Total == 0 {
+		time.Sleep(500 * time.Millisecond)
+		if err := json.Unmarshal([]byte(cmd("status", "-json", id)), &p); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("sweep not done: %+v\n%s", p, wlog.String())
+		}
+	}
+	if p.Total != 3 || p.Completed != 2 || p.Diverged != 1 {
+		t.Errorf("progress %+v", p)
+	}
+	keys := cmd("tables", "regenerate", id)
+	if !strings.Contains(keys, "sweeps/e2e/tables/c_e2e.md") || strings.Count(keys, "\n") != 3 {
+		t.Errorf("tables regenerate wrote:\n%s", keys)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "s3", gw.Bucket(), "sweeps", "e2e", "tables", "c_e2e.md"))
+	if err != nil || !strings.Contains(string(md), "diverged (step") {
+		t.Errorf("table in the bucket (%v):\n%s", err, md)
+	}
+}
+
+func TestRemoteBadInput(t *testing.T) {
+	t.Setenv("SFSWEEP_S3_BUCKET", "")
+	var out, errb bytes.Buffer
+	if code := runMain(context.Background(), []string{"worker", "-queue", "tpu"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `-queue = "tpu"`) {
+		t.Errorf("worker -queue tpu: exit %d, %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := runMain(context.Background(), []string{"tables", "regenerate", "sweep-x"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "-s3-bucket") {
+		t.Errorf("tables regenerate without a bucket: exit %d, %s", code, errb.String())
+	}
+}
