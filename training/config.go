@@ -24,7 +24,7 @@ type Config struct {
 	// Model is a preset name (model.PresetNames); ModelConfig, if set, overrides it whole.
 	Model       string        `json:"model,omitempty" yaml:"model,omitempty"`
 	ModelConfig *model.Config `json:"model_config,omitempty" yaml:"model_config,omitempty"`
-	Backend     string        `json:"backend,omitempty" yaml:"backend,omitempty"` // "cpu" (default) or "cuda"
+	Backend     string        `json:"backend,omitempty" yaml:"backend,omitempty"` // "cpu" (default), "cuda" (fp32) or "cuda-tf32"
 
 	Data      DataConfig      `json:"data" yaml:"data"`
 	Optimizer OptimizerConfig `json:"optimizer" yaml:"optimizer"`
@@ -182,8 +182,8 @@ func (c Config) Validate() error {
 	if err != nil {
 		return err
 	}
-	if c.Backend != "cpu" && c.Backend != "cuda" {
-		return &ConfigError{"backend", c.Backend, `must be "cpu" or "cuda"`}
+	if c.Backend != "cpu" && c.Backend != "cuda" && c.Backend != "cuda-tf32" {
+		return &ConfigError{"backend", c.Backend, `must be "cpu", "cuda" (float32 GEMMs) or "cuda-tf32" (TF32 tensor cores)`}
 	}
 	if c.Data.Path != "" && c.Data.Default != "" {
 		return &ConfigError{"data.default", c.Data.Default, "give data.path or data.default, not both"}

@@ -106,13 +106,15 @@ var _ backend.Engine = (*Engine)(nil)
 var _ backend.DeviceOptimizers = (*Engine)(nil)
 
 func init() {
-	backend.Register("cuda", func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
-		e, err := New(cfg, batch, seqLen, Options{})
-		if err != nil {
-			return nil, err
-		}
-		return e, nil
-	})
+	for name, opt := range map[string]Options{"cuda": {}, "cuda-tf32": {TF32: true}} {
+		backend.Register(name, func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
+			e, err := New(cfg, batch, seqLen, opt)
+			if err != nil {
+				return nil, err
+			}
+			return e, nil
+		})
+	}
 }
 
 // New returns an engine for cfg on micro-batches of batch sequences of seqLen tokens
