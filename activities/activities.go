@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sfsweep/sfsweep/analysis"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/sweeps"
@@ -380,18 +381,112 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 		return TablesOutput{}, invalid(err)
 	}
 	var out TablesOutput
+	put := func(key string, write func(*bytes.Buffer) error) error {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			return err
+		}
+		if err := a.Store.Put(ctx, key, buf.Bytes()); err != nil {
+			return err
+		}
+		out.Keys = append(out.Keys, key)
+		return nil
+	}
+	plots := OutputPrefix(m) + "/plots/"
+	figure := func(name string, fig *analysis.Figure) error {
+		for _, f := range []string{analysis.FormatPNG, analysis.FormatSVG} {
+			if err := put(plots+name+"."+f, func(b *bytes.Buffer) error { return fig.Write(b, f) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for _, nt := range tables {
+		if nt.Table.Kind == analysis.TableCSensitivity {
+			if fig, err := analysis.HeatMap(nt.Table); err == nil {
+				if err := figure(nt.Name+"-heatmap", fig); err != nil {
+					return out, err
+				}
+			}
+		}
 		for _, f := range Formats {
-			var buf bytes.Buffer
-			if err := nt.Table.Write(&buf, f.Format); err != nil {
-				return out, err
-			}
 			key := OutputPrefix(m) + "/tables/" + nt.Name + "." + f.Ext
-			if err := a.Store.Put(ctx, key, buf.Bytes()); err != nil {
+			if err := put(key, func(b *bytes.Buffer) error { return nt.Table.Write(b, f.Format) }); err != nil {
 				return out, err
 			}
-			out.Keys = append(out.Keys, key)
+		}
+	}
+	curves, probes, err := a.sweepCurves(ctx, trials, outcomes)
+	if err != nil {
+		return out, err
+	}
+	opts := analysis.CurvesOptions{Title: m.Name + ": validation loss"}
+	if len(curves) > 4 {
+		opts.Iterates = []string{training.IterX, training.IterW} // the primary iterate only
+	}
+	if fig, err := analysis.CurvesPlot(curves, opts); err == nil {
+		if err := figure("curves", fig); err != nil {
+			return out, err
+		}
+	}
+	if fig, err := analysis.DecayProbePlot(probes, analysis.DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
+		if err := figure("decay-probe", fig); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
+}
+
+// trialLabel names a trial in plots by its grid point.
+func trialLabel(t sweeps.Trial) string {
+	p := t.Points[0]
+	name := p.Optimizer
+	if p.Label != "" {
+		name = p.Label
+	}
+	l := fmt.Sprintf("%s lr=%g β=(%g, %g)", name, p.LR, p.Beta1, p.Beta2)
+	if p.Optimizer == training.SFAdamW {
+		l += " C=" + p.CLabel()
+	}
+	if len(t.Points) > 1 || p.Seed != 0 {
+		l += fmt.Sprintf(" seed %d", p.Seed)
+	}
+	return l
+}
+
+// sweepCurves gathers the validation curves of the finished trials and their decay probes.
+func (a *Activities) sweepCurves(ctx context.Context, trials []sweeps.Trial, outcomes map[string]sweeps.Outcome) ([]analysis.Curve, []analysis.DecayProbeCurve, error) {
+	var curves []analysis.Curve
+	var probes []analysis.DecayProbeCurve
+	for _, t := range trials {
+		r := outcomes[t.ID].Result
+		if r == nil || len(r.Curves) == 0 {
+			continue
+		}
+		c := analysis.Curve{Label: trialLabel(t)}
+		for _, p := range r.Curves {
+			c.Points = append(c.Points, analysis.CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
+		}
+		curves = append(curves, c)
+		keys, err := a.Store.List(ctx, trialPrefix(t.ID)+"/probes/decay-step-")
+		if err != nil {
+			return nil, nil, err
+		}
+		pc := analysis.DecayProbeCurve{Label: c.Label}
+		for _, k := range keys {
+			b, err := a.Store.Get(ctx, k)
+			if err != nil {
+				return nil, nil, err
+			}
+			var d training.DecayProbeResult
+			if json.Unmarshal(b, &d) != nil {
+				continue
+			}
+			pc.Points = append(pc.Points, analysis.DecayProbePoint{Tokens: int64(d.FromStep) * int64(t.Config.BatchTokens), Before: d.Before, After: d.After})
+		}
+		if len(pc.Points) > 0 {
+			probes = append(probes, pc)
+		}
+	}
+	return curves, probes, nil
 }

@@ -12,9 +12,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Figure is a grid of plots rendered together as one image, such as the two panels of the
@@ -26,30 +23,9 @@ type Figure struct {
 
 // Save renders the figure to path; the extension (".png" or ".svg") selects the format.
 func (f *Figure) Save(path string) (err error) {
-	var c vg.CanvasWriterTo
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(f.Width, f.Height), vgimg.UseDPI(150))}
-	case ".svg":
-		c = vgsvg.New(f.Width, f.Height)
-	default:
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	if format != FormatPNG && format != FormatSVG {
 		return fmt.Errorf("analysis: save figure %s: unsupported format (want .png or .svg)", path)
-	}
-	rows := len(f.Plots)
-	if rows == 0 || len(f.Plots[0]) == 0 {
-		return fmt.Errorf("analysis: save figure %s: no plots", path)
-	}
-	cols := len(f.Plots[0])
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 3, PadY: vg.Millimeter * 3,
-		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align(f.Plots, tiles, dc)
-	for i := range f.Plots {
-		for j, p := range f.Plots[i] {
-			if p != nil {
-				p.Draw(canvases[i][j])
-			}
-		}
 	}
 	file, err := os.Create(path)
 	if err != nil {
@@ -60,7 +36,7 @@ func (f *Figure) Save(path string) (err error) {
 			err = fmt.Errorf("analysis: save figure: %w", cerr)
 		}
 	}()
-	if _, err := c.WriteTo(file); err != nil {
+	if err := f.Write(file, format); err != nil {
 		return fmt.Errorf("analysis: save figure %s: %w", path, err)
 	}
 	return nil

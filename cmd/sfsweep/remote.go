@@ -122,17 +122,17 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var r remote
 	r.flags(fs)
 	window := fs.Int("window", 8, "trials in flight (queued or training)")
+	heartbeat := fs.Duration("heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
 	file, err := parseWithArg(fs, args, "a sweep manifest: sfsweep submit MANIFEST.yaml")
 	if err != nil {
 		return err
 	}
-	src, err := os.ReadFile(file)
+	if *heartbeat <= 0 {
+		return &usageError{msg: fmt.Sprintf("-heartbeat = %v: must be > 0", *heartbeat)}
+	}
+	src, m, _, err := loadManifest(file)
 	if err != nil {
 		return err
-	}
-	m, err := sweeps.Parse(src)
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	c, store, err := r.connect(ctx)
 	if err != nil {
@@ -145,7 +145,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.QueueCPU, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.Sweep, workflows.SweepInput{SweepID: id, ManifestKey: key, Window: *window})
+	}, workflows.Sweep, workflows.SweepInput{SweepID: id, ManifestKey: key, Window: *window, HeartbeatTimeout: *heartbeat})
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}

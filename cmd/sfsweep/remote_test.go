@@ -81,7 +81,14 @@ func TestDistributedMode(t *testing.T) {
 		t.Errorf("progress %+v", p)
 	}
 	keys := cmd("tables", "regenerate", id)
-	if !strings.Contains(keys, "sweeps/e2e/tables/c_e2e.md") || strings.Count(keys, "\n") != 3 {
+	want := []string{"sweeps/e2e/tables/c_e2e.md", "sweeps/e2e/tables/c_e2e.tex", "sweeps/e2e/plots/c_e2e-heatmap.png",
+		"sweeps/e2e/plots/curves.svg", "sweeps/e2e/plots/decay-probe.png"}
+	for _, w := range want {
+		if !strings.Contains(keys, w) {
+			t.Errorf("tables regenerate did not write %s", w)
+		}
+	}
+	if t.Failed() {
 		t.Errorf("tables regenerate wrote:\n%s", keys)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "s3", gw.Bucket(), "sweeps", "e2e", "tables", "c_e2e.md"))

@@ -59,17 +59,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return &usageError{msg: fmt.Sprintf("-%s = %d: must be ≥ 1", f.name, f.v)}
 		}
 	}
-	src, err := os.ReadFile(file)
+	src, m, trials, err := loadManifest(file)
 	if err != nil {
 		return err
-	}
-	m, err := sweeps.Parse(src)
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	trials, err := m.Expand()
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	cost := sweeps.TotalCost(trials)
 	fmt.Fprintf(stderr, "sweep %s: %d trials, %d steps, %.3g tokens, %.3g FLOPs\n", m.Name, cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
@@ -234,30 +226,33 @@ func startWorkers(c client.Client, acts *activities.Activities, slots int, logge
 	return func() { gpu.Stop(); cpu.Stop() }, nil
 }
 
-// copyTables copies the sweep's tables from the store to dir and prints the Markdown ones.
+// copyTables copies the sweep's tables and plots from the store to dir and prints the
+// Markdown tables.
 func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir string, stdout io.Writer) error {
-	prefix := activities.OutputPrefix(m) + "/tables/"
-	keys, err := store.List(ctx, prefix)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		b, err := store.Get(ctx, k)
+	prefix := activities.OutputPrefix(m) + "/"
+	for _, sub := range []string{"tables/", "plots/"} {
+		keys, err := store.List(ctx, prefix+sub)
 		if err != nil {
 			return err
 		}
-		p := filepath.Join(dir, filepath.FromSlash(k))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
-		}
-		if strings.HasSuffix(k, ".md") {
-			fmt.Fprintf(stdout, "%s\n\n%s\n", p, b)
+		for _, k := range keys {
+			b, err := store.Get(ctx, k)
+			if err != nil {
+				return err
+			}
+			p := filepath.Join(dir, filepath.FromSlash(k))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				return err
+			}
+			if strings.HasSuffix(k, ".md") {
+				fmt.Fprintf(stdout, "%s\n\n%s\n", p, b)
+			}
 		}
 	}
-	fmt.Fprintf(stdout, "tables: %s (and in the embedded S3 under %s)\n", filepath.Join(dir, filepath.FromSlash(prefix)), prefix)
+	fmt.Fprintf(stdout, "tables and plots: %s (and in the embedded S3 under %s)\n", filepath.Join(dir, filepath.FromSlash(prefix)), prefix)
 	return nil
 }
 

@@ -81,8 +81,9 @@ func TestRunSweepEndToEnd(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	for _, ext := range []string{"csv", "tex", "json"} {
-		if _, err := os.Stat(filepath.Join(out, "sweeps", "e2e", "tables", "c_e2e."+ext)); err != nil {
+	for _, f := range []string{"tables/c_e2e.csv", "tables/c_e2e.tex", "tables/c_e2e.json", "plots/c_e2e-heatmap.png",
+		"plots/c_e2e-heatmap.svg", "plots/curves.png", "plots/decay-probe.svg"} {
+		if _, err := os.Stat(filepath.Join(out, "sweeps", "e2e", filepath.FromSlash(f))); err != nil {
 			t.Error(err)
 		}
 	}

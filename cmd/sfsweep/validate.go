@@ -26,17 +26,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	src, err := os.ReadFile(file)
+	_, m, trials, err := loadManifest(file)
 	if err != nil {
 		return err
-	}
-	m, err := sweeps.Parse(src)
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	trials, err := m.Expand()
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	cost := sweeps.TotalCost(trials)
 	if *asJSON {
@@ -63,4 +55,21 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "\n%d grid points, %d trials (\"=\": the same trial as the line above), %d steps, %.4g training tokens, %.4g FLOPs\n",
 		m.Count(), cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
 	return nil
+}
+
+// loadManifest reads, validates and expands a manifest file; errors name the file.
+func loadManifest(file string) ([]byte, *sweeps.Manifest, []sweeps.Trial, error) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := sweeps.Parse(src)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return src, m, trials, nil
 }

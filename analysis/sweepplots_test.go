@@ -1,0 +1,518 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"image/color"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+)
+
+var sweepPlotsOut = flag.String("sweepplots.out", "", "also write the sweep plots of TestSweepPlotsRender to this folder")
+
+// lossAt is a smooth, decreasing validation loss after tok tokens, shaped like the paper's
+// SlimPajama curves (≈ 10.8 at the start, ≈ 3.1 after 5B tokens).
+func lossAt(tok int64) float64 { return 3.0 + 7.8/math.Sqrt(1+float64(tok)/2e7) }
+
+// sfCurve is an SF-AdamW trial evaluated every 100M tokens up to 5B: x sits gapX above
+// the base curve and y gapY above, each EWA a little below its iterate.
+func sfCurve(label string, gapX, gapY float64) Curve {
+	c := Curve{Label: label}
+	for j := int64(1); j <= 50; j++ {
+		tok := j * 100_000_000
+		base := lossAt(tok)
+		c.Points = append(c.Points, CurvePoint{Step: int(j) * 200, Tokens: tok, Val: map[string]float64{
+			"x": base + gapX, "y": base + gapY, "ewa_x": base + gapX - 0.004, "ewa_y": base + gapY - 0.02,
+		}})
+	}
+	return c
+}
+
+// adamWCurve is an AdamW trial evaluated like sfCurve, at w and its EWA.
+func adamWCurve(label string) Curve {
+	c := Curve{Label: label}
+	for j := int64(1); j <= 50; j++ {
+		tok := j * 100_000_000
+		base := lossAt(tok)
+		c.Points = append(c.Points, CurvePoint{Step: int(j) * 200, Tokens: tok, Val: map[string]float64{"w": base + 0.08, "ewa_w": base + 0.03}})
+	}
+	return c
+}
+
+// paperCurves are the runs of the paper's fig:EMA_y: SF-AdamW with β1 ∈ {0.1, 0.5, 0.95},
+// x falling behind y as β1 drops, and an AdamW baseline.
+func paperCurves() []Curve {
+	return []Curve{
+		sfCurve("SF-AdamW β1 = 0.1", 0.25, 0.06),
+		sfCurve("SF-AdamW β1 = 0.5", 0.12, 0.04),
+		sfCurve("SF-AdamW β1 = 0.95", 0.0, 0.02),
+		adamWCurve("AdamW"),
+	}
+}
+
+// paperProbes are the decay probes of fig:Obs1 (right) and fig:Decay_AdamW_betas: a checkpoint
+// every 500M tokens; the probe helps AdamW and SF-AdamW with small β1, not β1 = 0.95.
+func paperProbes() []DecayProbeCurve {
+	mk := func(label string, gap, drop float64) DecayProbeCurve {
+		pr := DecayProbeCurve{Label: label}
+		for j := int64(1); j <= 10; j++ {
+			tok := j * 500_000_000
+			pr.Points = append(pr.Points, DecayProbePoint{Tokens: tok, Before: lossAt(tok) + gap, After: lossAt(tok) + gap - drop})
+		}
+		return pr
+	}
+	return []DecayProbeCurve{
+		mk("AdamW", 0.08, 0.12),
+		mk("SF-AdamW β1 = 0.1", 0.25, 0.2),
+		mk("SF-AdamW β1 = 0.5", 0.12, 0.09),
+		mk("SF-AdamW β1 = 0.95", 0.0, 0.004),
+	}
+}
+
+// paperHeatTable is the paper's tab:c_sweep_05M built from its numbers.
+func paperHeatTable(t *testing.T) *Table {
+	t.Helper()
+	cells, rows, cols := paperCInputs(t, readPaperTable(t, "c_sweep_05M"))
+	tab, err := CSensitivityTable("Refined SF-AdamW, 0.5M-token batches", "tab:c_sweep_05M", cells, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func statusHeatTable(t *testing.T) *Table {
+	t.Helper()
+	cells, rows, cols := statusCells()
+	tab, err := CSensitivityTable("Every status", "", cells, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// renderFigure renders f in format and fails the test on error.
+func renderFigure(t *testing.T, f *Figure, format string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := f.Write(&b, format); err != nil {
+		t.Fatalf("%s: %v", format, err)
+	}
+	return b.Bytes()
+}
+
+// checkSVG checks that b is well-formed XML with an svg root and no non-finite number.
+func checkSVG(t *testing.T, b []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(b))
+	root := ""
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && root == "" {
+			root = se.Name.Local
+		}
+	}
+	if root != "svg" {
+		t.Errorf("SVG root element %q, want svg", root)
+	}
+	for _, bad := range []string{"NaN", "Inf"} {
+		if bytes.Contains(b, []byte(bad)) {
+			t.Errorf("SVG holds %q", bad)
+		}
+	}
+}
+
+// TestSweepPlotsRender renders every sweep plot for realistic input to PNG and SVG, twice
+// from independently built figures, and checks that the bytes agree, that the PNG has the
+// figure's size at 150 dpi, that the SVG is well-formed and that the legend names every
+// trial.
+func TestSweepPlotsRender(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		build  func() (*Figure, error)
+		legend []string // texts the SVG must hold
+	}{
+		{"curves", func() (*Figure, error) { return CurvesPlot(paperCurves(), CurvesOptions{}) },
+			[]string{"SF-AdamW β1 = 0.1", "SF-AdamW β1 = 0.5", "SF-AdamW β1 = 0.95", "AdamW", "x", "y", "EWA of x", "EWA of y", "w", "EWA of w", "tokens (B)"}},
+		{"curves_y_steps", func() (*Figure, error) {
+			return CurvesPlot(paperCurves()[:3], CurvesOptions{Title: "x, y and the EWA of y", Iterates: []string{"x", "y", "ewa_y"}, Steps: true, YMin: 3, YMax: 4})
+		}, []string{"x, y and the EWA of y", "SF-AdamW β1 = 0.1", "EWA of y", "step"}},
+		{"decay_probe", func() (*Figure, error) { return DecayProbePlot(paperProbes(), DecayProbeOptions{}) },
+			[]string{"AdamW", "SF-AdamW β1 = 0.95", "at the checkpoint", "after the decay probe"}},
+		{"heatmap_c_sweep_05M", func() (*Figure, error) { return HeatMap(paperHeatTable(t)) },
+			[]string{"Refined SF-AdamW, 0.5M-token batches (test perplexity)", "vanilla", "500", "0.95", "not run"}},
+		{"heatmap_statuses", func() (*Figure, error) { return HeatMap(statusHeatTable(t)) },
+			[]string{"failed", "step 1200", "diverged (step)", "110.8"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f1, err := tc.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f2, err := tc.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, format := range []string{FormatPNG, FormatSVG} {
+				b := renderFigure(t, f1, format)
+				if again := renderFigure(t, f1, format); !bytes.Equal(b, again) {
+					t.Errorf("%s: rendering the same figure twice gives different bytes", format)
+				}
+				if other := renderFigure(t, f2, format); !bytes.Equal(b, other) {
+					t.Errorf("%s: two figures built from the same data render differently", format)
+				}
+				switch format {
+				case FormatPNG:
+					img, err := png.Decode(bytes.NewReader(b))
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := int(f1.Width.Points() / 72 * 150)
+					if w := img.Bounds().Dx(); w < want-2 || w > want+2 {
+						t.Errorf("PNG width %d px, want %d", w, want)
+					}
+				case FormatSVG:
+					checkSVG(t, b)
+					for _, s := range tc.legend {
+						if !bytes.Contains(b, []byte(">"+s+"<")) {
+							t.Errorf("SVG has no text %q", s)
+						}
+					}
+				}
+				if *sweepPlotsOut != "" {
+					if err := os.WriteFile(filepath.Join(*sweepPlotsOut, tc.name+"."+format), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestFiniteSegments(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tc := range []struct {
+		name string
+		ys   []float64
+		want []int // segment lengths
+	}{
+		{"all finite", []float64{1, 2, 3}, []int{3}},
+		{"gap in the middle", []float64{1, nan, 3, 4}, []int{1, 2}},
+		{"infinities", []float64{inf, 1, 2, math.Inf(-1), 3}, []int{2, 1}},
+		{"trailing divergence", []float64{1, 2, 3, nan, nan}, []int{3}},
+		{"nothing finite", []float64{nan, inf}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			xs := make([]float64, len(tc.ys))
+			for i := range xs {
+				xs[i] = float64(i)
+			}
+			var got []int
+			for _, s := range finiteSegments(xs, tc.ys) {
+				got = append(got, len(s))
+				for _, p := range s {
+					if math.IsNaN(p.Y) || math.IsInf(p.Y, 0) {
+						t.Errorf("segment holds %v", p.Y)
+					}
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("segments %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCurvesPlotNonFinite draws one trial at one iterate with a NaN and an Inf among its
+// values and counts, in the SVG, the paths in the trial's colour: two lines (the finite
+// runs of two points), the legend line and one dot for the lone finite point at the end.
+func TestCurvesPlotNonFinite(t *testing.T) {
+	vals := []float64{5, 4.5, math.NaN(), 4.2, 4.1, math.Inf(1), 4.0}
+	c := Curve{Label: "diverging"}
+	for i, v := range vals {
+		c.Points = append(c.Points, CurvePoint{Step: i, Tokens: int64(i) * 1000, Val: map[string]float64{"x": v}})
+	}
+	f, err := CurvesPlot([]Curve{c}, CurvesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := renderFigure(t, f, FormatSVG)
+	checkSVG(t, svg)
+	if got := bytes.Count(svg, []byte("stroke:#1F77B4")); got != 3 {
+		t.Errorf("%d stroked paths in the trial's colour, want 3 (two lines and the legend)", got)
+	}
+	if got := bytes.Count(svg, []byte("fill:#1F77B4")); got != 1 {
+		t.Errorf("%d filled paths in the trial's colour, want 1 (the lone point)", got)
+	}
+
+	// A trial with nothing finite is left out; the others are drawn.
+	dead := Curve{Label: "dead", Points: []CurvePoint{{Tokens: 1, Val: map[string]float64{"x": math.NaN()}}}}
+	f, err = CurvesPlot([]Curve{dead, c}, CurvesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, renderFigure(t, f, FormatSVG))
+
+	probe := DecayProbeCurve{Label: "probe", Points: []DecayProbePoint{
+		{Tokens: 1e6, Before: 4, After: math.NaN()}, {Tokens: 2e6, Before: math.Inf(1), After: 3.5},
+		{Tokens: 3e6, Before: 3.8, After: 3.4}, {Tokens: 4e6, Before: 3.7, After: math.Inf(-1)},
+	}}
+	f, err = DecayProbePlot([]DecayProbeCurve{probe}, DecayProbeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, renderFigure(t, f, FormatSVG))
+}
+
+// TestCurvesPlotOrder checks that points given out of order draw the same figure as
+// points in order.
+func TestCurvesPlotOrder(t *testing.T) {
+	sorted := paperCurves()
+	shuffled := paperCurves()
+	for _, c := range shuffled {
+		slices.Reverse(c.Points)
+	}
+	a, err := CurvesPlot(sorted, CurvesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := CurvesPlot(shuffled, CurvesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(renderFigure(t, a, FormatSVG), renderFigure(t, b, FormatSVG)) {
+		t.Error("reversed points draw a different figure")
+	}
+}
+
+// TestHeatScale checks the colour scale against its closed form: linear in log
+// perplexity, so the geometric mean of the extremes takes the middle viridis stop.
+func TestHeatScale(t *testing.T) {
+	lo, hi := 23.60, 67.20
+	s := heatScale{lo: math.Log(lo), hi: math.Log(hi)}
+	for _, tc := range []struct {
+		ppl  float64
+		want int // viridis stop
+	}{
+		{lo, 8}, {hi, 0},
+		{math.Sqrt(lo * hi), 4},
+		{math.Exp(math.Log(lo) + 0.25*(math.Log(hi)-math.Log(lo))), 6},
+		{math.Exp(math.Log(lo) + 0.875*(math.Log(hi)-math.Log(lo))), 1},
+	} {
+		if got := s.color(tc.ppl); got != viridis[tc.want] {
+			t.Errorf("color(%v) = %v, want stop %d %v", tc.ppl, got, tc.want, viridis[tc.want])
+		}
+	}
+	a, b := viridis[0], viridis[1]
+	half := func(u, v uint8) uint8 { return uint8(math.Round((float64(u) + float64(v)) / 2)) }
+	want := color.RGBA{half(a.R, b.R), half(a.G, b.G), half(a.B, b.B), 255}
+	if got := viridisAt(1.0 / 16); got != want {
+		t.Errorf("viridisAt(1/16) = %v, want the midpoint of the first two stops %v", got, want)
+	}
+}
+
+var boldText = regexp.MustCompile(`font-weight:bold[^>]*>([^<]*)</text>`)
+
+// TestHeatMapCells checks the cells of the paper's tab:c_sweep_05M in the SVG: every value
+// written, the row minima read off the paper in bold, one light grey fill per "--" cell
+// (and the legend's), the lowest and highest perplexity at the ends of the scale.
+func TestHeatMapCells(t *testing.T) {
+	tab := paperHeatTable(t)
+	f, err := HeatMap(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := renderFigure(t, f, FormatSVG)
+	notRun := 0
+	for _, c := range tab.Cells {
+		switch c.Status {
+		case StatusOK:
+			if s := ">" + formatPerplexity(c.Value) + "<"; !bytes.Contains(svg, []byte(s)) {
+				t.Errorf("no cell text %s", s)
+			}
+		case StatusMissing:
+			notRun++
+		}
+	}
+	if notRun != 9 {
+		t.Fatalf("%d cells not run, the paper has 9", notRun)
+	}
+	if got := bytes.Count(svg, []byte(">--<")); got != notRun {
+		t.Errorf("%d cells read --, want %d", got, notRun)
+	}
+	if got := bytes.Count(svg, []byte("fill:#D9D9D9")); got != notRun+1 {
+		t.Errorf("%d light grey fills, want %d cells and the legend", got, notRun+1)
+	}
+	var bold []string
+	for _, m := range boldText.FindAllSubmatch(svg, -1) {
+		bold = append(bold, string(m[1]))
+	}
+	slices.Sort(bold)
+	if want := []string{"23.60", "23.97", "29.32", "35.80"}; !slices.Equal(bold, want) {
+		t.Errorf("bold cells %q, want the paper's row minima %q", bold, want)
+	}
+	// 23.60 (best) and 67.20 (worst) fill a cell and a legend swatch each.
+	for _, fill := range []string{"fill:#FDE725", "fill:#440154"} {
+		if got := bytes.Count(svg, []byte(fill)); got != 2 {
+			t.Errorf("%d paths with %s, want 2", got, fill)
+		}
+	}
+
+	// Shrunk to a fifth of its width, the cells are too narrow for their values.
+	f.Width /= 5
+	small := renderFigure(t, f, FormatSVG)
+	if bytes.Contains(small, []byte(">36.62<")) {
+		t.Error("value written in a cell too narrow for it")
+	}
+	checkSVG(t, small)
+}
+
+// TestHeatMapStatuses checks the cells without a finished value: failed dark grey, each
+// diverged cell a red cross (two strokes) with its step when known, and a finished cell
+// holding a non-finite value (possible only in a table edited by hand) drawn as not run.
+func TestHeatMapStatuses(t *testing.T) {
+	tab := statusHeatTable(t)
+	f, err := HeatMap(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := renderFigure(t, f, FormatSVG)
+	for _, tc := range []struct {
+		what string
+		want int
+	}{
+		{"fill:#8C8C8C", 2},   // the failed cell and its legend swatch
+		{">failed<", 2},       // its text and its legend entry
+		{"stroke:#C81E1E", 6}, // two diverged cells and the legend swatch, two strokes each
+		{">step 1200<", 1},
+		{"fill:#D9D9D9", 3}, // two cells not run and the legend swatch
+	} {
+		if got := bytes.Count(svg, []byte(tc.what)); got != tc.want {
+			t.Errorf("%d × %s, want %d", got, tc.what, tc.want)
+		}
+	}
+
+	tab.Cells[0].Value = math.NaN() // 110.8, finished
+	f, err = HeatMap(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg = renderFigure(t, f, FormatSVG)
+	checkSVG(t, svg)
+	if got := bytes.Count(svg, []byte("fill:#D9D9D9")); got != 4 {
+		t.Errorf("%d light grey fills with a NaN cell, want 4", got)
+	}
+	if bytes.Contains(svg, []byte(">110.8<")) {
+		t.Error("the replaced value is still drawn")
+	}
+}
+
+// TestSweepPlotErrors checks that bad input is refused with an error naming the field.
+func TestSweepPlotErrors(t *testing.T) {
+	one := []CurvePoint{{Tokens: 10, Val: map[string]float64{"x": 4}}}
+	good := Curve{Label: "a", Points: one}
+	probe := []DecayProbePoint{{Tokens: 10, Before: 4, After: 3.9}}
+	hyper, err := HyperparameterTable("", "", []TrialSummary{{Optimizer: "adamw", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		err   func() error
+		field string
+	}{
+		{"no curves", func() error { _, err := CurvesPlot(nil, CurvesOptions{}); return err }, "curves"},
+		{"no points", func() error { _, err := CurvesPlot([]Curve{good, {Label: "b"}}, CurvesOptions{}); return err }, "curves[1].Points"},
+		{"no label", func() error { _, err := CurvesPlot([]Curve{{Points: one}}, CurvesOptions{}); return err }, "curves[0].Label"},
+		{"label of two lines", func() error { _, err := CurvesPlot([]Curve{{Label: "a\nb", Points: one}}, CurvesOptions{}); return err }, "curves[0].Label"},
+		{"same label", func() error { _, err := CurvesPlot([]Curve{good, good}, CurvesOptions{}); return err }, "curves[1].Label"},
+		{"negative tokens", func() error {
+			_, err := CurvesPlot([]Curve{{Label: "a", Points: []CurvePoint{{Tokens: -1, Val: map[string]float64{"x": 4}}}}}, CurvesOptions{})
+			return err
+		}, "curves[0].Points[0].Tokens"},
+		{"negative step", func() error {
+			_, err := CurvesPlot([]Curve{{Label: "a", Points: []CurvePoint{{Step: -3, Val: map[string]float64{"x": 4}}}}}, CurvesOptions{Steps: true})
+			return err
+		}, "curves[0].Points[0].Step"},
+		{"nothing finite", func() error {
+			_, err := CurvesPlot([]Curve{{Label: "a", Points: []CurvePoint{{Val: map[string]float64{"x": math.Inf(1)}}}}}, CurvesOptions{})
+			return err
+		}, "curves[].Points[].Val"},
+		{"no such iterate", func() error {
+			_, err := CurvesPlot([]Curve{good}, CurvesOptions{Iterates: []string{"ewa_y"}})
+			return err
+		}, "curves[].Points[].Val"},
+		{"empty iterates", func() error { _, err := CurvesPlot([]Curve{good}, CurvesOptions{Iterates: []string{}}); return err }, "opts.Iterates"},
+		{"iterate twice", func() error {
+			_, err := CurvesPlot([]Curve{good}, CurvesOptions{Iterates: []string{"x", "x"}})
+			return err
+		}, "opts.Iterates[1]"},
+		{"loss range upside down", func() error { _, err := CurvesPlot([]Curve{good}, CurvesOptions{YMin: 4, YMax: 3}); return err }, "opts.YMax"},
+		{"loss range NaN", func() error {
+			_, err := CurvesPlot([]Curve{good}, CurvesOptions{YMin: math.NaN(), YMax: 3})
+			return err
+		}, "opts.YMin"},
+		{"no probes", func() error { _, err := DecayProbePlot(nil, DecayProbeOptions{}); return err }, "probes"},
+		{"probe without points", func() error {
+			_, err := DecayProbePlot([]DecayProbeCurve{{Label: "a"}}, DecayProbeOptions{})
+			return err
+		}, "probes[0].Points"},
+		{"probe without label", func() error {
+			_, err := DecayProbePlot([]DecayProbeCurve{{Points: probe}}, DecayProbeOptions{})
+			return err
+		}, "probes[0].Label"},
+		{"probe negative tokens", func() error {
+			_, err := DecayProbePlot([]DecayProbeCurve{{Label: "a", Points: []DecayProbePoint{{Tokens: -5, Before: 4, After: 3}}}}, DecayProbeOptions{})
+			return err
+		}, "probes[0].Points[0].Tokens"},
+		{"probe nothing finite", func() error {
+			_, err := DecayProbePlot([]DecayProbeCurve{{Label: "a", Points: []DecayProbePoint{{Before: math.NaN(), After: math.Inf(-1)}}}}, DecayProbeOptions{})
+			return err
+		}, "probes[].Points[].Before/After"},
+		{"no table", func() error { _, err := HeatMap(nil); return err }, "table"},
+		{"hyperparameter table", func() error { _, err := HeatMap(hyper); return err }, "Kind"},
+		{"no rows", func() error {
+			_, err := HeatMap(&Table{Kind: TableCSensitivity, Columns: []string{"vanilla"}})
+			return err
+		}, "Rows"},
+		{"no columns", func() error { _, err := HeatMap(&Table{Kind: TableCSensitivity, Rows: []string{"0.9"}}); return err }, "Columns"},
+		{"bad format", func() error { f, _ := CurvesPlot([]Curve{good}, CurvesOptions{}); return f.Write(io.Discard, "gif") }, "format"},
+		{"empty figure", func() error { return (&Figure{Width: vg.Inch, Height: vg.Inch}).Write(io.Discard, FormatSVG) }, "Plots"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err()
+			var ce *sfadamw.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v, want a *sfadamw.ConfigError", err)
+			}
+			if ce.Field != tc.field {
+				t.Errorf("error %q names field %q, want %q", err, ce.Field, tc.field)
+			}
+		})
+	}
+
+	// A table whose cells do not fill its grid is refused, not drawn.
+	bad := paperHeatTable(t)
+	bad.Cells = bad.Cells[1:]
+	if _, err := HeatMap(bad); err == nil || !strings.Contains(err.Error(), "cells for") {
+		t.Errorf("HeatMap of a table missing a cell: %v", err)
+	}
+}
