@@ -14,6 +14,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sys/cpu"
+
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/model"
 	"github.com/sfsweep/sfsweep/training/native"
@@ -272,8 +274,9 @@ func torchPeer(mode, preset string, batch int) (func(ctx context.Context, round 
 	}
 	return func(ctx context.Context, round int) (benchResult, error) {
 		cmd := exec.CommandContext(ctx, "/usr/bin/python3", script, "--config", peerCfg, "--steps", steps, "--warmup", warm)
-		// PyTorch at its best on this kind of machine (bench/torch/torch-best.sh)
-		cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_NUM_THREADS=2", "OPENBLAS_CORETYPE=SkylakeX")
+		// PyTorch at its best on this kind of machine (bench/torch/torch-best.sh): OpenBLAS's
+		// AVX-512 kernels where the CPU has AVX-512, its AVX2 ones otherwise
+		cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_NUM_THREADS=2", "OPENBLAS_CORETYPE="+openBLASCoreType())
 		if omp := ompBLASDir(); omp != "" {
 			cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+omp)
 		}
@@ -335,4 +338,14 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// openBLASCoreType is the OpenBLAS kernel set for this CPU: SkylakeX (AVX-512) or Haswell
+// (AVX2 + FMA); forcing SkylakeX on a CPU without AVX-512 would stop at the first
+// instruction.
+func openBLASCoreType() string {
+	if cpu.X86.HasAVX512F {
+		return "SkylakeX"
+	}
+	return "Haswell"
 }
