@@ -19,7 +19,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -60,6 +63,8 @@ func (a *Activities) RegisterCPU(w worker.Registry) {
 	w.RegisterWorkflow(workflows.Sweep)
 	w.RegisterWorkflow(workflows.Trial)
 	w.RegisterWorkflow(workflows.Tables)
+	w.RegisterWorkflow(workflows.RegenerateTables)
+	w.RegisterActivityWithOptions(a.RetireSchedule, activity.RegisterOptions{Name: workflows.ActivityRetireSchedule})
 	w.RegisterActivityWithOptions(a.Plan, activity.RegisterOptions{Name: workflows.ActivityPlan})
 	w.RegisterActivityWithOptions(a.RecordFailed, activity.RegisterOptions{Name: workflows.ActivityRecordFailed})
 	w.RegisterActivityWithOptions(a.NotifyTables, activity.RegisterOptions{Name: workflows.ActivityNotifyTables})
@@ -489,4 +494,44 @@ func (a *Activities) sweepCurves(ctx context.Context, trials []sweeps.Trial, out
 		}
 	}
 	return curves, probes, nil
+}
+
+// TablesEvery is how often a sweep's tables schedule rebuilds its tables.
+const TablesEvery = 15 * time.Minute
+
+// EnsureTablesSchedule creates the sweep's tables schedule if it does not exist: every
+// TablesEvery it runs RegenerateTables, so the tables catch up even if a result's signal
+// was lost. The schedule retires itself once the sweep has ended.
+func EnsureTablesSchedule(ctx context.Context, c client.Client, sweepID, manifestKey string) error {
+	id := workflows.TablesScheduleID(sweepID)
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      id,
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: TablesEvery}}},
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Action: &client.ScheduleWorkflowAction{
+			ID: id + "/run", Workflow: workflows.RegenerateTables, TaskQueue: workflows.QueueCPU,
+			Args: []any{workflows.BuildTablesInput{SweepID: sweepID, ManifestKey: manifestKey}},
+		},
+	})
+	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return nil
+	}
+	return err
+}
+
+// RetireSchedule deletes the sweep's tables schedule when the sweep is no longer running.
+func (a *Activities) RetireSchedule(ctx context.Context, in workflows.RetireInput) error {
+	d, err := a.Client.DescribeWorkflowExecution(ctx, in.SweepID, "")
+	if err != nil {
+		return err
+	}
+	if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil
+	}
+	err = a.Client.ScheduleClient().GetHandle(ctx, in.ScheduleID).Delete(ctx)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	return err
 }

@@ -448,3 +448,28 @@ func Tables(ctx workflow.Context, in TablesInput) (TablesState, error) {
 		}
 	}
 }
+
+// ActivityRetireSchedule deletes a sweep's tables schedule once the sweep has ended.
+const ActivityRetireSchedule = "RetireSchedule"
+
+// TablesScheduleID is the ID of a sweep's tables schedule: the safety net that rebuilds
+// the tables periodically whatever became of the signals.
+func TablesScheduleID(sweepID string) string { return sweepID + "/tables-schedule" }
+
+// RetireInput names a sweep and its schedule.
+type RetireInput struct {
+	SweepID    string `json:"sweep_id"`
+	ScheduleID string `json:"schedule_id"`
+}
+
+// RegenerateTables is the action of a sweep's tables schedule: rebuild every table, then
+// retire the schedule if the sweep has ended (its Tables workflow builds the last tables).
+func RegenerateTables(ctx workflow.Context, in BuildTablesInput) error {
+	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, RetryPolicy: RetryTransient,
+	})
+	if err := workflow.ExecuteActivity(cpu, ActivityBuildTables, in).Get(ctx, nil); err != nil {
+		return err
+	}
+	return workflow.ExecuteActivity(cpu, ActivityRetireSchedule, RetireInput{SweepID: in.SweepID, ScheduleID: TablesScheduleID(in.SweepID)}).Get(ctx, nil)
+}

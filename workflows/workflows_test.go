@@ -28,6 +28,7 @@ type fakeWorld struct {
 	notified            []NotifyInput
 	probes              []DecayProbeInput
 	builds              int
+	retired             []RetireInput
 }
 
 func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
@@ -83,6 +84,12 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 		f.builds++
 		return nil
 	}, activity.RegisterOptions{Name: ActivityBuildTables})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RetireInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.retired = append(f.retired, in)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityRetireSchedule})
 }
 
 func newWorld(ids ...string) *fakeWorld {
@@ -219,5 +226,20 @@ func TestTablesDebounce(t *testing.T) {
 	}
 	if w.builds != 3 || st.Builds != 3 || st.Signals != 4 || !st.Finished {
 		t.Errorf("%d builds, state %+v; want 3 builds (signals 0–2 together, 3, the end)", w.builds, st)
+	}
+}
+
+// The schedule's action rebuilds the tables, then asks to retire the schedule.
+func TestRegenerateTables(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld()
+	w.register(env)
+	env.ExecuteWorkflow(RegenerateTables, BuildTablesInput{SweepID: "s", ManifestKey: "m"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if w.builds != 1 || len(w.retired) != 1 || w.retired[0].ScheduleID != TablesScheduleID("s") {
+		t.Errorf("%d builds, retired %+v", w.builds, w.retired)
 	}
 }

@@ -149,6 +149,9 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
+	if err := activities.EnsureTablesSchedule(ctx, c, id, key); err != nil {
+		return fmt.Errorf("submit: tables schedule: %w", err)
+	}
 	fmt.Fprintln(stdout, id)
 	return nil
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/sfsweep/sfsweep/infra/devserver"
 	"github.com/sfsweep/sfsweep/infra/s3gw"
@@ -90,6 +94,28 @@ func TestDistributedMode(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Errorf("tables regenerate wrote:\n%s", keys)
+	}
+	// the tables schedule, triggered now that the sweep has ended, rebuilds and retires itself
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h := c.ScheduleClient().GetHandle(ctx, workflows.TablesScheduleID(id))
+	if _, err := h.Describe(ctx); err != nil {
+		t.Fatalf("no tables schedule after submit: %v", err)
+	}
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := h.Describe(ctx); err != nil {
+			break // deleted
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the tables schedule was not retired after the sweep ended")
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "s3", gw.Bucket(), "sweeps", "e2e", "tables", "c_e2e.md"))
 	if err != nil || !strings.Contains(string(md), "diverged (step") {

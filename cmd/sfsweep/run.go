@@ -110,6 +110,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("start sweep: %w", err)
 	}
 	fmt.Fprintf(stderr, "sweep workflow %s\n", sweepID)
+	if err := activities.EnsureTablesSchedule(ctx, st.client, sweepID, manifestKey); err != nil {
+		return fmt.Errorf("tables schedule: %w", err)
+	}
 
 	done := make(chan error, 1)
 	var res workflows.SweepResult
@@ -144,6 +147,9 @@ wait:
 	var ts workflows.TablesState
 	if err := st.client.GetWorkflow(ctx, workflows.TablesWorkflowID(sweepID), "").Get(ctx, &ts); err != nil {
 		return fmt.Errorf("tables: %w", err)
+	}
+	if err := acts.RetireSchedule(ctx, workflows.RetireInput{SweepID: sweepID, ScheduleID: workflows.TablesScheduleID(sweepID)}); err != nil {
+		return fmt.Errorf("tables schedule: %w", err)
 	}
 	if *record != "" {
 		ids := []string{sweepID, workflows.TablesWorkflowID(sweepID)}
