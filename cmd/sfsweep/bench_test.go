@@ -25,7 +25,8 @@ func TestBenchCommand(t *testing.T) {
 	if rep.BudgetMiB <= float64(4*4*rep.Params)/(1<<20) {
 		t.Errorf("memory budget %.3f MiB does not exceed the 4 parameter-sized vectors", rep.BudgetMiB)
 	}
-	if runtime.GOOS == "linux" && (rep.PeakRSSMiB <= 0 || math.Abs(rep.RSSOverBudget-rep.PeakRSSMiB/rep.BudgetMiB) > 1e-12) {
+	if runtime.GOOS == "linux" && (rep.PeakRSSMiB <= 0 || rep.BaseRSSMiB <= 0 || rep.BaseRSSMiB >= rep.PeakRSSMiB ||
+		math.Abs(rep.RSSOverBudget-(rep.PeakRSSMiB-rep.BaseRSSMiB)/rep.BudgetMiB) > 1e-12) {
 		t.Errorf("peak RSS %.1f MiB, ratio %.3f: inconsistent", rep.PeakRSSMiB, rep.RSSOverBudget)
 	}
 	for _, r := range rep.Rounds {
