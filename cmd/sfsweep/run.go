@@ -42,6 +42,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	window := fs.Int("window", 2, "trials in flight in the sweep (queued or training)")
 	heartbeat := fs.Duration("heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
 	verbose := fs.Bool("v", false, "log the embedded servers' warnings and the workers' events")
+	ui := fs.Bool("ui", true, "serve Temporal's Web UI on 127.0.0.1 while the sweep runs")
 	record := fs.String("record-histories", "", "after the sweep, write the event histories of its workflows as JSON into this directory (for replay tests)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sfsweep run [flags] MANIFEST.yaml")
@@ -81,13 +82,16 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 
-	st, err := startStack(ctx, absDir, logger)
+	st, err := startStack(ctx, absDir, *ui, logger)
 	if err != nil {
 		return err
 	}
 	defer st.stop()
 	fmt.Fprintf(stderr, "temporal %s (namespace %s) · s3 %s (bucket %s, objects under %s)\n",
 		st.server.HostPort(), devserver.DefaultNamespace, st.gw.Endpoint(), st.gw.Bucket(), st.gw.Root())
+	if *ui {
+		fmt.Fprintf(stderr, "Temporal Web UI: http://%s\n", st.server.UIAddr())
+	}
 
 	sweepID, manifestKey := sweepKeys(m, src)
 	if err := st.store.Put(ctx, manifestKey, src); err != nil {
@@ -175,13 +179,13 @@ type stack struct {
 	client client.Client
 }
 
-func startStack(ctx context.Context, dir string, logger *slog.Logger) (*stack, error) {
+func startStack(ctx context.Context, dir string, ui bool, logger *slog.Logger) (*stack, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	st := &stack{}
 	var err error
-	st.server, err = devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(dir, "temporal.db"), Logger: logger})
+	st.server, err = devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(dir, "temporal.db"), UI: ui, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("temporal server: %w", err)
 	}
