@@ -63,7 +63,7 @@ func TestRunSweepEndToEnd(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		var stdout, stderr bytes.Buffer
-		if code := runMain(ctx, []string{"run", "-dir", state, "-out", out, manifest}, &stdout, &stderr); code != 0 {
+		if code := runMain(ctx, []string{"run", "-ui=false", "-dir", state, "-out", out, manifest}, &stdout, &stderr); code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 		}
 		return stdout.String() + stderr.String()
