@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -363,13 +365,27 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 	if err != nil {
 		return TablesOutput{}, invalid(err)
 	}
+	// one listing tells which objects exist; only those are read
+	listed, err := a.Store.List(ctx, "trials/")
+	if err != nil {
+		return TablesOutput{}, err
+	}
+	exists := make(map[string]bool, len(listed))
+	for _, k := range listed {
+		exists[k] = true
+	}
 	outcomes := make(map[string]sweeps.Outcome, len(trials))
-	for _, t := range trials {
+	for i, t := range trials {
 		var o sweeps.Outcome
-		if o.Result, err = a.storedResult(ctx, t.ID); err != nil {
-			return TablesOutput{}, err
+		if exists[trialKey(t.ID, training.ResultKey)] {
+			if o.Result, err = a.storedResult(ctx, t.ID); err != nil {
+				return TablesOutput{}, err
+			}
 		}
-		if o.Result == nil {
+		if i%256 == 0 {
+			activity.RecordHeartbeat(ctx, i)
+		}
+		if o.Result == nil && exists[trialKey(t.ID, FailedKey)] {
 			if b, err := a.Store.Get(ctx, trialKey(t.ID, FailedKey)); err == nil {
 				var f map[string]string
 				_ = json.Unmarshal(b, &f)
@@ -421,13 +437,16 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 			}
 		}
 	}
-	curves, probes, err := a.sweepCurves(ctx, trials, outcomes)
+	curves, probes, err := a.sweepCurves(ctx, trials, outcomes, listed)
 	if err != nil {
 		return out, err
 	}
 	opts := analysis.CurvesOptions{Title: m.Name + ": validation loss"}
 	if len(curves) > 4 {
 		opts.Iterates = []string{training.IterX, training.IterW} // the primary iterate only
+	}
+	if len(curves) > MaxPlottedTrials {
+		return out, nil // a plot of more curves reads as noise; the tables hold the results
 	}
 	if fig, err := analysis.CurvesPlot(curves, opts); err == nil {
 		if err := figure("curves", fig); err != nil {
@@ -459,8 +478,12 @@ func trialLabel(t sweeps.Trial) string {
 	return l
 }
 
-// sweepCurves gathers the validation curves of the finished trials and their decay probes.
-func (a *Activities) sweepCurves(ctx context.Context, trials []sweeps.Trial, outcomes map[string]sweeps.Outcome) ([]analysis.Curve, []analysis.DecayProbeCurve, error) {
+// MaxPlottedTrials bounds the trials drawn in a sweep's curve plots.
+const MaxPlottedTrials = 64
+
+// sweepCurves gathers the validation curves of the finished trials and their decay probes
+// (listed: the keys under trials/).
+func (a *Activities) sweepCurves(ctx context.Context, trials []sweeps.Trial, outcomes map[string]sweeps.Outcome, listed []string) ([]analysis.Curve, []analysis.DecayProbeCurve, error) {
 	var curves []analysis.Curve
 	var probes []analysis.DecayProbeCurve
 	for _, t := range trials {
@@ -473,12 +496,16 @@ func (a *Activities) sweepCurves(ctx context.Context, trials []sweeps.Trial, out
 			c.Points = append(c.Points, analysis.CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
 		}
 		curves = append(curves, c)
-		keys, err := a.Store.List(ctx, trialPrefix(t.ID)+"/probes/decay-step-")
-		if err != nil {
-			return nil, nil, err
+		if len(curves) > MaxPlottedTrials {
+			return curves, nil, nil
 		}
 		pc := analysis.DecayProbeCurve{Label: c.Label}
-		for _, k := range keys {
+		probePrefix := trialPrefix(t.ID) + "/probes/decay-step-"
+		lo, _ := slices.BinarySearch(listed, probePrefix)
+		for _, k := range listed[lo:] {
+			if !strings.HasPrefix(k, probePrefix) {
+				break
+			}
 			b, err := a.Store.Get(ctx, k)
 			if err != nil {
 				return nil, nil, err
