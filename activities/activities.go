@@ -87,6 +87,44 @@ func decayKey(id string, step int) string {
 	return fmt.Sprintf("%s/probes/decay-step-%08d.json", trialPrefix(id), step)
 }
 
+// heartbeat records a heartbeat when ctx is an activity's (BuildTables also runs outside
+// Temporal, from sfsweep tables regenerate).
+func heartbeat(ctx context.Context, details ...any) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, details...)
+	}
+}
+
+// KeepAliveEvery is how often a long activity heartbeats between its own progress reports
+// (preparing data, restoring a checkpoint, evaluating, probing), well inside the shortest
+// heartbeat timeout a sweep may set.
+const KeepAliveEvery = time.Second
+
+// keepAlive heartbeats every KeepAliveEvery with the latest detail until stop is called,
+// so a live worker is never taken for a lost one; a killed worker stops heartbeating and
+// its activity is retried elsewhere.
+func keepAlive(ctx context.Context, detail func() any) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(KeepAliveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, detail())
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // FailedKey is the object that marks a trial failed after its retries.
 const FailedKey = "failed.json"
 
@@ -111,6 +149,7 @@ func (a *Activities) readManifest(ctx context.Context, key string) (*sweeps.Mani
 // Plan expands the manifest, writes each trial's config.json where missing, and reports
 // which trials already have a result (those are never recomputed).
 func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflows.PlanOutput, error) {
+	defer keepAlive(ctx, func() any { return "plan" })()
 	m, err := a.readManifest(ctx, in.ManifestKey)
 	if err != nil {
 		return workflows.PlanOutput{}, err
@@ -144,7 +183,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		}
 		out.Trials = append(out.Trials, ref)
 		if i%64 == 0 {
-			activity.RecordHeartbeat(ctx, i)
+			heartbeat(ctx, i)
 		}
 	}
 	return out, nil
@@ -201,7 +240,10 @@ func (a *Activities) batches(ctx context.Context, cfg training.Config) (training
 // Train runs a trial to its end, resuming from its newest valid checkpoint, heartbeating
 // its step and loss. A result that exists is returned as it is.
 func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workflows.TrainOutput, error) {
-	activity.RecordHeartbeat(ctx, workflows.TrainHeartbeat{})
+	var mu sync.Mutex
+	var last workflows.TrainHeartbeat
+	stop := keepAlive(ctx, func() any { mu.Lock(); defer mu.Unlock(); return last })
+	defer stop()
 	if res, err := a.storedResult(ctx, in.TrialID); err != nil || res != nil {
 		return a.trainOutput(ctx, in.TrialID, res), err
 	}
@@ -216,7 +258,9 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	res, err := training.Run(ctx, cfg, training.Options{
 		Store: a.Store, Prefix: trialPrefix(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID),
 		Progress: func(p training.Progress) {
-			activity.RecordHeartbeat(ctx, workflows.TrainHeartbeat{Step: p.Step, Loss: p.TrainLoss})
+			mu.Lock()
+			last = workflows.TrainHeartbeat{Step: p.Step, Loss: p.TrainLoss}
+			mu.Unlock()
 			if a.Progress != nil {
 				a.Progress(in.TrialID, p)
 			}
@@ -263,6 +307,7 @@ func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Res
 // DecayProbe runs the paper's decay probe from a trial's checkpoint, at x for SF-AdamW
 // and at w for AdamW, and writes its result.
 func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInput) (training.DecayProbeResult, error) {
+	defer keepAlive(ctx, func() any { return in.Step })()
 	key := decayKey(in.TrialID, in.Step)
 	if b, err := a.Store.Get(ctx, key); err == nil {
 		var r training.DecayProbeResult
@@ -357,6 +402,7 @@ func OutputPrefix(m *sweeps.Manifest) string {
 
 // BuildTables rebuilds every table of the sweep from the results in the store.
 func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesInput) (TablesOutput, error) {
+	defer keepAlive(ctx, func() any { return "tables" })()
 	m, err := a.readManifest(ctx, in.ManifestKey)
 	if err != nil {
 		return TablesOutput{}, err
@@ -383,7 +429,7 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 			}
 		}
 		if i%256 == 0 {
-			activity.RecordHeartbeat(ctx, i)
+			heartbeat(ctx, i)
 		}
 		if o.Result == nil && exists[trialKey(t.ID, FailedKey)] {
 			if b, err := a.Store.Get(ctx, trialKey(t.ID, FailedKey)); err == nil {

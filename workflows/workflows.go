@@ -47,6 +47,11 @@ const (
 // retried.
 const ErrorInvalidConfig = "InvalidConfig"
 
+// cpuHeartbeat is the heartbeat timeout of the long cpu activities (Plan, BuildTables),
+// which heartbeat every second: a worker lost in the middle of one is noticed at once
+// rather than at the end of the start-to-close limit. The short ones finish well within it.
+const cpuHeartbeat = 30 * time.Second
+
 // Retry policies, named once.
 var (
 	// RetryTransient retries a failed activity with exponential backoff, unattended: a lost
@@ -144,7 +149,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 		return SweepResult{}, err
 	}
 	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, RetryPolicy: RetryQuick,
+		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: cpuHeartbeat, RetryPolicy: RetryQuick,
 	})
 	if !in.Planned {
 		var plan PlanOutput
@@ -317,7 +322,7 @@ func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
 		TaskQueue: QueueGPU, StartToCloseTimeout: 7 * 24 * time.Hour, HeartbeatTimeout: hb, RetryPolicy: RetryTransient,
 	})
 	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: QueueCPU, StartToCloseTimeout: 5 * time.Minute, RetryPolicy: RetryQuick,
+		TaskQueue: QueueCPU, StartToCloseTimeout: time.Minute, RetryPolicy: RetryQuick,
 	})
 	res := TrialResult{TrialID: in.Trial.ID}
 	var out TrainOutput
@@ -394,7 +399,7 @@ func Tables(ctx workflow.Context, in TablesInput) (TablesState, error) {
 		return *st, err
 	}
 	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, RetryPolicy: RetryTransient,
+		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: cpuHeartbeat, RetryPolicy: RetryTransient,
 	})
 	results := workflow.GetSignalChannel(ctx, SignalResult)
 	done := workflow.GetSignalChannel(ctx, SignalSweepDone)
@@ -466,7 +471,7 @@ type RetireInput struct {
 // retire the schedule if the sweep has ended (its Tables workflow builds the last tables).
 func RegenerateTables(ctx workflow.Context, in BuildTablesInput) error {
 	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, RetryPolicy: RetryTransient,
+		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: cpuHeartbeat, RetryPolicy: RetryTransient,
 	})
 	if err := workflow.ExecuteActivity(cpu, ActivityBuildTables, in).Get(ctx, nil); err != nil {
 		return err

@@ -1,0 +1,759 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/sfsweep/sfsweep/activities"
+	"github.com/sfsweep/sfsweep/infra/devserver"
+	"github.com/sfsweep/sfsweep/infra/s3gw"
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/checkpoint"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// Fault-injection tests: real processes (the test binary re-executed as the sfsweep
+// command, see TestMain) killed with SIGKILL at a chosen point of a sweep, and the
+// sweep's outcome checked against an uninterrupted run. RELIABILITY.md lists what they
+// show and what they do not.
+
+// killManifest is one trial of the end-to-end test's model, long enough that a kill lands
+// between two checkpoints, evaluated every two steps so that curves.jsonl in the bucket
+// tells how far training got.
+const killManifest = `name: worker-kill
+model_config: {arch: llama, vocab: 257, dim: 32, layers: 2, heads: 2, context: 32, hidden: 64, batch: 4}
+data: {default: byte, max_bytes: 300000}
+batch_tokens: 128
+steps: 400
+eval_every: 2
+eval_seqs: 4
+test_seqs: 8
+checkpoint_every: 50
+seeds: [1]
+optimizers:
+  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]]}
+tables:
+  - {kind: hyperparameters, name: worker_kill}
+`
+
+// A gpu worker process is killed (SIGKILL) in the middle of a trial, between two of its
+// checkpoints; a second gpu worker is started. The Train activity's heartbeat times out,
+// RetryTransient starts it again on the new worker, which resumes from the newest
+// checkpoint in S3; the trial's result must be bitwise identical to the same config
+// trained uninterrupted.
+func TestWorkerKilledMidTrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server, worker processes, and trains (-short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	manifest := filepath.Join(dir, "kill.yaml")
+	if err := os.WriteFile(manifest, []byte(killManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trial := onlyTrial(t, killManifest)
+	const ckEvery = 50
+
+	// the reference: the same config trained uninterrupted into a local store (this also
+	// prepares the corpus the workers read from the shared cache)
+	refStore, want := trainDirect(ctx, t, trial, filepath.Join(dir, "direct"), cache)
+
+	srv, err := devserver.Start(ctx, devserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	gw, err := s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(dir, "s3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Stop()
+	setRemoteEnv(t, srv, gw)
+	tc, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: devserver.DefaultNamespace, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+
+	// the cpu worker (workflows, planning, tables) stays up in this process
+	wctx, stopCPU := context.WithCancel(ctx)
+	cpuDone := make(chan int)
+	var cpuLog syncBuffer
+	go func() {
+		cpuDone <- runMain(wctx, []string{"worker", "-queue", "cpu", "-cache", cache}, &cpuLog, &cpuLog)
+	}()
+	defer func() { stopCPU(); <-cpuDone }()
+
+	workerA := startProcess(ctx, t, dir, "worker A", "worker", "-queue", "gpu", "-cache", cache)
+	var out, errb bytes.Buffer
+	if code := runMain(ctx, []string{"submit", "-heartbeat", "3s", manifest}, &out, &errb); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, errb.String())
+	}
+	sweepID := strings.TrimSpace(out.String())
+
+	// wait for the first checkpoint in the bucket, then for training to be past it
+	objects := filepath.Join(gw.Root(), gw.Bucket(), "trials", trial.ID)
+	sidecar := filepath.Join(objects, filepath.FromSlash(checkpoint.SidecarKey(training.CheckpointsDir, ckEvery)))
+	waitFor(ctx, t, "the first checkpoint of the trial in the bucket", func() bool {
+		_, err := os.Stat(sidecar)
+		return err == nil
+	}, workerA)
+	waitFor(ctx, t, "training past the first checkpoint", func() bool {
+		return lastCurveStep(objects) >= ckEvery+10
+	}, workerA)
+	workerA.kill(t)
+	killedAt := time.Now()
+	killStep := lastCurveStep(objects)
+	if killStep >= 2*ckEvery {
+		t.Logf("the kill landed at step %d, after the second checkpoint", killStep)
+	}
+
+	workerB := startProcess(ctx, t, dir, "worker B", "worker", "-queue", "gpu", "-cache", cache)
+	defer workerB.interrupt(t)
+	resumed := workerB.await("msg=resumed")
+	var res workflows.SweepResult
+	if err := tc.GetWorkflow(ctx, sweepID, "").Get(ctx, &res); err != nil {
+		t.Fatalf("sweep: %v\nworker B:\n%s\ncpu worker:\n%s", err, workerB.output(), cpuLog.String())
+	}
+	doneAt := time.Now()
+	if p := res.Progress; p.Total != 1 || p.Completed != 1 {
+		t.Fatalf("sweep progress %+v", p)
+	}
+	var resumedAt time.Time
+	select {
+	case resumedAt = <-resumed:
+	default:
+		t.Fatalf("worker B never resumed the trial:\n%s", workerB.output())
+	}
+
+	got := readResult(t, filepath.Join(objects, training.ResultKey))
+	if got.Resumed <= 0 || got.Resumed > killStep {
+		t.Errorf("resumed_from = %d, want a checkpoint step in (0, %d] (the kill's step)", got.Resumed, killStep)
+	}
+	sameResult(t, got, want)
+	// every object of the run, not only the result: the curves as written
+	wantCurves, err := refStore.Get(ctx, "trials/"+trial.ID+"/"+training.CurvesKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotCurves, err := os.ReadFile(filepath.Join(objects, training.CurvesKey)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
+		t.Errorf("curves.jsonl differs from the uninterrupted run's (%v)", err)
+	}
+	attempt, cause := trainAttempt(ctx, t, tc, workflows.TrialWorkflowID(sweepID, trial.ID))
+	if attempt < 2 {
+		t.Errorf("the Train activity completed on attempt %d: the kill caused no retry", attempt)
+	}
+	t.Logf("killed at step %d (or up to one evaluation later), resumed from the checkpoint at step %d: %d steps recomputed",
+		killStep, got.Resumed, killStep-got.Resumed)
+	t.Logf("Train activity: %d retries (last failure: %s); kill → training resumed on worker B: %.1f s; kill → sweep done: %.1f s",
+		attempt-1, cause, resumedAt.Sub(killedAt).Seconds(), doneAt.Sub(killedAt).Seconds())
+}
+
+// serverKillManifest is five trials of the same model, short enough that the sweep takes
+// a few seconds, with checkpoints so that a trial cut off mid-training resumes.
+const serverKillManifest = `name: server-kill
+model_config: {arch: llama, vocab: 257, dim: 32, layers: 2, heads: 2, context: 32, hidden: 64, batch: 4}
+data: {default: byte, max_bytes: 300000}
+batch_tokens: 128
+steps: 300
+eval_every: 5
+eval_seqs: 4
+test_seqs: 8
+checkpoint_every: 40
+seeds: [1, 2, 3, 4, 5]
+optimizers:
+  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]]}
+tables:
+  - {kind: hyperparameters, name: server_kill}
+`
+
+// The whole embedded deployment (sfsweep run: Temporal server on SQLite, S3 gateway,
+// workers, in one process) is killed with SIGKILL while a trial trains, after at least one
+// result landed; the same command is run again on the same state directory. The sweep
+// completes, no result that existed before the kill is written again, every trial has its
+// result, the tables exist, and a trial cut off mid-training resumed from its checkpoint
+// bitwise identical to an uninterrupted run.
+func TestServerKilledMidSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server in child processes and trains (-short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "server-kill.yaml")
+	if err := os.WriteFile(manifest, []byte(serverKillManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sweeps.Parse([]byte(serverKillManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := m.Expand()
+	if err != nil || len(trials) != 5 {
+		t.Fatalf("%d trials (%v), want 5", len(trials), err)
+	}
+	const ckEvery = 40
+	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "out")
+	histories := filepath.Join(dir, "histories")
+	args := []string{"run", "-ui=false", "-dir", state, "-out", out, "-heartbeat", "3s", "-window", "2", "-record-histories", histories, manifest}
+	objects := filepath.Join(state, "s3", s3gw.DefaultBucket, "trials")
+
+	first := startProcess(ctx, t, dir, "sfsweep run (first)", args...)
+	// Kill while a trial trains between two checkpoints (past its first), after at least
+	// one result landed, and between 0.3 s and 1.5 s after the newest result: by then that
+	// trial's NotifyTables activity has returned and the Tables workflow's BuildTables (2 s
+	// of quiet after a result) has not started. Those cpu-queue activities do not
+	// heartbeat; one cut off by the kill would be retried only after its start-to-close
+	// timeout (minutes, see RELIABILITY.md).
+	seen := map[string]time.Time{} // result.json → when this test first saw it
+	var cutID string               // the trial cut off mid-training
+	waitFor(ctx, t, "a trial training past its first checkpoint shortly after a result landed", func() bool {
+		now := time.Now()
+		var newest time.Time
+		for _, tr := range trials {
+			if _, err := os.Stat(filepath.Join(objects, tr.ID, training.ResultKey)); err == nil {
+				if _, ok := seen[tr.ID]; !ok {
+					seen[tr.ID] = now
+				}
+				if seen[tr.ID].After(newest) {
+					newest = seen[tr.ID]
+				}
+			}
+		}
+		if len(seen) == len(trials) {
+			t.Fatalf("the sweep finished before a kill point was found\n%s", first.output())
+		}
+		if len(seen) == 0 {
+			return false
+		}
+		if since := now.Sub(newest); since < 300*time.Millisecond || since > 1500*time.Millisecond {
+			return false
+		}
+		for _, tr := range trials {
+			d := filepath.Join(objects, tr.ID)
+			if _, done := seen[tr.ID]; done {
+				continue
+			}
+			// past a checkpoint, not on one
+			step := lastCurveStep(d)
+			if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(checkpoint.SidecarKey(training.CheckpointsDir, ckEvery)))); err == nil && step > ckEvery && step%ckEvery != 0 {
+				cutID = tr.ID
+				return true
+			}
+		}
+		return false
+	}, first)
+	first.kill(t)
+	killedAt := time.Now()
+	killStep := lastCurveStep(filepath.Join(objects, cutID))
+
+	before := map[string]resultFile{}
+	for _, tr := range trials {
+		if rf, ok := statResult(t, filepath.Join(objects, tr.ID)); ok {
+			before[tr.ID] = rf
+		}
+	}
+	if len(before) == 0 || len(before) == len(trials) {
+		t.Fatalf("%d results at the kill, want some but not all", len(before))
+	}
+
+	second := startProcess(ctx, t, dir, "sfsweep run (again)", args...)
+	restartedAt := time.Now()
+	stackUp, cutTraining := second.await("sweep workflow "), second.await("trial "+cutID+" step ")
+	if code := second.exitCode(); code != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, second.output())
+	}
+	doneAt := time.Now()
+	log := second.output()
+	// each trial counted once, as completed, by the sweep workflow that outlived the kill
+	n := len(trials)
+	if want := fmt.Sprintf("sweep done: %d trials, %d run now (%d completed, 0 diverged, 0 failed), 0 had results", n, n, n); !strings.Contains(log, want) {
+		t.Errorf("second run does not report %q:\n%s", want, log)
+	}
+
+	// the results from before the kill are untouched; every trial has its result
+	for _, tr := range trials {
+		d := filepath.Join(objects, tr.ID)
+		rf, ok := statResult(t, d)
+		if !ok {
+			t.Errorf("trial %s: no result.json after the second run", tr.ID)
+			continue
+		}
+		if old, had := before[tr.ID]; had && (!rf.mtime.Equal(old.mtime) || !bytes.Equal(rf.data, old.data)) {
+			t.Errorf("trial %s: result.json existed before the kill and was written again (mtime %v, was %v)", tr.ID, rf.mtime, old.mtime)
+		}
+		if _, err := os.Stat(filepath.Join(d, activities.FailedKey)); err == nil {
+			t.Errorf("trial %s: marked failed", tr.ID)
+		}
+	}
+	// the tables: on disk and in the bucket, in every format
+	for _, ext := range []string{"md", "csv", "tex", "json"} {
+		for _, p := range []string{
+			filepath.Join(out, "sweeps", m.Name, "tables", "server_kill."+ext),
+			filepath.Join(state, "s3", s3gw.DefaultBucket, "sweeps", m.Name, "tables", "server_kill."+ext),
+		} {
+			if _, err := os.Stat(p); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+
+	// the trial cut off mid-training resumed from its checkpoint, bitwise
+	var cut sweeps.Trial
+	for _, tr := range trials {
+		if tr.ID == cutID {
+			cut = tr
+		}
+	}
+	got := readResult(t, filepath.Join(objects, cutID, training.ResultKey))
+	if got.Resumed < ckEvery || got.Resumed > killStep {
+		t.Errorf("trial %s, cut off at step %d: resumed_from = %d, want a checkpoint step in [%d, %d]", cutID, killStep, got.Resumed, ckEvery, killStep)
+	}
+	_, want := trainDirect(ctx, t, cut, filepath.Join(dir, "direct"), filepath.Join(state, "data"))
+	sameResult(t, got, want)
+
+	attempt, cause := recordedTrainAttempt(t, filepath.Join(histories, strings.ReplaceAll(workflows.TrialWorkflowID(sweepIDOf(t, log), cutID), "/", "_")+".json"))
+	if attempt < 2 {
+		t.Errorf("trial %s: Train completed on attempt %d: the kill caused no retry", cutID, attempt)
+	}
+	t.Logf("killed with %d of %d results, trial %s at step %d (or up to one evaluation later); it resumed from step %d: %d steps recomputed",
+		len(before), len(trials), cutID[:8], killStep, got.Resumed, killStep-got.Resumed)
+	t.Logf("its Train activity: %d retries (last failure: %s); restart → sweep workflow reached: %s, → the trial's first evaluation after resuming: %s; kill → sweep done: %.1f s",
+		attempt-1, cause, since(restartedAt, stackUp), since(restartedAt, cutTraining), doneAt.Sub(killedAt).Seconds())
+}
+
+// since is the time from start to the moment on c, if it came.
+func since(start time.Time, c <-chan time.Time) string {
+	select {
+	case at := <-c:
+		return fmt.Sprintf("%.1f s", at.Sub(start).Seconds())
+	default:
+		return "never"
+	}
+}
+
+// sweepIDOf reads the sweep's workflow ID from the output of sfsweep run.
+func sweepIDOf(t *testing.T, log string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(log, "sweep workflow ")
+	id, _, _ := strings.Cut(rest, "\n")
+	if !ok || id == "" {
+		t.Fatalf("no sweep workflow ID in:\n%s", log)
+	}
+	return id
+}
+
+// recordedTrainAttempt is trainAttempt on a history that sfsweep run -record-histories wrote.
+func recordedTrainAttempt(t *testing.T, path string) (int, string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h historypb.History
+	if err := protojson.Unmarshal(b, &h); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return attemptOf(t, h.Events, path)
+}
+
+// resultFile is a result.json as found on disk.
+type resultFile struct {
+	mtime time.Time
+	data  []byte
+}
+
+func statResult(t *testing.T, trialDir string) (resultFile, bool) {
+	t.Helper()
+	p := filepath.Join(trialDir, training.ResultKey)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return resultFile{}, false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resultFile{fi.ModTime(), b}, true
+}
+
+// onlyTrial expands a one-trial manifest.
+func onlyTrial(t *testing.T, src string) sweeps.Trial {
+	t.Helper()
+	m, err := sweeps.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := m.Expand()
+	if err != nil || len(trials) != 1 {
+		t.Fatalf("%d trials (%v), want 1", len(trials), err)
+	}
+	return trials[0]
+}
+
+// trainDirect trains a trial with training.Run alone, uninterrupted, into a local store.
+func trainDirect(ctx context.Context, t *testing.T, trial sweeps.Trial, dir, cache string) (blob.Store, *training.Result) {
+	t.Helper()
+	store, err := blob.NewDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := training.OpenData(ctx, trial.Config.Data, store, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := training.NewBatches(trial.Config, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := training.Run(ctx, trial.Config, training.Options{Store: store, Prefix: "trials/" + trial.ID, Data: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != training.StatusCompleted {
+		t.Fatalf("reference run: status %q", res.Status)
+	}
+	return store, res
+}
+
+// sameResult fails unless two results agree bit for bit in everything a run computes: the
+// final parameters' digest, every curve point, the validation and test losses. Only the
+// wall time and the resume step may differ. Go writes a float64 in JSON as the shortest
+// decimal that reads back to the same bits, so equal JSON is equal bits.
+func sameResult(t *testing.T, got, want *training.Result) {
+	t.Helper()
+	if got.ParamsHash != want.ParamsHash {
+		t.Errorf("params_sha256 %s, the uninterrupted run's is %s", got.ParamsHash, want.ParamsHash)
+	}
+	g, w := *got, *want
+	g.Seconds, w.Seconds, g.Resumed, w.Resumed = 0, 0, 0, 0
+	gb, _ := json.MarshalIndent(g, "", " ")
+	wb, _ := json.MarshalIndent(w, "", " ")
+	if !bytes.Equal(gb, wb) {
+		t.Errorf("result differs from the uninterrupted run's:\n%s", firstDiff(gb, wb))
+	}
+}
+
+// firstDiff shows the first differing line of two texts.
+func firstDiff(a, b []byte) string {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return fmt.Sprintf("line %d: got %s\n         want %s", i+1, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("%d lines, want %d", len(al), len(bl))
+}
+
+func readResult(t *testing.T, path string) *training.Result {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r training.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &r
+}
+
+// lastCurveStep is the step of the last evaluation in a trial's curves.jsonl, 0 if none.
+func lastCurveStep(trialDir string) int {
+	b, err := os.ReadFile(filepath.Join(trialDir, training.CurvesKey))
+	if err != nil {
+		return 0
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	var p training.CurvePoint
+	if json.Unmarshal(lines[len(lines)-1], &p) != nil {
+		return 0
+	}
+	return p.Step
+}
+
+// trainAttempt returns the attempt on which a trial's Train activity completed and the
+// failure of the attempt before it, from the trial workflow's history.
+func trainAttempt(ctx context.Context, t *testing.T, c client.Client, workflowID string) (int, string) {
+	t.Helper()
+	var events []*historypb.HistoryEvent
+	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", workflowID, err)
+		}
+		events = append(events, ev)
+	}
+	return attemptOf(t, events, workflowID)
+}
+
+// attemptOf finds the Train activity's started event in a history. Temporal records the
+// started event of the attempt that ended the activity only, with its attempt number and
+// the failure of the attempt before.
+func attemptOf(t *testing.T, events []*historypb.HistoryEvent, what string) (int, string) {
+	t.Helper()
+	scheduled := map[int64]string{}
+	for _, ev := range events {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == workflows.ActivityTrain {
+			cause := "none"
+			if f := a.GetLastFailure(); f != nil {
+				cause = f.GetMessage()
+			}
+			return int(a.GetAttempt()), cause
+		}
+	}
+	t.Fatalf("no Train activity started in %s", what)
+	return 0, ""
+}
+
+// setRemoteEnv points the distributed-mode commands (and the processes this test starts,
+// which inherit the environment) at srv and gw.
+func setRemoteEnv(t *testing.T, srv *devserver.Server, gw *s3gw.Gateway) {
+	creds := gw.Credentials()
+	for k, v := range map[string]string{
+		"TEMPORAL_ADDRESS": srv.HostPort(), "TEMPORAL_NAMESPACE": devserver.DefaultNamespace,
+		"SFSWEEP_S3_ENDPOINT": gw.Endpoint(), "SFSWEEP_S3_BUCKET": gw.Bucket(), "SFSWEEP_S3_REGION": gw.Region(),
+		"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey,
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// waitFor polls cond every 5 ms until it holds, failing the test (with the output of the
+// processes given) if ctx ends first or one of them exits.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool, procs ...*process) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v\n%s", what, ctx.Err(), outputs(procs))
+		case <-tick.C:
+		}
+		for _, p := range procs {
+			if p.exited() {
+				t.Fatalf("waiting for %s: %s exited\n%s", what, p.name, outputs(procs))
+			}
+		}
+	}
+}
+
+func outputs(procs []*process) string {
+	var b strings.Builder
+	for _, p := range procs {
+		fmt.Fprintf(&b, "--- %s:\n%s\n", p.name, p.output())
+	}
+	return b.String()
+}
+
+// process is the test binary re-executed as the sfsweep command.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+
+	mu       sync.Mutex
+	lines    []line
+	watchers []watcher
+}
+
+// line is a line of a process's output and the time it arrived.
+type line struct {
+	text string
+	at   time.Time
+}
+
+type watcher struct {
+	substr string
+	at     chan time.Time
+}
+
+// startProcess runs "sfsweep args..." as a child process in dir, with this process's
+// environment; ctx ending kills it.
+func startProcess(ctx context.Context, t *testing.T, dir, name string, args ...string) *process {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{name: name, done: make(chan struct{})}
+	p.cmd = exec.CommandContext(ctx, exe, args...)
+	p.cmd.Dir = dir
+	p.cmd.Env = append(os.Environ(), reexecEnv+"=1")
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	scanned := make(chan struct{})
+	go func() { p.scan(pr); close(scanned) }()
+	go func() {
+		p.cmd.Wait()
+		pw.Close()
+		<-scanned
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.exited() {
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// scan keeps the process's output, line by line with the time each arrived, and tells
+// the watchers.
+func (p *process) scan(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := line{sc.Text(), time.Now()}
+		p.mu.Lock()
+		p.lines = append(p.lines, l)
+		ws := p.watchers[:0]
+		for _, w := range p.watchers {
+			if strings.Contains(l.text, w.substr) {
+				w.at <- l.at
+			} else {
+				ws = append(ws, w)
+			}
+		}
+		p.watchers = ws
+		p.mu.Unlock()
+	}
+	io.Copy(io.Discard, r)
+}
+
+// await returns a channel that receives the time the first line of output containing
+// substr arrived.
+func (p *process) await(substr string) <-chan time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := make(chan time.Time, 1)
+	for _, l := range p.lines {
+		if strings.Contains(l.text, substr) {
+			c <- l.at
+			return c
+		}
+	}
+	p.watchers = append(p.watchers, watcher{substr, c})
+	return c
+}
+
+func (p *process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, l := range p.lines {
+		b.WriteString(l.text + "\n")
+	}
+	return b.String()
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill %s: %v", p.name, err)
+	}
+	<-p.done
+}
+
+// interrupt asks the process to stop (os.Interrupt, as Ctrl-C) and waits for it: it must
+// exit with status 0 within 10 s.
+func (p *process) interrupt(t *testing.T) {
+	t.Helper()
+	if p.exited() {
+		t.Errorf("%s exited before it was asked to stop\n%s", p.name, p.output())
+		return
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+		if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("%s: exit %d on interrupt\n%s", p.name, code, p.output())
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s did not stop on interrupt", p.name)
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// exitCode is the process's exit status once it has exited.
+func (p *process) exitCode() int {
+	<-p.done
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// quietLogger discards the Temporal client's log.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
+
+// A heartbeat timeout that is not positive is refused before anything is submitted.
+func TestSubmitHeartbeatFlag(t *testing.T) {
+	for _, v := range []string{"0s", "-3s"} {
+		var out, errb bytes.Buffer
+		code := runMain(context.Background(), []string{"submit", "-heartbeat", v, "sweep.yaml"}, &out, &errb)
+		if want := "-heartbeat = " + v + ": must be > 0"; code != 2 || !strings.Contains(errb.String(), want) {
+			t.Errorf("submit -heartbeat %s: exit %d, %q; want exit 2 and %q", v, code, errb.String(), want)
+		}
+	}
+}
