@@ -37,6 +37,8 @@ import (
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/sfsweep/sfsweep/internal/netx"
 )
 
 // DefaultNamespace is the namespace created when Options.Namespaces is empty.
@@ -204,7 +206,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		httpPort:   ports.http,
 		namespaces: opts.Namespaces,
 	}
-	if err := waitListening(ctx, s.hostPort); err != nil {
+	if err := netx.WaitListening(ctx, s.hostPort, 30*time.Second); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("devserver: frontend %s: %w", s.hostPort, err)
 	}
@@ -241,7 +243,7 @@ func (s *Server) startUI(ctx context.Context, port int, namespace string) error 
 	s.ui = uiserver.NewServer(uioptions.WithConfigProvider(uiConfig{cfg}))
 	go s.ui.Start() // returns when Stop closes it
 	s.uiAddr = net.JoinHostPort(host, strconv.Itoa(port))
-	if err := waitListening(ctx, s.uiAddr); err != nil {
+	if err := netx.WaitListening(ctx, s.uiAddr, 30*time.Second); err != nil {
 		return fmt.Errorf("devserver: UI %s: %w", s.uiAddr, err)
 	}
 	return nil
@@ -414,23 +416,5 @@ func serverConfig(sqlCfg *config.SQL, p ports) *config.Config {
 		}},
 		// The worker service dials the frontend through the public client.
 		PublicClient: config.PublicClient{HostPort: frontend},
-	}
-}
-
-// waitListening waits until addr accepts TCP connections.
-func waitListening(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var d net.Dialer
-	for {
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return c.Close()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not listening: %w", err)
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/versity/versitygw/s3api"
 
 	"github.com/sfsweep/sfsweep/infra/s3store"
+	"github.com/sfsweep/sfsweep/internal/netx"
 )
 
 // Defaults of Options.
@@ -233,7 +234,7 @@ func (g *Gateway) run(ctx context.Context, port int, ms meta.MetadataStorer) err
 		return fmt.Errorf("s3gw: start on %s: not listening after 30s", addr)
 	}
 	// OnListen fires just before the listener accepts; wait until a connection succeeds.
-	if err := waitListening(ctx, addr); err != nil {
+	if err := netx.WaitListening(ctx, addr, 10*time.Second); err != nil {
 		cancel()
 		<-done
 		os.Chdir(g.prevDir)
@@ -414,21 +415,4 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitListening(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	var d net.Dialer
-	for {
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return c.Close()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not listening: %w", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }

@@ -121,3 +121,22 @@ func CheckLen(what string, got, want int) error {
 	}
 	return nil
 }
+
+// CheckBatch is the input check of Forward, shared by backends: tokens and targets hold n
+// ids each, all inside the vocabulary.
+func CheckBatch(who string, tokens, targets []int32, n, vocab int) error {
+	if len(tokens) != n || len(targets) != n {
+		return fmt.Errorf("%s: %d tokens and %d targets, want batch·seqLen = %d each", who, len(tokens), len(targets), n)
+	}
+	for _, s := range []struct {
+		name string
+		ids  []int32
+	}{{"tokens", tokens}, {"targets", targets}} {
+		for i, id := range s.ids {
+			if id < 0 || int(id) >= vocab {
+				return fmt.Errorf("%s: %s[%d] = %d, outside the vocabulary [0, %d)", who, s.name, i, id, vocab)
+			}
+		}
+	}
+	return nil
+}

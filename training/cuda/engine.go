@@ -411,18 +411,8 @@ func (e *Engine) Forward(tokens, targets []int32) (float64, error) {
 	if e.closed {
 		return 0, errClosed
 	}
-	if len(tokens) != e.n || len(targets) != e.n {
-		return 0, fmt.Errorf("cuda: %d tokens and %d targets, want batch·seqLen = %d each", len(tokens), len(targets), e.n)
-	}
-	for _, s := range []struct {
-		name string
-		ids  []int32
-	}{{"tokens", tokens}, {"targets", targets}} {
-		for i, id := range s.ids {
-			if id < 0 || int(id) >= e.cfg.Vocab {
-				return 0, fmt.Errorf("cuda: %s[%d] = %d, outside the vocabulary [0, %d)", s.name, i, id, e.cfg.Vocab)
-			}
-		}
+	if err := backend.CheckBatch("cuda", tokens, targets, e.n, e.cfg.Vocab); err != nil {
+		return 0, err
 	}
 	unlock := e.d.lock()
 	defer unlock()

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/sfsweep/sfsweep/internal/par"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/gemm"
 	"github.com/sfsweep/sfsweep/training/model"
 )
@@ -260,18 +261,8 @@ func (m *Model[T]) SeqLen() int { return m.t }
 // usually the tokens shifted by one. It keeps what Backward needs.
 func (m *Model[T]) Forward(tokens, targets []int32) (float64, error) {
 	m.ready = false
-	if len(tokens) != m.n || len(targets) != m.n {
-		return 0, fmt.Errorf("native: %d tokens and %d targets, want batch·seqLen = %d each", len(tokens), len(targets), m.n)
-	}
-	for _, s := range []struct {
-		name string
-		ids  []int32
-	}{{"tokens", tokens}, {"targets", targets}} {
-		for i, id := range s.ids {
-			if id < 0 || int(id) >= m.cfg.Vocab {
-				return 0, fmt.Errorf("native: %s[%d] = %d, outside the vocabulary [0, %d)", s.name, i, id, m.cfg.Vocab)
-			}
-		}
+	if err := backend.CheckBatch("native", tokens, targets, m.n, m.cfg.Vocab); err != nil {
+		return 0, err
 	}
 	copy(m.tokens, tokens)
 	copy(m.targets, targets)
