@@ -90,6 +90,10 @@ func (e *ConfigError) Error() string {
 
 func ptr(v float64) *float64 { return &v }
 
+// maxCount bounds the counts of a config (2^40: a trillion tokens in a batch), so that
+// their products cannot overflow.
+const maxCount = 1 << 40
+
 // WithDefaults fills the fields left unset with the paper's values.
 func (c Config) WithDefaults() Config {
 	if c.Backend == "" {
@@ -209,6 +213,14 @@ func (c Config) Validate() error {
 	}{{"eval_every", c.EvalEvery}, {"checkpoint_every", c.CheckpointEvery}, {"keep_checkpoints", c.KeepCheckpoints}} {
 		if f.v < 0 {
 			return &ConfigError{f.name, f.v, "must be ≥ 0"}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"micro_batch", c.MicroBatch}, {"batch_tokens", c.BatchTokens}, {"steps", c.Steps}, {"eval_seqs", c.EvalSeqs}, {"test_seqs", c.TestSeqs}} {
+		if f.v > maxCount {
+			return &ConfigError{f.name, f.v, fmt.Sprintf("must be ≤ %d", maxCount)}
 		}
 	}
 	if c.SeqLen > mc.Context {

@@ -55,6 +55,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"steps: 10|steps: ten", "cannot unmarshal !!str `ten`"},
 		{"seed: 1|seed: 1\nseq_len: 9", "seq_len = 9: must be ≤ the model's context (8)"},
 		{"  lr: 0.002|  lr: 0.002\n  c: -1", "optimizer.c = -1"},
+		{"seed: 1|seed: 1\nmicro_batch: 4611686018427387904", "micro_batch = 4611686018427387904: must be ≤ 1099511627776"},
 	} {
 		src := tinyYAML
 		if old, nw, ok := strings.Cut(tc.edit, "|"); ok {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
@@ -53,7 +55,7 @@ func TestDistributedMode(t *testing.T) {
 
 	wctx, stopWorker := context.WithCancel(ctx)
 	workerDone := make(chan int)
-	var wlog bytes.Buffer
+	var wlog syncBuffer
 	go func() {
 		workerDone <- runMain(wctx, []string{"worker", "-queue", "all", "-cache", filepath.Join(dir, "cache")}, &wlog, &wlog)
 	}()
@@ -116,6 +118,33 @@ func TestDistributedMode(t *testing.T) {
 			t.Fatal("the tables schedule was not retired after the sweep ended")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// the S3 secret appears in no workflow input, result or history, nor in the worker's log
+	secret := creds.SecretAccessKey
+	if len(secret) < 16 {
+		t.Fatalf("a secret of %d characters", len(secret))
+	}
+	list, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: devserver.DefaultNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Executions) < 5 {
+		t.Errorf("%d workflow executions listed, want the sweep, its tables, 3 trials and more", len(list.Executions))
+	}
+	for _, ex := range list.Executions {
+		it := c.GetWorkflowHistory(ctx, ex.Execution.WorkflowId, ex.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(ev.String(), secret) || strings.Contains(ev.String(), creds.AccessKeyID) {
+				t.Errorf("workflow %s: event %d carries the S3 credentials", ex.Execution.WorkflowId, ev.EventId)
+			}
+		}
+	}
+	if strings.Contains(wlog.String(), secret) {
+		t.Error("the worker's log carries the S3 secret")
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "s3", gw.Bucket(), "sweeps", "e2e", "tables", "c_e2e.md"))
 	if err != nil || !strings.Contains(string(md), "diverged (step") {
