@@ -167,3 +167,19 @@ func TestExamples(t *testing.T) {
 		}
 	}
 }
+
+// Oversized and deeply nested manifests are refused with a clear error, quickly.
+func TestParseHostileInput(t *testing.T) {
+	big := base + "description: \"" + strings.Repeat("x", 10<<20) + "\"\n"
+	if _, err := Parse([]byte(big)); err == nil || !strings.Contains(err.Error(), "must be at most 1048576 bytes") {
+		t.Errorf("10 MB manifest: %v", err)
+	}
+	deep := base + "tags: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n"
+	if _, err := Parse([]byte(deep)); err == nil || !strings.Contains(err.Error(), "nesting depth") {
+		t.Errorf("nested 40 deep: %v", err)
+	}
+	bomb := "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n" + base
+	if _, err := Parse([]byte(bomb)); err == nil || !strings.Contains(err.Error(), "aliases are not allowed") {
+		t.Errorf("alias bomb: %v", err)
+	}
+}
