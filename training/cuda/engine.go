@@ -576,16 +576,25 @@ func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) 
 	r.launch("sum_rows_add", lin(c), blk, dw, e.act.dwPart, chunks, c)
 }
 
-func (e *Engine) backward() error {
-	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
+// headBackward is the backward pass of the loss and the LM head, shared by both
+// architectures (for GPT-2 the head is wte, so this is the first of the two contributions
+// to its gradient): the logits become their gradient, the head's gradient is added, the
+// gradient at the final norm's output goes to dnorm, and dresid is cleared.
+func (e *Engine) headBackward(r *run) {
+	n, c, v := e.n, e.cfg.Dim, e.cfg.Vocab
 	s := &e.act
-	r := &run{d: e.d}
 	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
-	// loss and LM head
 	r.launch("crossentropy_backward", lin(n*v), blk, s.logits, e.targets, n, v, float32(1/float64(n)))
 	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
 	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)
 	r.do(func() error { return e.zero(s.dresid, n*c) })
+}
+
+func (e *Engine) backward() error {
+	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
+	s := &e.act
+	r := &run{d: e.d}
+	e.headBackward(r)
 	e.rmsnormBackward(r, s.dresid, e.g.norm, s.dnorm, s.resid[2*e.cfg.Layers], e.p.norm, s.nfRstd)
 	for l := e.cfg.Layers - 1; l >= 0; l-- {
 		w, gw, la := &e.p.layers[l], &e.g.layers[l], &s.layers[l]

@@ -64,15 +64,10 @@ func (e *Engine) biasBackward(r *run, db, dout cu.DevicePtr, w int) {
 }
 
 func (e *Engine) backwardGPT2() error {
-	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
+	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
 	s := &e.act
 	r := &run{d: e.d}
-	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
-	// loss and the tied head: the first of the two contributions to wte's gradient
-	r.launch("crossentropy_backward", lin(n*v), blk, s.logits, e.targets, n, v, float32(1/float64(n)))
-	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
-	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)
-	r.do(func() error { return e.zero(s.dresid, n*c) })
+	e.headBackward(r)
 	e.layernormBackward(r, s.dresid, e.g.norm, e.g.normB, s.dnorm, s.resid[2*e.cfg.Layers], e.p.norm, s.nfMean, s.nfRstd)
 	for l := e.cfg.Layers - 1; l >= 0; l-- {
 		w, gw, la := &e.p.layers[l], &e.g.layers[l], &s.layers[l]
