@@ -35,6 +35,7 @@ import (
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/training/data"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -49,6 +50,9 @@ type Activities struct {
 	Log      *slog.Logger
 	// Progress, if set, sees every Train step of this worker (for live progress bars).
 	Progress func(trialID string, p training.Progress)
+	// WrapEngine, if set, wraps the compute engine of every Train attempt; ctx is the
+	// activity's (activity.GetInfo gives the attempt). Fault-injection tests use it.
+	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine
 
 	mu       sync.Mutex
 	datasets map[string]*data.Dataset
@@ -255,7 +259,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	if err != nil {
 		return workflows.TrainOutput{}, err
 	}
-	res, err := training.Run(ctx, cfg, training.Options{
+	opt := training.Options{
 		Store: a.Store, Prefix: trialPrefix(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID),
 		Progress: func(p training.Progress) {
 			mu.Lock()
@@ -265,7 +269,11 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 				a.Progress(in.TrialID, p)
 			}
 		},
-	})
+	}
+	if a.WrapEngine != nil {
+		opt.WrapEngine = func(e backend.Engine) backend.Engine { return a.WrapEngine(ctx, in.TrialID, e) }
+	}
+	res, err := training.Run(ctx, cfg, opt)
 	if err != nil {
 		var ce *training.ConfigError
 		if errors.As(err, &ce) {

@@ -41,6 +41,9 @@ type Options struct {
 	Progress func(Progress)
 	// Log receives structured events (evaluations, checkpoints, resume); nil discards.
 	Log *slog.Logger
+	// WrapEngine, if set, receives the engine made for the run and returns the one the run
+	// uses (tests inject compute faults through it).
+	WrapEngine func(backend.Engine) backend.Engine
 	// AfterStep, if set, is called after each step's optimizer update and checkpoint;
 	// returning an error stops the run with it (tests use it to interrupt runs).
 	AfterStep func(step int) error
@@ -279,6 +282,9 @@ func newRunner(cfg Config, opt Options) (*runner, error) {
 	eng, err := backend.New(cfg.Backend, mc, cfg.MicroBatch, cfg.SeqLen)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
+	}
+	if opt.WrapEngine != nil {
+		eng = opt.WrapEngine(eng)
 	}
 	r := &runner{cfg: cfg, mc: mc, opt: opt, hash: cfg.Hash(), eng: eng}
 	n := eng.NumParams()

@@ -67,13 +67,53 @@ var (
 	RetryQuick = &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 10}
 )
 
+// TrainRetry bounds the retries of a trial's Train activity: attempt k+1 starts
+// min(InitialInterval·2^(k−1), MaximumInterval) after attempt k failed, and a trial whose
+// MaxAttempts attempts all failed is recorded failed. A zero field keeps RetryTransient's value
+// (8 attempts, 1 s, 1 min: about 2 min of backoff in all).
+type TrainRetry struct {
+	MaxAttempts     int           `json:"max_attempts,omitempty"`
+	InitialInterval time.Duration `json:"initial_interval,omitempty"`
+	MaximumInterval time.Duration `json:"maximum_interval,omitempty"`
+}
+
+// Validate names the field that is out of range.
+func (r TrainRetry) Validate() error {
+	switch p := r.Policy(); {
+	case r.MaxAttempts < 0:
+		return fmt.Errorf("max attempts = %d: must be ≥ 1", r.MaxAttempts)
+	case r.InitialInterval < 0:
+		return fmt.Errorf("initial retry interval = %v: must be > 0", r.InitialInterval)
+	case r.MaximumInterval < 0 || p.MaximumInterval < p.InitialInterval:
+		return fmt.Errorf("maximum retry interval = %v: must be ≥ the initial interval (%v)", p.MaximumInterval, p.InitialInterval)
+	}
+	return nil
+}
+
+// Policy is RetryTransient with the fields of r that are set.
+func (r TrainRetry) Policy() *temporal.RetryPolicy {
+	p := *RetryTransient
+	if r.MaxAttempts > 0 {
+		p.MaximumAttempts = int32(r.MaxAttempts)
+	}
+	if r.InitialInterval > 0 {
+		p.InitialInterval = r.InitialInterval
+	}
+	if r.MaximumInterval > 0 {
+		p.MaximumInterval = r.MaximumInterval
+	}
+	return &p
+}
+
 // SweepInput starts a sweep, or continues it after continue-as-new (Trials set).
 type SweepInput struct {
 	SweepID     string `json:"sweep_id"`
 	ManifestKey string `json:"manifest_key"` // the manifest's key in the object store
 	Window      int    `json:"window"`       // trials in flight; 0: 4
-	// TrainTimeouts of the Train activity; zero: the defaults of TrialInput.
+	// HeartbeatTimeout of the Train activity; zero: the default of TrialInput.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	// Retry bounds the retries of each trial's training; zero fields: RetryTransient's.
+	Retry TrainRetry `json:"retry,omitzero"`
 
 	// State carried across continue-as-new.
 	Planned  bool          `json:"planned,omitempty"`
@@ -190,7 +230,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 				WorkflowID: TrialWorkflowID(in.SweepID, t.ID),
 				TaskQueue:  QueueCPU,
 			})
-			f := workflow.ExecuteChildWorkflow(cctx, Trial, TrialInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, Trial: t, HeartbeatTimeout: in.HeartbeatTimeout})
+			f := workflow.ExecuteChildWorkflow(cctx, Trial, TrialInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, Trial: t, HeartbeatTimeout: in.HeartbeatTimeout, Retry: in.Retry})
 			inFlight++
 			started++
 			p.Running = append(p.Running, t.ID)
@@ -257,6 +297,7 @@ type TrialInput struct {
 	ManifestKey      string        `json:"manifest_key"`
 	Trial            TrialRef      `json:"trial"`
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"` // 0: 2 minutes
+	Retry            TrainRetry    `json:"retry,omitzero"`
 }
 
 // TrainInput / TrainOutput are the Train activity's. The activity resumes from the
@@ -319,7 +360,7 @@ func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
 		hb = 2 * time.Minute
 	}
 	gpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: QueueGPU, StartToCloseTimeout: 7 * 24 * time.Hour, HeartbeatTimeout: hb, RetryPolicy: RetryTransient,
+		TaskQueue: QueueGPU, StartToCloseTimeout: 7 * 24 * time.Hour, HeartbeatTimeout: hb, RetryPolicy: in.Retry.Policy(),
 	})
 	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue: QueueCPU, StartToCloseTimeout: time.Minute, RetryPolicy: RetryQuick,

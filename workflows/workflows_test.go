@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ import (
 // fakeWorld stands in for the store and the trainer in workflow unit tests: it records
 // which activities ran, how many Train attempts were in flight at once, and how trials
 // end (by trial ID: "div" diverges, "bad" has an invalid config, "flaky" fails twice
-// before it succeeds).
+// before it succeeds, "broken" fails every attempt).
 type fakeWorld struct {
 	mu                  sync.Mutex
 	trials              []TrialRef
@@ -57,6 +59,8 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 			if attempt < 3 {
 				return TrainOutput{}, errors.New("CUDA error: an illegal memory access")
 			}
+		case "broken":
+			return TrainOutput{}, errors.New("CUDA error: uncorrectable ECC error encountered")
 		}
 		return TrainOutput{Status: StatusCompleted, Checkpoints: []int{10, 20}}, nil
 	}, activity.RegisterOptions{Name: ActivityTrain})
@@ -103,7 +107,7 @@ func newWorld(ids ...string) *fakeWorld {
 func TestSweep(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	w := newWorld("a", "done", "div", "bad", "flaky", "b", "c")
+	w := newWorld("a", "done", "div", "bad", "flaky", "b", "c", "broken")
 	w.register(env)
 	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m", Window: 2})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
@@ -114,7 +118,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := res.Progress
-	if p.Total != 7 || p.Skipped != 1 || p.Completed != 4 || p.Diverged != 1 || p.Failed != 1 || !p.Done() || len(p.Running) != 0 {
+	if p.Total != 8 || p.Skipped != 1 || p.Completed != 4 || p.Diverged != 1 || p.Failed != 2 || !p.Done() || len(p.Running) != 0 {
 		t.Errorf("progress %+v", p)
 	}
 	var q SweepProgress
@@ -122,21 +126,69 @@ func TestSweep(t *testing.T) {
 	if err == nil {
 		err = v.Get(&q)
 	}
-	if err != nil || q.Total != 7 || q.Completed != 4 || q.Runs != 1 {
+	if err != nil || q.Total != 8 || q.Completed != 4 || q.Runs != 1 {
 		t.Errorf("progress query: %+v, %v", q, err)
 	}
-	if w.trained["done"] != 0 || w.trained["bad"] != 1 || w.trained["flaky"] != 3 || w.trained["a"] != 1 {
-		t.Errorf("train attempts %v: a finished trial is never retrained, an invalid one never retried, a transient failure retried", w.trained)
+	if w.trained["done"] != 0 || w.trained["bad"] != 1 || w.trained["flaky"] != 3 || w.trained["a"] != 1 || w.trained["broken"] != 8 {
+		t.Errorf("train attempts %v: a finished trial is never retrained, an invalid one never retried, a transient failure retried, a permanent one 8 times", w.trained)
 	}
 	if w.maxFlight > 2 {
 		t.Errorf("%d trials trained at once, window 2", w.maxFlight)
 	}
-	if len(w.failed) != 1 || w.failed[0] != "bad" {
+	slices.Sort(w.failed)
+	if !slices.Equal(w.failed, []string{"bad", "broken"}) {
 		t.Errorf("recorded failures %v", w.failed)
 	}
 	// every trial that ran notifies the tables, and the sweep's end does once more
-	if n := len(w.notified); n != 7 || !w.notified[n-1].Done {
+	if n := len(w.notified); n != 8 || !w.notified[n-1].Done {
 		t.Errorf("%d notifications, last %+v", n, w.notified[len(w.notified)-1])
+	}
+}
+
+// A sweep's retry budget reaches every trial: with 2 attempts the trial that needs 3 fails.
+func TestSweepRetryBudget(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld("a", "flaky", "broken")
+	w.register(env)
+	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m", Retry: TrainRetry{MaxAttempts: 2, InitialInterval: time.Millisecond}})
+	var res SweepResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if p := res.Progress; p.Completed != 1 || p.Failed != 2 {
+		t.Errorf("progress %+v", p)
+	}
+	if w.trained["a"] != 1 || w.trained["flaky"] != 2 || w.trained["broken"] != 2 {
+		t.Errorf("train attempts %v, want 1, 2, 2", w.trained)
+	}
+}
+
+func TestTrainRetry(t *testing.T) {
+	def := TrainRetry{}.Policy()
+	if def.MaximumAttempts != 8 || def.InitialInterval != time.Second || def.MaximumInterval != time.Minute || def == RetryTransient {
+		t.Errorf("zero TrainRetry: %+v, want a copy of RetryTransient", def)
+	}
+	p := TrainRetry{MaxAttempts: 3, InitialInterval: 10 * time.Millisecond, MaximumInterval: 50 * time.Millisecond}.Policy()
+	if p.MaximumAttempts != 3 || p.InitialInterval != 10*time.Millisecond || p.MaximumInterval != 50*time.Millisecond ||
+		p.BackoffCoefficient != 2 || !slices.Equal(p.NonRetryableErrorTypes, []string{ErrorInvalidConfig}) || RetryTransient.MaximumAttempts != 8 {
+		t.Errorf("policy %+v (RetryTransient %+v)", p, RetryTransient)
+	}
+	for _, c := range []struct {
+		r    TrainRetry
+		want string
+	}{
+		{TrainRetry{MaxAttempts: -1}, "max attempts = -1"},
+		{TrainRetry{InitialInterval: -time.Second}, "initial retry interval = -1s"},
+		{TrainRetry{InitialInterval: 2 * time.Minute}, "maximum retry interval = 1m0s: must be ≥ the initial interval (2m0s)"},
+		{TrainRetry{MaximumInterval: time.Millisecond}, "maximum retry interval = 1ms"},
+	} {
+		if err := c.r.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.r, err, c.want)
+		}
+	}
+	if err := (TrainRetry{MaxAttempts: 1, InitialInterval: time.Second, MaximumInterval: time.Second}).Validate(); err != nil {
+		t.Error(err)
 	}
 }
 

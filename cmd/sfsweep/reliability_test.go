@@ -747,13 +747,23 @@ func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(string, ...any) {}
 
-// A heartbeat timeout that is not positive is refused before anything is submitted.
-func TestSubmitHeartbeatFlag(t *testing.T) {
-	for _, v := range []string{"0s", "-3s"} {
-		var out, errb bytes.Buffer
-		code := runMain(context.Background(), []string{"submit", "-heartbeat", v, "sweep.yaml"}, &out, &errb)
-		if want := "-heartbeat = " + v + ": must be > 0"; code != 2 || !strings.Contains(errb.String(), want) {
-			t.Errorf("submit -heartbeat %s: exit %d, %q; want exit 2 and %q", v, code, errb.String(), want)
+// Heartbeat and retry flags out of range are refused, naming the flag and the value, by
+// run and submit alike, before anything starts.
+func TestTrialFlags(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"-heartbeat 0s", "-heartbeat = 0s: must be > 0"},
+		{"-heartbeat -3s", "-heartbeat = -3s: must be > 0"},
+		{"-attempts 0", "-attempts = 0: must be ≥ 1"},
+		{"-retry-initial 0s", "-retry-initial = 0s: must be > 0"},
+		{"-retry-initial 2m", "-retry-max = 1m0s: must be ≥ -retry-initial (2m0s)"},
+		{"-retry-max 10ms", "-retry-max = 10ms: must be ≥ -retry-initial (1s)"},
+	} {
+		for _, cmd := range []string{"run", "submit"} {
+			var out, errb bytes.Buffer
+			args := append(append([]string{cmd}, strings.Fields(c.args)...), "sweep.yaml")
+			if code := runMain(context.Background(), args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+				t.Errorf("%s %s: exit %d, %q; want exit 2 and %q", cmd, c.args, code, errb.String(), c.want)
+			}
 		}
 	}
 }

@@ -122,13 +122,14 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var r remote
 	r.flags(fs)
 	window := fs.Int("window", 8, "trials in flight (queued or training)")
-	heartbeat := fs.Duration("heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
+	var tf trialFlags
+	tf.register(fs)
 	file, err := parseWithArg(fs, args, "a sweep manifest: sfsweep submit MANIFEST.yaml")
 	if err != nil {
 		return err
 	}
-	if *heartbeat <= 0 {
-		return &usageError{msg: fmt.Sprintf("-heartbeat = %v: must be > 0", *heartbeat)}
+	if err := tf.check(); err != nil {
+		return err
 	}
 	src, m, _, err := loadManifest(file)
 	if err != nil {
@@ -145,7 +146,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.QueueCPU, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.Sweep, workflows.SweepInput{SweepID: id, ManifestKey: key, Window: *window, HeartbeatTimeout: *heartbeat})
+	}, workflows.Sweep, tf.input(id, key, *window))
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}

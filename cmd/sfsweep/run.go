@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,7 +41,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("out", "out", "directory the tables are copied to")
 	slots := fs.Int("slots", 1, "trials trained at once by the local worker (each uses every core)")
 	window := fs.Int("window", 2, "trials in flight in the sweep (queued or training)")
-	heartbeat := fs.Duration("heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
+	var tf trialFlags
+	tf.register(fs)
 	verbose := fs.Bool("v", false, "log the embedded servers' warnings and the workers' events")
 	ui := fs.Bool("ui", true, "serve Temporal's Web UI on 127.0.0.1 while the sweep runs")
 	record := fs.String("record-histories", "", "after the sweep, write the event histories of its workflows as JSON into this directory (for replay tests)")
@@ -59,6 +61,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if f.v < 1 {
 			return &usageError{msg: fmt.Sprintf("-%s = %d: must be ≥ 1", f.name, f.v)}
 		}
+	}
+	if err := tf.check(); err != nil {
+		return err
 	}
 	src, m, trials, err := loadManifest(file)
 	if err != nil {
@@ -109,7 +114,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	run, err := st.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: sweepID, TaskQueue: workflows.QueueCPU,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.Sweep, workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: *window, HeartbeatTimeout: *heartbeat})
+	}, workflows.Sweep, tf.input(sweepID, manifestKey, *window))
 	if err != nil {
 		return fmt.Errorf("start sweep: %w", err)
 	}
@@ -365,4 +370,38 @@ func recordHistories(ctx context.Context, c client.Client, ids []string, dir str
 		}
 	}
 	return nil
+}
+
+// trialFlags are the flags of run and submit that say how a trial's training is watched
+// and retried.
+type trialFlags struct {
+	heartbeat time.Duration
+	retry     workflows.TrainRetry
+}
+
+func (t *trialFlags) register(fs *flag.FlagSet) {
+	def := workflows.RetryTransient
+	fs.DurationVar(&t.heartbeat, "heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
+	fs.IntVar(&t.retry.MaxAttempts, "attempts", int(def.MaximumAttempts), "attempts of a trial's training (lost workers, GPU and storage errors) before it is recorded failed")
+	fs.DurationVar(&t.retry.InitialInterval, "retry-initial", def.InitialInterval, "wait before a trial's first retry; it doubles with each retry")
+	fs.DurationVar(&t.retry.MaximumInterval, "retry-max", def.MaximumInterval, "longest wait between two attempts of a trial")
+}
+
+func (t *trialFlags) check() error {
+	switch {
+	case t.heartbeat <= 0:
+		return &usageError{msg: fmt.Sprintf("-heartbeat = %v: must be > 0", t.heartbeat)}
+	case t.retry.MaxAttempts < 1:
+		return &usageError{msg: fmt.Sprintf("-attempts = %d: must be ≥ 1", t.retry.MaxAttempts)}
+	case t.retry.InitialInterval <= 0:
+		return &usageError{msg: fmt.Sprintf("-retry-initial = %v: must be > 0", t.retry.InitialInterval)}
+	case t.retry.MaximumInterval < t.retry.InitialInterval:
+		return &usageError{msg: fmt.Sprintf("-retry-max = %v: must be ≥ -retry-initial (%v)", t.retry.MaximumInterval, t.retry.InitialInterval)}
+	}
+	return nil
+}
+
+// input is the Sweep workflow's input for a sweep.
+func (t *trialFlags) input(sweepID, manifestKey string, window int) workflows.SweepInput {
+	return workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: window, HeartbeatTimeout: t.heartbeat, Retry: t.retry}
 }

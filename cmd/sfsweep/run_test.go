@@ -13,8 +13,9 @@ import (
 	"github.com/sfsweep/sfsweep/training"
 )
 
-const e2eManifest = `name: e2e
-model_config: {arch: llama, vocab: 257, dim: 32, layers: 2, heads: 2, context: 32, hidden: 64, batch: 4}
+// e2eTraining is the training part of the end-to-end manifests: a model that trains in
+// about a second a trial, with a checkpoint every 6 of its 12 steps.
+const e2eTraining = `model_config: {arch: llama, vocab: 257, dim: 32, layers: 2, heads: 2, context: 32, hidden: 64, batch: 4}
 data:
   default: byte
   max_bytes: 300000
@@ -25,7 +26,9 @@ eval_seqs: 8
 test_seqs: 8
 checkpoint_every: 6
 seeds: [1]
-optimizers:
+`
+
+const e2eManifest = "name: e2e\n" + e2eTraining + `optimizers:
   - name: sfadamw
     lr: 3e-3
     betas: [[0.9, 0.99]]
