@@ -18,9 +18,14 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sfsweep/sfsweep/activities"
+	"github.com/sfsweep/sfsweep/infra/s3gw"
+	"github.com/sfsweep/sfsweep/infra/s3store"
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/faultproxy"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -49,9 +54,10 @@ type faultStack struct {
 }
 
 // startFaultStack starts the deployment and workers whose activities are acts with the
-// store, client and cache filled in where acts leaves them nil, and submits the sweep of
-// src with the retry budget retry. It returns when the Sweep workflow has started.
-func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activities.Activities, retry workflows.TrainRetry) (*faultStack, client.WorkflowRun) {
+// client and cache filled in, and the store too where through is nil (else through gives
+// it: a store in front of the gateway), and submits the sweep of src with the retry budget
+// retry. It returns when the Sweep workflow has started.
+func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activities.Activities, retry workflows.TrainRetry, through func(*s3gw.Gateway) blob.Store) (*faultStack, client.WorkflowRun) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := startStack(ctx, filepath.Join(dir, "state"), false, slog.New(slog.DiscardHandler))
@@ -68,8 +74,9 @@ func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activi
 		t.Fatal(err)
 	}
 	fs := &faultStack{stack: st, dir: dir, cache: filepath.Join(dir, "state", "data"), trials: trials, manifest: m}
-	if acts.Store == nil {
-		acts.Store = st.store
+	acts.Store = st.store
+	if through != nil {
+		acts.Store = through(st.gw)
 	}
 	acts.Client, acts.CacheDir = st.client, fs.cache
 	stopWorkers, err := startWorkers(st.client, acts, 1, slog.New(slog.DiscardHandler))
@@ -173,7 +180,7 @@ func TestComputeFaults(t *testing.T) {
 		}
 		return e
 	}
-	fs, run := startFaultStack(ctx, t, faultsManifest, acts, retry)
+	fs, run := startFaultStack(ctx, t, faultsManifest, acts, retry, nil)
 	transient, permanent, healthy := fs.trialByC(t, 0), fs.trialByC(t, 20), fs.trialByC(t, 50)
 	log.mu.Lock()
 	transientID, permanentID = transient.ID, permanent.ID
@@ -276,4 +283,178 @@ func waitTable(ctx context.Context, t *testing.T, fs *faultStack, key, want stri
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// The object store fails under the workers: a fault-injecting proxy between every
+// activity's S3 client and the gateway answers 500 and 503, answers slowly, drops
+// connections, cuts request and response bodies in half and stalls. Every checkpoint and
+// table write fails its first attempt (the faults in turn), and so does every read of a
+// checkpoint by a decay probe, and one request in ten anywhere else (manifest, configs,
+// curves, results, listings) fails at random. The sweep completes with every result bitwise equal to an
+// uninterrupted run's, every checkpoint in the bucket verifies against its digest, and the
+// tables in the bucket are byte for byte those built from the results without faults.
+func TestObjectStoreFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server and trains (-short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	// the e2e sweep with a checkpoint every 3 steps: 8 checkpoint writes (data and digest) per completed trial
+	src := strings.Replace(e2eManifest, "checkpoint_every: 6", "checkpoint_every: 3", 1)
+	// each class of request gets a stall once (it costs the response timeout), then the others in turn
+	writeFaults := []faultproxy.Fault{faultproxy.Stall, faultproxy.Truncate, faultproxy.Drop, faultproxy.Error500, faultproxy.Error503, faultproxy.Slow}
+	random := faultproxy.Random(7, 0.1, faultproxy.Error500, faultproxy.Error503, faultproxy.Slow, faultproxy.Drop, faultproxy.Truncate)
+	var mu sync.Mutex
+	turn := map[string]int{}
+	classOf := func(key string) string {
+		switch {
+		case strings.Contains(key, "/"+training.CheckpointsDir+"/"):
+			return "checkpoint"
+		case strings.Contains(key, "/tables/") || strings.Contains(key, "/plots/"):
+			return "table"
+		}
+		return "other"
+	}
+	readFaults := []faultproxy.Fault{faultproxy.Stall, faultproxy.Truncate, faultproxy.Drop, faultproxy.Error503}
+	decide := func(r faultproxy.Request) faultproxy.Fault {
+		c, faults := classOf(r.Key), writeFaults
+		if r.Method == "GET" && c == "checkpoint" { // the decay probes read checkpoints
+			c, faults = "checkpoint read", readFaults
+		}
+		if (r.Method == "PUT" || c == "checkpoint read") && c != "other" && r.N%2 == 1 {
+			mu.Lock()
+			defer mu.Unlock()
+			turn[c]++
+			if turn[c] == 1 {
+				return faultproxy.Stall
+			}
+			rest := faults[1:]
+			return rest[(turn[c]-2)%len(rest)]
+		}
+		return random(r)
+	}
+	var proxy *faultproxy.Proxy
+	through := func(gw *s3gw.Gateway) blob.Store {
+		var err error
+		proxy, err = faultproxy.Start(faultproxy.Options{Upstream: gw.Endpoint(), Decide: decide, SlowDelay: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { proxy.Close() })
+		cfg := gw.StoreConfig("")
+		cfg.Endpoint, cfg.HTTPClient = proxy.URL(), nil
+		cfg.ResponseTimeout = 2 * time.Second // a stalled request is abandoned and retried
+		cfg.MaxBackoff = 250 * time.Millisecond
+		store, err := s3store.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store
+	}
+	start := time.Now()
+	fs, run := startFaultStack(ctx, t, src, &activities.Activities{}, workflows.TrainRetry{}, through)
+	var res workflows.SweepResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if p := res.Progress; p.Total != 3 || p.Completed != 2 || p.Diverged != 1 || p.Failed != 0 {
+		t.Errorf("sweep progress %+v, want 3 trials: 2 completed, 1 diverged", p)
+	}
+	md := waitTable(ctx, t, fs, "sweeps/e2e/tables/c_e2e.md", "diverged (step")
+	elapsed := time.Since(start)
+
+	// every completed trial is bitwise the uninterrupted run, and all its checkpoints verify
+	for _, tr := range fs.trials {
+		if tr.Config.Optimizer.LR > 1 {
+			continue // the diverging one
+		}
+		got := readResult(t, fs.objectPath("trials/"+tr.ID+"/"+training.ResultKey))
+		_, want := trainDirect(ctx, t, tr, filepath.Join(fs.dir, "ref"), fs.cache)
+		sameResult(t, got, want)
+		// the store's own retries absorbed every fault: no Train attempt failed
+		if a, cause := trainAttempt(ctx, t, fs.client, workflows.TrialWorkflowID(fs.sweepID, tr.ID)); a != 1 {
+			t.Errorf("trial %s trained on attempt %d after %q: a storage fault reached the activity", tr.ID, a, cause)
+		}
+		prefix := "trials/" + tr.ID + "/" + training.CheckpointsDir
+		infos, err := checkpoint.List(ctx, fs.store, prefix)
+		if err != nil || len(infos) == 0 {
+			t.Fatalf("checkpoints of %s: %v, %v", tr.ID, infos, err)
+		}
+		for _, in := range infos {
+			if _, err := checkpoint.Load(ctx, fs.store, prefix, in.Step); err != nil {
+				t.Errorf("a checkpoint in the bucket does not verify: %v", err)
+			}
+		}
+	}
+	// no object is partial: every JSON object parses, no stray file is left beside them
+	root := filepath.Join(fs.gw.Root(), fs.gw.Bucket())
+	objects := 0
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		objects++
+		rel, _ := filepath.Rel(root, path)
+		switch ext := filepath.Ext(path); ext {
+		case ".json":
+			var v any
+			if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &v) != nil {
+				t.Errorf("%s: not a whole JSON object (%v)", rel, err)
+			}
+		case ".jsonl", ".safetensors", ".yaml", ".md", ".csv", ".tex", ".png", ".svg":
+		default:
+			t.Errorf("unexpected object %s in the bucket", rel)
+		}
+		return nil
+	})
+
+	// the tables written under faults are the ones built from the results without faults
+	tableKeys := []string{"sweeps/e2e/tables/c_e2e.md", "sweeps/e2e/tables/c_e2e.csv", "sweeps/e2e/tables/c_e2e.tex", "sweeps/e2e/tables/c_e2e.json"}
+	before := map[string][]byte{}
+	for _, k := range tableKeys {
+		b, err := os.ReadFile(fs.objectPath(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[k] = b
+	}
+	direct := &activities.Activities{Store: fs.store}
+	_, key := sweepKeys(fs.manifest, []byte(src))
+	if _, err := direct.BuildTables(ctx, workflows.BuildTablesInput{SweepID: fs.sweepID, ManifestKey: key}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range tableKeys {
+		if b, _ := os.ReadFile(fs.objectPath(k)); string(b) != string(before[k]) {
+			t.Errorf("%s written under faults differs from the fault-free build:\n%s", k, firstDiff(before[k], b))
+		}
+	}
+	if strings.Count(md, "diverged (step") != 1 {
+		t.Errorf("table:\n%s", md)
+	}
+
+	// every fault was injected into checkpoint writes and table writes, and others at random
+	count := map[string]map[faultproxy.Fault]int{}
+	for _, e := range proxy.Events() {
+		c := classOf(e.Key)
+		if e.Method != "PUT" && c != "other" {
+			c += " read"
+		}
+		if e.Method == "DELETE" {
+			c = "delete"
+		}
+		if count[c] == nil {
+			count[c] = map[faultproxy.Fault]int{}
+		}
+		count[c][e.Fault]++
+	}
+	for c, faults := range map[string][]faultproxy.Fault{"checkpoint": writeFaults, "table": writeFaults, "checkpoint read": readFaults} {
+		for _, f := range faults {
+			if count[c][f] == 0 {
+				t.Errorf("no %s fault on a %s (faults injected: %v)", f, c, count)
+			}
+		}
+	}
+	t.Logf("%d requests, %d faults injected %v; %d objects in the bucket; sweep and tables done in %v",
+		proxy.Requests(), len(proxy.Events()), count, objects, elapsed.Round(100*time.Millisecond))
 }

@@ -130,6 +130,8 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 	g := &Gateway{root: root, bucket: opts.Bucket, region: opts.Region, creds: creds}
 	g.transport = http.DefaultTransport.(*http.Transport).Clone()
 	g.transport.MaxIdleConnsPerHost = 64
+	// as s3store's own client: a request the gateway never answers fails and is retried
+	g.transport.ResponseHeaderTimeout = s3store.DefaultResponseTimeout
 	if err := g.start(ctx, opts.Port); err != nil {
 		running.Unlock()
 		return nil, err

@@ -4,33 +4,56 @@
 // A Store works in one bucket under one key prefix: the object of key k is
 // Prefix + k. Keys are checked with blob.ValidKey, so none can leave the prefix. An S3
 // PUT replaces an object whole, so Put is atomic as blob.Store requires.
+//
+// Every request is retried on transient failures — connection errors, throttling, 5xx
+// answers, responses cut short — with exponential backoff and full jitter, up to
+// Config.MaxAttempts attempts, and without the SDK's client-side retry quota. Get reads
+// the object's body inside the retry loop, so a body that breaks off is fetched again and
+// never returned in part. An attempt that waits longer than Config.ResponseTimeout for
+// the server fails and is retried.
 package s3store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
 
-// DefaultMaxAttempts is the number of attempts of one request when Config.MaxAttempts is 0:
-// the first try and up to four retries with exponential backoff and jitter.
-const DefaultMaxAttempts = 5
+// Defaults of Config.
+const (
+	// DefaultMaxAttempts is the number of attempts of one request when Config.MaxAttempts
+	// is 0: the first try and up to four retries with exponential backoff and jitter.
+	DefaultMaxAttempts = 5
+	// DefaultMaxBackoff is the longest wait between two attempts when Config.MaxBackoff
+	// is 0.
+	DefaultMaxBackoff = 10 * time.Second
+	// DefaultResponseTimeout is how long an attempt waits for the server when
+	// Config.ResponseTimeout is 0: long enough for a busy server to answer, short enough
+	// that a worker whose request was lost does not wait for good.
+	DefaultResponseTimeout = 2 * time.Minute
+)
 
 // Credentials are a static S3 access key. Their String and GoString methods never show the
 // secret, so they can be logged.
@@ -63,22 +86,36 @@ type Config struct {
 	// Credentials, if set, are used as they are; nil means the standard AWS configuration
 	// chain (environment, shared files, SSO, web identity, instance roles).
 	Credentials *Credentials
-	// MaxAttempts bounds the attempts of each request (transient errors, throttling and
-	// 5xx responses are retried with backoff); 0 means DefaultMaxAttempts.
+	// MaxAttempts bounds the attempts of each request (transient errors, throttling, 5xx
+	// responses, responses cut short and timeouts are retried with backoff); 0 means
+	// DefaultMaxAttempts.
 	MaxAttempts int
+	// MaxBackoff bounds the wait between two attempts: before retry i (1, 2, ...) the
+	// store waits a random duration in [0, min(MaxBackoff, 2^i s)). 0 means
+	// DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// ResponseTimeout bounds how long an attempt waits for the server: for the response's
+	// headers once the request has been sent whole (the upload itself is not limited, so
+	// a large Put is not cut), and, in Get, for each read of the body. An attempt that
+	// waits longer fails and is retried. 0 means DefaultResponseTimeout. The wait for
+	// headers is set on the SDK's default HTTP client only: an HTTPClient below is used as
+	// its caller built it.
+	ResponseTimeout time.Duration
 	// PageSize is the number of keys asked for per List request; 0 means the server's
 	// default (1000 on AWS).
 	PageSize int
-	// HTTPClient sends the requests; nil means the SDK's default client.
+	// HTTPClient sends the requests; nil means the SDK's default client with
+	// ResponseTimeout as its response header timeout.
 	HTTPClient *http.Client
 }
 
 // Store is a blob.Store in one S3 bucket under one key prefix. It is safe for concurrent use.
 type Store struct {
-	client   *s3.Client
-	bucket   string
-	prefix   string
-	pageSize int32
+	client      *s3.Client
+	bucket      string
+	prefix      string
+	pageSize    int32
+	readTimeout time.Duration // the longest wait for a read of a Get's body
 }
 
 var _ blob.Store = (*Store)(nil)
@@ -99,6 +136,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxAttempts < 0 {
 		return nil, fmt.Errorf("s3store: max attempts %d: must be ≥ 0", cfg.MaxAttempts)
 	}
+	if cfg.MaxBackoff < 0 {
+		return nil, fmt.Errorf("s3store: max backoff %v: must be ≥ 0", cfg.MaxBackoff)
+	}
+	if cfg.ResponseTimeout < 0 {
+		return nil, fmt.Errorf("s3store: response timeout %v: must be ≥ 0", cfg.ResponseTimeout)
+	}
 	if cfg.PageSize < 0 || cfg.PageSize > 1000 {
 		return nil, fmt.Errorf("s3store: page size %d: must be in [0, 1000]", cfg.PageSize)
 	}
@@ -108,16 +151,25 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("s3store: endpoint %q: must be an http:// or https:// URL with a host", cfg.Endpoint)
 		}
 	}
-	attempts := cfg.MaxAttempts
-	if attempts == 0 {
-		attempts = DefaultMaxAttempts
-	}
+	attempts := cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
+	maxBackoff := cmp.Or(cfg.MaxBackoff, DefaultMaxBackoff)
+	responseTimeout := cmp.Or(cfg.ResponseTimeout, DefaultResponseTimeout)
 
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = attempts
-				o.MaxBackoff = 10 * time.Second
+				o.Backoff = fullJitter(maxBackoff)
+				// The standard retryer spends tokens of a bucket shared by all requests of
+				// the client on every retry (5, 10 after a timeout; 500 in all) and fails
+				// retries at once, with "retry quota exceeded", when it is empty. That
+				// protects a service from a fleet of clients; sfsweep runs a few workers
+				// against one store, and a burst of errors — a gateway restart, a minute
+				// of throttling — would empty the bucket and fail every operation in
+				// flight, each failure a lost trial or checkpoint. Backoff alone paces
+				// the retries.
+				o.RateLimiter = ratelimit.None
+				o.Retryables = append(o.Retryables, retry.IsErrorRetryableFunc(retryCutResponse))
 			})
 		}),
 	}
@@ -141,13 +193,60 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.HTTPClient != nil {
 			o.HTTPClient = cfg.HTTPClient
+		} else {
+			o.HTTPClient = withResponseTimeout(awsCfg.HTTPClient, responseTimeout)
 		}
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 			o.UsePathStyle = true
 		}
+		// Get validates the checksum an object carries (see readBody); one without a
+		// whole-object checksum (a multipart upload, another tool's object) is no
+		// error, and the SDK would log each such Get.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return &Store{client: client, bucket: cfg.Bucket, prefix: prefix, pageSize: int32(cfg.PageSize)}, nil
+	return &Store{client: client, bucket: cfg.Bucket, prefix: prefix, pageSize: int32(cfg.PageSize), readTimeout: responseTimeout}, nil
+}
+
+// withResponseTimeout returns the SDK's default HTTP client — the one the configuration
+// chain built (it may carry a custom CA bundle), or a new one — with a response header
+// timeout. The SDK sets none (aws/transport/http/client.go), and its own read timeout
+// (BuildableClient.WithReadTimeout) is an inactivity limit on every read of the
+// connection, including those that wait for the answer while a large body is still being
+// uploaded, so it would cut long Puts. http.Transport.ResponseHeaderTimeout starts once
+// the request has been written whole.
+func withResponseTimeout(c aws.HTTPClient, d time.Duration) *awshttp.BuildableClient {
+	b, ok := c.(*awshttp.BuildableClient)
+	if !ok {
+		b = awshttp.NewBuildableClient()
+	}
+	return b.WithTransportOptions(func(tr *http.Transport) { tr.ResponseHeaderTimeout = d })
+}
+
+// fullJitter is exponential backoff with full jitter: before retry i (1, 2, ...) a random
+// wait in [0, min(maxBackoff, 2^i s)). The SDK's own backoff waits exactly its maximum,
+// without jitter, once the exponential reaches it, and always when the maximum is under
+// a second (aws/retry/jitter_backoff.go, backoffDelayLegacy), so workers that failed
+// together would retry together.
+func fullJitter(maxBackoff time.Duration) retry.BackoffDelayerFunc {
+	return func(attempt int, _ error) (time.Duration, error) {
+		d := maxBackoff
+		if attempt < 30 { // from 2^30 s on, the maximum applies
+			d = min(d, time.Second<<attempt)
+		}
+		return rand.N(d), nil
+	}
+}
+
+// retryCutResponse reports a response whose body broke off (the connection closed before
+// its Content-Length was read, seen when the SDK decodes a listing or an error) as
+// retryable, like the connection errors the SDK retries. Other errors are left to the
+// SDK's checks.
+func retryCutResponse(err error) aws.Ternary {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return aws.TrueTernary
+	}
+	return aws.UnknownTernary
 }
 
 // normalizePrefix checks a key prefix and gives it a trailing slash.
@@ -194,31 +293,122 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 }
 
 // Get returns the object under key; a missing key is an error wrapping blob.ErrNotFound.
+// The body is read whole within each attempt (see readBody), so an object is returned
+// complete or not at all.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	k, err := s.objectKey(key)
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	rb := &readBody{idle: s.readTimeout}
+	_, err = s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)},
+		func(o *s3.Options) {
+			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+				return st.Deserialize.Add(rb, middleware.Before)
+			})
+		})
 	if err != nil {
 		if isNotFound(err) {
 			return nil, fmt.Errorf("s3store: get s3://%s/%s: %w", s.bucket, k, blob.ErrNotFound)
 		}
 		return nil, fmt.Errorf("s3store: get s3://%s/%s: %w", s.bucket, k, err)
 	}
-	defer out.Body.Close()
+	return rb.data, nil
+}
+
+// readBody is a middleware of GetObject that reads the object's body whole into data.
+// The SDK retries the sending of a request and the decoding of its response, but returns
+// an object's body unread: a connection cut in the middle of it would surface in the
+// caller's read, after the retry loop. Placed first in the deserialize step, which runs
+// within each attempt, readBody makes a body that breaks off, comes short, fails the
+// response checksum the SDK validates as it is read, or stalls for longer than idle a
+// failed attempt that the retryer repeats with backoff, up to the store's attempts.
+type readBody struct {
+	idle time.Duration
+	data []byte
+}
+
+// ID names the middleware in the stack.
+func (*readBody) ID() string { return "s3store.ReadBody" }
+
+// HandleDeserialize sends the attempt and reads its response's body.
+func (m *readBody) HandleDeserialize(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (
+	middleware.DeserializeOutput, middleware.Metadata, error,
+) {
+	// The attempt's request runs under attemptCtx, so that cancelling it ends a stalled
+	// read of the body.
+	attemptCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out, md, err := next.HandleDeserialize(attemptCtx, in)
+	if err != nil {
+		return out, md, err
+	}
+	res, ok := out.Result.(*s3.GetObjectOutput)
+	if !ok {
+		return out, md, fmt.Errorf("read body: result of type %T, want *s3.GetObjectOutput", out.Result)
+	}
+	data, err := readAll(res.Body, res.ContentLength, m.idle, cancel)
+	res.Body.Close()
+	res.Body = http.NoBody
+	switch {
+	case err == nil:
+		m.data = data
+		return out, md, nil
+	case ctx.Err() != nil: // the caller gave up: not retried
+		return out, md, fmt.Errorf("read body: %w", ctx.Err())
+	default:
+		return out, md, retryableError{fmt.Errorf("read body: %w", err)}
+	}
+}
+
+// readAll reads body to its end. If no byte arrives for idle, it calls cancel, which
+// aborts the attempt's request and so the read. A body of another length than length
+// (when known) is an error.
+func readAll(body io.Reader, length *int64, idle time.Duration, cancel context.CancelFunc) ([]byte, error) {
+	var stalled atomic.Bool
+	timer := time.AfterFunc(idle, func() {
+		stalled.Store(true)
+		cancel()
+	})
+	defer timer.Stop()
 	var buf bytes.Buffer
-	if out.ContentLength != nil && *out.ContentLength > 0 {
-		buf.Grow(int(*out.ContentLength))
+	if length != nil && *length > 0 {
+		buf.Grow(int(*length))
 	}
-	if _, err := io.Copy(&buf, out.Body); err != nil {
-		return nil, fmt.Errorf("s3store: get s3://%s/%s: read body: %w", s.bucket, k, err)
-	}
-	if out.ContentLength != nil && int64(buf.Len()) != *out.ContentLength {
-		return nil, fmt.Errorf("s3store: get s3://%s/%s: read %d bytes of %d", s.bucket, k, buf.Len(), *out.ContentLength)
+	_, err := buf.ReadFrom(&idleReader{r: body, timer: timer, idle: idle})
+	switch {
+	case err != nil && stalled.Load():
+		return nil, fmt.Errorf("no data for %v after %d bytes: %w", idle, buf.Len(), err)
+	case err != nil:
+		return nil, fmt.Errorf("after %d bytes: %w", buf.Len(), err)
+	case length != nil && int64(buf.Len()) != *length:
+		return nil, fmt.Errorf("read %d bytes of %d", buf.Len(), *length)
 	}
 	return buf.Bytes(), nil
 }
+
+// idleReader restarts timer, to idle, whenever a read brings data.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	idle  time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.timer.Reset(r.idle)
+	}
+	return n, err
+}
+
+// retryableError marks the failure of one attempt that a new attempt may not meet; the
+// SDK's retryer asks for the RetryableError method.
+type retryableError struct{ err error }
+
+func (e retryableError) Error() string        { return e.err.Error() }
+func (e retryableError) Unwrap() error        { return e.err }
+func (e retryableError) RetryableError() bool { return true }
 
 // List returns the keys that start with prefix, in lexical order. The prefix is relative to
 // the store's prefix and may end inside a segment ("trials/0a"); it may not contain "." or
