@@ -13,6 +13,7 @@ package activities
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -53,6 +55,9 @@ type Activities struct {
 	// WrapEngine, if set, wraps the compute engine of every Train attempt; ctx is the
 	// activity's (activity.GetInfo gives the attempt). Fault-injection tests use it.
 	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine
+	// OnStall, if set, is called when a Train attempt is abandoned because its compute
+	// stopped making progress (see runWatched).
+	OnStall func(err error)
 
 	mu       sync.Mutex
 	datasets map[string]*data.Dataset
@@ -273,7 +278,11 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	if a.WrapEngine != nil {
 		opt.WrapEngine = func(e backend.Engine) backend.Engine { return a.WrapEngine(ctx, in.TrialID, e) }
 	}
-	res, err := training.Run(ctx, cfg, opt)
+	res, err := a.runWatched(ctx, cfg, opt, cmp.Or(in.StallTimeout, workflows.DefaultStallTimeout), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return last.Step
+	})
 	if err != nil {
 		var ce *training.ConfigError
 		if errors.As(err, &ce) {
@@ -282,6 +291,55 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		return workflows.TrainOutput{}, err
 	}
 	return a.trainOutput(ctx, in.TrialID, res), nil
+}
+
+// ErrorStalled is the error type of a training attempt abandoned because its compute made
+// no progress for the stall timeout: retried like any transient failure.
+const ErrorStalled = "Stalled"
+
+// runWatched runs training.Run under a watchdog: once the engine exists, an attempt whose
+// forward and backward passes stop returning for stall is abandoned with an ErrorStalled
+// error, which Temporal retries from the newest checkpoint. A hung device call cannot be
+// interrupted, so its goroutine is left behind; OnStall, if set, is told (a worker exits
+// so that its supervisor restarts it with a fresh device).
+func (a *Activities) runWatched(ctx context.Context, cfg training.Config, opt training.Options, stall time.Duration, step func() int) (*training.Result, error) {
+	var beats atomic.Int64
+	opt.Alive = func() { beats.Add(1) }
+	runCtx, cancel := context.WithCancel(ctx)
+	type outcome struct {
+		res *training.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := training.Run(runCtx, cfg, opt)
+		done <- outcome{res, err}
+	}()
+	check := time.NewTicker(min(stall/4, time.Second))
+	defer check.Stop()
+	seen, since := beats.Load(), time.Now()
+	for {
+		select {
+		case o := <-done:
+			cancel()
+			return o.res, o.err
+		case <-check.C:
+		}
+		if b := beats.Load(); b != seen || b == 0 {
+			seen, since = b, time.Now()
+			continue
+		}
+		if time.Since(since) < stall {
+			continue
+		}
+		cancel()
+		err := fmt.Errorf("train: no forward or backward pass returned for %v after step %d: the compute is stuck; attempt abandoned", stall, step())
+		a.log().Error("stalled", "err", err)
+		if a.OnStall != nil {
+			a.OnStall(err)
+		}
+		return nil, temporal.NewApplicationError(err.Error(), ErrorStalled)
+	}
 }
 
 func (a *Activities) storedResult(ctx context.Context, id string) (*training.Result, error) {

@@ -44,6 +44,10 @@ type Options struct {
 	// WrapEngine, if set, receives the engine made for the run and returns the one the run
 	// uses (tests inject compute faults through it).
 	WrapEngine func(backend.Engine) backend.Engine
+	// Alive, if set, is called once the engine exists and after every Forward and Backward
+	// call that returns (training and evaluation): a watchdog that stops hearing it knows
+	// the compute is stuck.
+	Alive func()
 	// AfterStep, if set, is called after each step's optimizer update and checkpoint;
 	// returning an error stops the run with it (tests use it to interrupt runs).
 	AfterStep func(step int) error
@@ -289,6 +293,10 @@ func newRunner(cfg Config, opt Options) (*runner, error) {
 	r := &runner{cfg: cfg, mc: mc, opt: opt, hash: cfg.Hash(), eng: eng}
 	n := eng.NumParams()
 	r.host, _ = eng.(backend.HostEngine)
+	if opt.Alive != nil {
+		r.eng = aliveEngine{Engine: eng, alive: opt.Alive}
+		opt.Alive()
+	}
 	var y []float32
 	if r.host != nil {
 		y = r.host.Params()
@@ -456,4 +464,20 @@ func (r *runner) writeCurves(ctx context.Context) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil
+}
+
+// aliveEngine reports every Forward and Backward that returns.
+type aliveEngine struct {
+	backend.Engine
+	alive func()
+}
+
+func (e aliveEngine) Forward(tokens, targets []int32) (float64, error) {
+	defer e.alive()
+	return e.Engine.Forward(tokens, targets)
+}
+
+func (e aliveEngine) Backward() error {
+	defer e.alive()
+	return e.Engine.Backward()
 }

@@ -114,6 +114,8 @@ type SweepInput struct {
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	// Retry bounds the retries of each trial's training; zero fields: RetryTransient's.
 	Retry TrainRetry `json:"retry,omitzero"`
+	// StallTimeout of the Train activity; zero: DefaultStallTimeout.
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
 
 	// State carried across continue-as-new.
 	Planned  bool          `json:"planned,omitempty"`
@@ -230,7 +232,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 				WorkflowID: TrialWorkflowID(in.SweepID, t.ID),
 				TaskQueue:  QueueCPU,
 			})
-			f := workflow.ExecuteChildWorkflow(cctx, Trial, TrialInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, Trial: t, HeartbeatTimeout: in.HeartbeatTimeout, Retry: in.Retry})
+			f := workflow.ExecuteChildWorkflow(cctx, Trial, TrialInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, Trial: t, HeartbeatTimeout: in.HeartbeatTimeout, Retry: in.Retry, StallTimeout: in.StallTimeout})
 			inFlight++
 			started++
 			p.Running = append(p.Running, t.ID)
@@ -298,6 +300,7 @@ type TrialInput struct {
 	Trial            TrialRef      `json:"trial"`
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"` // 0: 2 minutes
 	Retry            TrainRetry    `json:"retry,omitzero"`
+	StallTimeout     time.Duration `json:"stall_timeout,omitempty"` // 0: DefaultStallTimeout
 }
 
 // TrainInput / TrainOutput are the Train activity's. The activity resumes from the
@@ -305,7 +308,15 @@ type TrialInput struct {
 // one stopped.
 type TrainInput struct {
 	TrialID string `json:"trial_id"`
+	// StallTimeout: an attempt whose compute makes no call for this long is abandoned as
+	// stuck and retried; 0: DefaultStallTimeout.
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
 }
+
+// DefaultStallTimeout is how long a training attempt may go without a forward or backward
+// pass returning before it is abandoned as stuck (a hung GPU): far above a healthy
+// attempt's longest pause (a checkpoint of a 124M-parameter model written to S3).
+const DefaultStallTimeout = 15 * time.Minute
 
 type TrainOutput struct {
 	Status      string `json:"status"`
@@ -367,7 +378,7 @@ func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
 	})
 	res := TrialResult{TrialID: in.Trial.ID}
 	var out TrainOutput
-	err := workflow.ExecuteActivity(gpu, ActivityTrain, TrainInput{TrialID: in.Trial.ID}).Get(ctx, &out)
+	err := workflow.ExecuteActivity(gpu, ActivityTrain, TrainInput{TrialID: in.Trial.ID, StallTimeout: in.StallTimeout}).Get(ctx, &out)
 	if err != nil {
 		if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
 			return res, err

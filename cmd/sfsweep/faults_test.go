@@ -29,12 +29,12 @@ import (
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
-// faultsManifest is a three-trial sweep: one row of a C-sensitivity table.
+// faultsManifest is a four-trial sweep: one row of a C-sensitivity table.
 const faultsManifest = "name: faults\n" + e2eTraining + `optimizers:
   - name: sfadamw
     lr: 3e-3
     betas: [[0.9, 0.99]]
-    c: [vanilla, 20, 50]
+    c: [vanilla, 20, 50, 100]
 tables:
   - kind: c_sensitivity
     name: c_faults
@@ -55,9 +55,9 @@ type faultStack struct {
 
 // startFaultStack starts the deployment and workers whose activities are acts with the
 // client and cache filled in, and the store too where through is nil (else through gives
-// it: a store in front of the gateway), and submits the sweep of src with the retry budget
-// retry. It returns when the Sweep workflow has started.
-func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activities.Activities, retry workflows.TrainRetry, through func(*s3gw.Gateway) blob.Store) (*faultStack, client.WorkflowRun) {
+// it: a store in front of the gateway), and submits the sweep of src with the heartbeat
+// timeout, retry budget and stall timeout of tf. It returns when the Sweep workflow has started.
+func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activities.Activities, tf trialFlags, through func(*s3gw.Gateway) blob.Store) (*faultStack, client.WorkflowRun) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := startStack(ctx, filepath.Join(dir, "state"), false, slog.New(slog.DiscardHandler))
@@ -89,7 +89,6 @@ func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activi
 	if err := acts.Store.Put(ctx, key, []byte(src)); err != nil {
 		t.Fatal(err)
 	}
-	tf := trialFlags{heartbeat: 30 * time.Second, retry: retry}
 	run, err := st.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueCPU}, workflows.Sweep, tf.input(id, key, 3))
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +131,23 @@ func (f *faultyEngine) Backward() error {
 	return f.HostEngine.Backward()
 }
 
+// hungEngine is the real compute engine whose Backward never returns from its
+// hangAt-th call, as a device that hangs rather than fails (until release is closed).
+type hungEngine struct {
+	backend.HostEngine
+	calls, hangAt int
+	release       <-chan struct{}
+}
+
+func (h *hungEngine) Backward() error {
+	h.calls++
+	if h.calls == h.hangAt {
+		<-h.release
+		return errors.New("released")
+	}
+	return h.HostEngine.Backward()
+}
+
 // attemptLog records, per trial, when each Train attempt built its engine and when an
 // injected fault ended it.
 type attemptLog struct {
@@ -143,8 +159,10 @@ type attemptLog struct {
 // The compute backend fails the way a GPU does (ECC errors, illegal memory accesses)
 // inside real Train activities on the real Temporal server: a transient fault is retried
 // with backoff and the trial resumes from its checkpoint, bitwise equal to an
-// uninterrupted run; a permanent one exhausts the retry budget (8 attempts), the trial is
-// recorded failed, its cell reads "failed", and the rest of the sweep finishes.
+// uninterrupted run; a device that hangs is abandoned by the watchdog after the stall
+// timeout and its trial resumes the same way; a permanent fault exhausts the retry budget
+// (8 attempts), the trial is recorded failed, its cell reads "failed", and the rest of the
+// sweep finishes.
 func TestComputeFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded Temporal server and trains (-short)")
@@ -157,7 +175,9 @@ func TestComputeFaults(t *testing.T) {
 	policy := retry.Policy()
 
 	log := &attemptLog{started: map[string][]time.Time{}, failed: map[string][]time.Time{}}
-	var transientID, permanentID string
+	var transientID, permanentID, hungID string
+	release := make(chan struct{})
+	defer close(release)
 	acts := &activities.Activities{}
 	acts.WrapEngine = func(ctx context.Context, trialID string, e backend.Engine) backend.Engine {
 		attempt := int(activity.GetInfo(ctx).Attempt)
@@ -175,23 +195,25 @@ func TestComputeFaults(t *testing.T) {
 			return &faultyEngine{HostEngine: host, failAt: 9, failed: failed, err: errors.New("CUDA error: uncorrectable ECC error encountered")}
 		case trialID == transientID && attempt == 2: // resumed from 6: at step 8
 			return &faultyEngine{HostEngine: host, failAt: 2, failed: failed, err: errors.New("CUDA error: an illegal memory access was encountered")}
+		case trialID == hungID && attempt == 1: // hangs at step 9
+			return &hungEngine{HostEngine: host, hangAt: 9, release: release}
 		case trialID == permanentID: // every attempt, at its second step
 			return &faultyEngine{HostEngine: host, failAt: 2, failed: failed, err: fmt.Errorf("CUDA error: device unavailable (attempt %d)", attempt)}
 		}
 		return e
 	}
-	fs, run := startFaultStack(ctx, t, faultsManifest, acts, retry, nil)
-	transient, permanent, healthy := fs.trialByC(t, 0), fs.trialByC(t, 20), fs.trialByC(t, 50)
+	fs, run := startFaultStack(ctx, t, faultsManifest, acts, trialFlags{heartbeat: 30 * time.Second, stall: 2 * time.Second, retry: retry}, nil)
+	transient, permanent, healthy, hung := fs.trialByC(t, 0), fs.trialByC(t, 20), fs.trialByC(t, 50), fs.trialByC(t, 100)
 	log.mu.Lock()
-	transientID, permanentID = transient.ID, permanent.ID
+	transientID, permanentID, hungID = transient.ID, permanent.ID, hung.ID
 	log.mu.Unlock()
 
 	var res workflows.SweepResult
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
-	if p := res.Progress; p.Total != 3 || p.Completed != 2 || p.Failed != 1 {
-		t.Errorf("sweep progress %+v, want 3 trials: 2 completed, 1 failed", p)
+	if p := res.Progress; p.Total != 4 || p.Completed != 3 || p.Failed != 1 {
+		t.Errorf("sweep progress %+v, want 4 trials: 3 completed, 1 failed", p)
 	}
 
 	// transient: two faults, resumed from checkpoint 6, bitwise the uninterrupted run
@@ -203,6 +225,19 @@ func TestComputeFaults(t *testing.T) {
 	sameResult(t, got, want)
 	if a, cause := trainAttempt(ctx, t, fs.client, workflows.TrialWorkflowID(fs.sweepID, transient.ID)); a != 3 || !strings.Contains(cause, "illegal memory access") {
 		t.Errorf("transient trial's Train completed on attempt %d after %q, want 3 after the illegal memory access", a, cause)
+	}
+
+	// hung: the watchdog abandons attempt 1 after the stall timeout; attempt 2 resumes bitwise
+	got = readResult(t, fs.objectPath("trials/"+hung.ID+"/"+training.ResultKey))
+	if got.Resumed != 6 {
+		t.Errorf("hung trial resumed from step %d, want 6", got.Resumed)
+	}
+	_, want = trainDirect(ctx, t, hung, filepath.Join(fs.dir, "ref"), fs.cache)
+	sameResult(t, got, want)
+	if a, cause := trainAttempt(ctx, t, fs.client, workflows.TrialWorkflowID(fs.sweepID, hung.ID)); a != 2 || !strings.Contains(cause, "the compute is stuck") {
+		t.Errorf("hung trial's Train completed on attempt %d after %q, want 2 after a stall", a, cause)
+	} else {
+		t.Logf("hung device: %s", cause)
 	}
 
 	// permanent: 8 attempts, recorded failed with the last error; its cell reads failed
@@ -353,7 +388,7 @@ func TestObjectStoreFaults(t *testing.T) {
 		return store
 	}
 	start := time.Now()
-	fs, run := startFaultStack(ctx, t, src, &activities.Activities{}, workflows.TrainRetry{}, through)
+	fs, run := startFaultStack(ctx, t, src, &activities.Activities{}, trialFlags{heartbeat: 30 * time.Second}, through)
 	var res workflows.SweepResult
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)

@@ -754,6 +754,7 @@ func TestTrialFlags(t *testing.T) {
 		{"-heartbeat 0s", "-heartbeat = 0s: must be > 0"},
 		{"-heartbeat -3s", "-heartbeat = -3s: must be > 0"},
 		{"-attempts 0", "-attempts = 0: must be ≥ 1"},
+		{"-stall-timeout 0s", "-stall-timeout = 0s: must be > 0"},
 		{"-retry-initial 0s", "-retry-initial = 0s: must be > 0"},
 		{"-retry-initial 2m", "-retry-max = 1m0s: must be ≥ -retry-initial (2m0s)"},
 		{"-retry-max 10ms", "-retry-max = 10ms: must be ≥ -retry-initial (1s)"},

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -76,9 +77,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	queue := fs.String("queue", "gpu", "task queue: gpu (training, probes), cpu (workflows, planning, tables) or all")
 	slots := fs.Int("slots", 1, "trials trained at once (one per GPU)")
 	cache := fs.String("cache", filepath.Join(".sfsweep", "data"), "directory of prepared default corpora")
+	exitOnStall := fs.Bool("exit-on-stall", true, "exit (status 1) when a training attempt is abandoned as stuck, so that the supervisor restarts the worker with a fresh device; its other trials resume elsewhere")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	if *queue != "gpu" && *queue != "cpu" && *queue != "all" {
 		return &usageError{msg: fmt.Sprintf("-queue = %q: must be gpu, cpu or all", *queue)}
 	}
@@ -95,6 +99,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	acts := &activities.Activities{Store: store, Client: c, CacheDir: cacheDir, Log: slog.New(slog.NewTextHandler(stderr, nil))}
+	if *exitOnStall {
+		acts.OnStall = func(err error) {
+			// after a moment, so that the attempt's failure reaches the server first
+			time.AfterFunc(2*time.Second, func() { stop(fmt.Errorf("worker: exiting to get a fresh device: %w", err)) })
+		}
+	}
 	var ws []worker.Worker
 	if *queue != "cpu" {
 		w := worker.New(c, workflows.QueueGPU, worker.Options{MaxConcurrentActivityExecutionSize: *slots})
@@ -114,6 +124,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stderr, "worker: queue %s, %d slot(s), Temporal %s, bucket %s\n", *queue, *slots, r.temporal.Address, r.s3.Bucket)
 	<-ctx.Done()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
 	return nil
 }
 

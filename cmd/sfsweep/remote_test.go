@@ -69,9 +69,20 @@ func TestDistributedMode(t *testing.T) {
 		}
 		return strings.TrimSpace(out.String())
 	}
-	id := cmd("submit", manifest)
-	if again := cmd("submit", manifest); again != id {
-		t.Errorf("the same manifest submitted twice gave sweeps %s and %s", id, again)
+	// the same manifest submitted twice at once is one sweep
+	ids := make(chan string, 2)
+	for range 2 {
+		go func() {
+			var out, errb bytes.Buffer
+			if code := runMain(ctx, []string{"submit", manifest}, &out, &errb); code != 0 {
+				t.Errorf("submit: exit %d: %s", code, errb.String())
+			}
+			ids <- strings.TrimSpace(out.String())
+		}()
+	}
+	id, again := <-ids, <-ids
+	if id != again || id == "" {
+		t.Fatalf("the same manifest submitted twice at once gave sweeps %q and %q", id, again)
 	}
 	var p workflows.SweepProgress
 	for !p.Done() || p.Total == 0 {
@@ -130,6 +141,23 @@ func TestDistributedMode(t *testing.T) {
 	}
 	if len(list.Executions) < 5 {
 		t.Errorf("%d workflow executions listed, want the sweep, its tables, 3 trials and more", len(list.Executions))
+	}
+	// one run of the sweep workflow, one of each trial's
+	runs := map[string]int{}
+	for _, ex := range list.Executions {
+		runs[ex.Execution.WorkflowId]++
+	}
+	trials := 0
+	for wid, n := range runs {
+		if n != 1 && wid != workflows.TablesWorkflowID(id) { // the tables workflow may run again after it ended
+			t.Errorf("workflow %s ran %d times", wid, n)
+		}
+		if strings.HasPrefix(wid, id+"/trial-") {
+			trials++
+		}
+	}
+	if trials != 3 {
+		t.Errorf("%d trial workflows, want 3", trials)
 	}
 	for _, ex := range list.Executions {
 		it := c.GetWorkflowHistory(ctx, ex.Execution.WorkflowId, ex.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

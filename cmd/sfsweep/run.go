@@ -376,12 +376,14 @@ func recordHistories(ctx context.Context, c client.Client, ids []string, dir str
 // and retried.
 type trialFlags struct {
 	heartbeat time.Duration
+	stall     time.Duration
 	retry     workflows.TrainRetry
 }
 
 func (t *trialFlags) register(fs *flag.FlagSet) {
 	def := workflows.RetryTransient
 	fs.DurationVar(&t.heartbeat, "heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
+	fs.DurationVar(&t.stall, "stall-timeout", workflows.DefaultStallTimeout, "a training attempt whose forward and backward passes stop returning for this long is abandoned as stuck (a hung GPU) and retried")
 	fs.IntVar(&t.retry.MaxAttempts, "attempts", int(def.MaximumAttempts), "attempts of a trial's training (lost workers, GPU and storage errors) before it is recorded failed")
 	fs.DurationVar(&t.retry.InitialInterval, "retry-initial", def.InitialInterval, "wait before a trial's first retry; it doubles with each retry")
 	fs.DurationVar(&t.retry.MaximumInterval, "retry-max", def.MaximumInterval, "longest wait between two attempts of a trial")
@@ -391,6 +393,8 @@ func (t *trialFlags) check() error {
 	switch {
 	case t.heartbeat <= 0:
 		return &usageError{msg: fmt.Sprintf("-heartbeat = %v: must be > 0", t.heartbeat)}
+	case t.stall <= 0:
+		return &usageError{msg: fmt.Sprintf("-stall-timeout = %v: must be > 0", t.stall)}
 	case t.retry.MaxAttempts < 1:
 		return &usageError{msg: fmt.Sprintf("-attempts = %d: must be ≥ 1", t.retry.MaxAttempts)}
 	case t.retry.InitialInterval <= 0:
@@ -403,5 +407,5 @@ func (t *trialFlags) check() error {
 
 // input is the Sweep workflow's input for a sweep.
 func (t *trialFlags) input(sweepID, manifestKey string, window int) workflows.SweepInput {
-	return workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: window, HeartbeatTimeout: t.heartbeat, Retry: t.retry}
+	return workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: window, HeartbeatTimeout: t.heartbeat, StallTimeout: t.stall, Retry: t.retry}
 }
