@@ -77,6 +77,7 @@ func (a *Activities) RegisterCPU(w worker.Registry) {
 	w.RegisterWorkflow(workflows.RegenerateTables)
 	w.RegisterActivityWithOptions(a.RetireSchedule, activity.RegisterOptions{Name: workflows.ActivityRetireSchedule})
 	w.RegisterActivityWithOptions(a.Plan, activity.RegisterOptions{Name: workflows.ActivityPlan})
+	w.RegisterActivityWithOptions(a.ReadPlan, activity.RegisterOptions{Name: workflows.ActivityReadPlan})
 	w.RegisterActivityWithOptions(a.RecordFailed, activity.RegisterOptions{Name: workflows.ActivityRecordFailed})
 	w.RegisterActivityWithOptions(a.NotifyTables, activity.RegisterOptions{Name: workflows.ActivityNotifyTables})
 	w.RegisterActivityWithOptions(a.BuildTables, activity.RegisterOptions{Name: workflows.ActivityBuildTables})
@@ -195,7 +196,48 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 			heartbeat(ctx, i)
 		}
 	}
+	if in.Paged {
+		return a.storePlan(ctx, in.SweepID, out.Trials)
+	}
 	return out, nil
+}
+
+// storePlan writes a plan to the store in pages of workflows.PlanPageSize trials, under a
+// prefix of the Sweep workflow's run (a sweep submitted again plans anew and never
+// rewrites the pages a running sweep reads).
+func (a *Activities) storePlan(ctx context.Context, sweepID string, trials []workflows.TrialRef) (workflows.PlanOutput, error) {
+	out := workflows.PlanOutput{
+		Prefix:   "sweeps/" + sweepID + "/plans/" + activity.GetInfo(ctx).WorkflowExecution.RunID,
+		PageSize: workflows.PlanPageSize, Total: len(trials),
+	}
+	for _, t := range trials {
+		if t.Done {
+			out.Skipped++
+		}
+	}
+	for n := 0; n*out.PageSize < len(trials); n++ {
+		b, err := json.Marshal(trials[n*out.PageSize : min((n+1)*out.PageSize, len(trials))])
+		if err != nil {
+			return workflows.PlanOutput{}, err
+		}
+		if err := a.Store.Put(ctx, workflows.PlanPage(out.Prefix, n), b); err != nil {
+			return workflows.PlanOutput{}, err
+		}
+	}
+	return out, nil
+}
+
+// ReadPlan returns a page of a stored plan.
+func (a *Activities) ReadPlan(ctx context.Context, in workflows.ReadPlanInput) ([]workflows.TrialRef, error) {
+	b, err := a.Store.Get(ctx, workflows.PlanPage(in.Prefix, in.Page))
+	if err != nil {
+		return nil, err
+	}
+	var page []workflows.TrialRef
+	if err := json.Unmarshal(b, &page); err != nil {
+		return nil, fmt.Errorf("plan page %s: %w", workflows.PlanPage(in.Prefix, in.Page), err)
+	}
+	return page, nil
 }
 
 // trialConfig reads a trial's config.json.
@@ -386,8 +428,11 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 		return training.DecayProbeResult{}, err
 	}
 	ck, err := checkpoint.Load(ctx, a.Store, trialKey(in.TrialID, training.CheckpointsDir), int64(in.Step))
-	if err != nil {
+	if checkpoint.IsBad(err) || errors.Is(err, blob.ErrNotFound) {
 		return training.DecayProbeResult{}, invalid(err)
+	}
+	if err != nil { // the store failed: retried
+		return training.DecayProbeResult{}, err
 	}
 	b, err := a.batches(ctx, cfg)
 	if err != nil {

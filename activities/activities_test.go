@@ -3,6 +3,8 @@ package activities
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,5 +117,114 @@ func TestActivities(t *testing.T) {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != workflows.ErrorInvalidConfig {
 		t.Errorf("Train of a missing trial: %v, want a non-retryable %s", err, workflows.ErrorInvalidConfig)
+	}
+}
+
+// A paged plan is the inline plan cut into pages in the store: 2,002 trials (two C values
+// by 1,001 seeds) make three pages, which ReadPlan returns in order.
+func TestPlanPaged(t *testing.T) {
+	a, env, store := setup(t)
+	env.RegisterActivity(a.ReadPlan)
+	ctx := context.Background()
+	seeds := make([]string, 1001)
+	for i := range seeds {
+		seeds[i] = strconv.Itoa(i + 1)
+	}
+	big := strings.Replace(manifest, "seeds: [1]", "seeds: ["+strings.Join(seeds, ", ")+"]", 1)
+	if err := store.Put(ctx, "sweeps/big/manifest.yaml", []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(paged bool) workflows.PlanOutput {
+		t.Helper()
+		v, err := env.ExecuteActivity(workflows.ActivityPlan, workflows.PlanInput{SweepID: "big", ManifestKey: "sweeps/big/manifest.yaml", Paged: paged})
+		var out workflows.PlanOutput
+		if err == nil {
+			err = v.Get(&out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	inline, paged := plan(false), plan(true)
+	if len(inline.Trials) != 2002 || paged.Total != 2002 || paged.Skipped != 0 || len(paged.Trials) != 0 ||
+		paged.PageSize != workflows.PlanPageSize || !strings.HasPrefix(paged.Prefix, "sweeps/big/plans/") {
+		t.Fatalf("inline plan of %d trials; paged plan %+v", len(inline.Trials), paged)
+	}
+	var read []workflows.TrialRef
+	for n := 0; n*paged.PageSize < paged.Total; n++ {
+		v, err := env.ExecuteActivity(workflows.ActivityReadPlan, workflows.ReadPlanInput{Prefix: paged.Prefix, Page: n})
+		var page []workflows.TrialRef
+		if err == nil {
+			err = v.Get(&page)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(paged.PageSize, paged.Total-n*paged.PageSize); len(page) != want {
+			t.Errorf("page %d holds %d trials, want %d", n, len(page), want)
+		}
+		read = append(read, page...)
+	}
+	if !reflect.DeepEqual(read, inline.Trials) {
+		t.Error("the pages read back differ from the inline plan")
+	}
+	if _, err := env.ExecuteActivity(workflows.ActivityReadPlan, workflows.ReadPlanInput{Prefix: paged.Prefix, Page: 3}); !errors.Is(err, blob.ErrNotFound) && (err == nil || !strings.Contains(err.Error(), "not found")) {
+		t.Errorf("a page past the end: %v", err)
+	}
+}
+
+// failingStore fails every Get of keys containing a substring, as an object store that is
+// down for them.
+type failingStore struct {
+	blob.Store
+	substr string
+}
+
+func (f failingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if strings.Contains(key, f.substr) {
+		return nil, errors.New("s3: 503 SlowDown")
+	}
+	return f.Store.Get(ctx, key)
+}
+
+// A decay probe whose checkpoint cannot be read because the store fails is retried; one
+// whose checkpoint is corrupt is not.
+func TestDecayProbeCheckpointErrors(t *testing.T) {
+	a, env, store := setup(t)
+	ctx := context.Background()
+	v, err := env.ExecuteActivity(workflows.ActivityPlan, workflows.PlanInput{SweepID: "s", ManifestKey: "sweeps/s/manifest.yaml"})
+	var plan workflows.PlanOutput
+	if err == nil {
+		err = v.Get(&plan)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := plan.Trials[0].ID
+	if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: id}); err != nil {
+		t.Fatal(err)
+	}
+	probe := func() error {
+		_, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: id, Step: 2, Steps: 2})
+		return err
+	}
+	a.Store = failingStore{store, "/checkpoints/"}
+	var ae *temporal.ApplicationError
+	if err := probe(); err == nil || !strings.Contains(err.Error(), "503 SlowDown") || (errors.As(err, &ae) && ae.NonRetryable()) {
+		t.Errorf("probe with the store down: %v, want a retryable error", err)
+	}
+	a.Store = store
+	key := "trials/" + id + "/checkpoints/step-00000002.safetensors"
+	b, err := store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := store.Put(ctx, key, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(); !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != workflows.ErrorInvalidConfig {
+		t.Errorf("probe of a corrupt checkpoint: %v, want a non-retryable %s", err, workflows.ErrorInvalidConfig)
 	}
 }

@@ -10,6 +10,8 @@ import (
 // The histories under testdata/histories were recorded from a real sweep on the embedded
 // server (sfsweep run -record-histories DIR, the manifest of cmd/sfsweep's end-to-end
 // test): a change to a workflow that would break running sweeps fails to replay them.
+// sweep.json predates the stored plan (its runs carry the plan inline), sweep-paged.json
+// reads it from the store.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/histories/*.json")
 	if err != nil || len(files) < 3 {

@@ -27,6 +27,7 @@ const (
 // Activity names, as the activities package registers them.
 const (
 	ActivityPlan         = "Plan"
+	ActivityReadPlan     = "ReadPlan"
 	ActivityTrain        = "Train"
 	ActivityDecayProbe   = "DecayProbe"
 	ActivityRecordFailed = "RecordFailed"
@@ -118,10 +119,14 @@ type SweepInput struct {
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
 
 	// State carried across continue-as-new.
-	Planned  bool          `json:"planned,omitempty"`
-	Trials   []TrialRef    `json:"trials,omitempty"`
-	Next     int           `json:"next,omitempty"`
-	Progress SweepProgress `json:"progress"`
+	Planned bool `json:"planned,omitempty"`
+	// The plan: in the store (PlanPrefix, PlanPageSize trials a page) or, for sweeps
+	// planned before plans were stored, inline in Trials.
+	PlanPrefix   string        `json:"plan_prefix,omitempty"`
+	PlanPageSize int           `json:"plan_page_size,omitempty"`
+	Trials       []TrialRef    `json:"trials,omitempty"`
+	Next         int           `json:"next,omitempty"`
+	Progress     SweepProgress `json:"progress"`
 }
 
 // TrialRef is one trial of a sweep as the plan gives it.
@@ -139,11 +144,38 @@ type TrialRef struct {
 type PlanInput struct {
 	SweepID     string `json:"sweep_id"`
 	ManifestKey string `json:"manifest_key"`
+	// Paged asks for the plan in the store, in pages of PlanPageSize trials, rather than
+	// inline: a workflow's input and an activity's result are payloads Temporal bounds
+	// (2 MB), which an inline plan of some 30,000 trials would exceed.
+	Paged bool `json:"paged,omitempty"`
 }
 
 type PlanOutput struct {
-	Trials []TrialRef `json:"trials"`
+	Trials []TrialRef `json:"trials,omitempty"` // inline (not Paged)
+	// Paged: page n (0, 1, ...) of the plan is the object PlanPage(Prefix, n), PageSize
+	// trials but the last.
+	Prefix   string `json:"prefix,omitempty"`
+	PageSize int    `json:"page_size,omitempty"`
+	Total    int    `json:"total,omitempty"`
+	Skipped  int    `json:"skipped,omitempty"` // trials whose result exists
 }
+
+// PlanPageSize is the number of trials in a page of a stored plan (a page is about 60 kB).
+const PlanPageSize = 1000
+
+// PlanPage is the key of page n of the stored plan under prefix.
+func PlanPage(prefix string, n int) string { return fmt.Sprintf("%s/page-%06d.json", prefix, n) }
+
+// ReadPlanInput asks the ReadPlan activity for page Page of a stored plan; it returns
+// []TrialRef.
+type ReadPlanInput struct {
+	Prefix string `json:"prefix"`
+	Page   int    `json:"page"`
+}
+
+// versionPlanInStore marks the Sweep runs that keep their plan in the store; runs started
+// before it carry the plan inline and replay as they ran.
+const versionPlanInStore = "plan-in-store"
 
 // SweepProgress is the answer to QueryProgress.
 type SweepProgress struct {
@@ -194,18 +226,44 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 		TaskQueue: QueueCPU, StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: cpuHeartbeat, RetryPolicy: RetryQuick,
 	})
 	if !in.Planned {
+		paged := workflow.GetVersion(ctx, versionPlanInStore, workflow.DefaultVersion, 1) == 1
 		var plan PlanOutput
-		if err := workflow.ExecuteActivity(cpu, ActivityPlan, PlanInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey}).Get(ctx, &plan); err != nil {
+		if err := workflow.ExecuteActivity(cpu, ActivityPlan, PlanInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, Paged: paged}).Get(ctx, &plan); err != nil {
 			return SweepResult{}, fmt.Errorf("plan: %w", err)
 		}
-		in.Trials, in.Planned = plan.Trials, true
-		p.Total = len(plan.Trials)
-		for _, t := range plan.Trials {
-			if t.Done {
-				p.Skipped++
+		in.Planned = true
+		if paged {
+			in.PlanPrefix, in.PlanPageSize = plan.Prefix, plan.PageSize
+			p.Total, p.Skipped = plan.Total, plan.Skipped
+		} else {
+			in.Trials = plan.Trials
+			p.Total = len(plan.Trials)
+			for _, t := range plan.Trials {
+				if t.Done {
+					p.Skipped++
+				}
 			}
 		}
 		log.Info("planned", "trials", p.Total, "done", p.Skipped)
+	}
+	// trial i of the plan, reading the stored plan a page at a time
+	var page []TrialRef
+	pageNo := -1
+	trialAt := func(i int) (TrialRef, error) {
+		if in.PlanPrefix == "" {
+			return in.Trials[i], nil
+		}
+		if n := i / in.PlanPageSize; n != pageNo {
+			page = nil // decoding into the previous page would keep its fields that the new one omits
+			if err := workflow.ExecuteActivity(cpu, ActivityReadPlan, ReadPlanInput{Prefix: in.PlanPrefix, Page: n}).Get(ctx, &page); err != nil {
+				return TrialRef{}, fmt.Errorf("plan page %d: %w", n, err)
+			}
+			pageNo = n
+		}
+		if j := i % in.PlanPageSize; j < len(page) {
+			return page[j], nil
+		}
+		return TrialRef{}, fmt.Errorf("plan page %d holds %d trials, trial %d of %d wanted", pageNo, len(page), i, p.Total)
 	}
 
 	childCtx, cancelChildren := workflow.WithCancel(ctx)
@@ -221,9 +279,13 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	inFlight, started := 0, 0
 	for {
 		// start trials up to the window, unless this run has started its share
-		for !canceled && in.Next < len(in.Trials) && inFlight < in.Window && started < maxChildrenPerRun &&
+		for !canceled && in.Next < p.Total && inFlight < in.Window && started < maxChildrenPerRun &&
 			!workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			t := in.Trials[in.Next]
+			t, err := trialAt(in.Next)
+			if err != nil {
+				cancelChildren()
+				return SweepResult{Progress: *p}, err
+			}
 			in.Next++
 			if t.Done {
 				continue
@@ -266,7 +328,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	if canceled {
 		return SweepResult{Progress: *p}, temporal.NewCanceledError("sweep canceled")
 	}
-	if in.Next < len(in.Trials) {
+	if in.Next < p.Total {
 		// this run started its share: continue as new with the state, a fresh history
 		return SweepResult{}, workflow.NewContinueAsNewError(ctx, Sweep, in)
 	}

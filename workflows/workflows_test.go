@@ -24,6 +24,9 @@ import (
 type fakeWorld struct {
 	mu                  sync.Mutex
 	trials              []TrialRef
+	pageSize            int            // of the stored plan
+	pagesRead           []int          // ReadPlan calls
+	shortPages          bool           // ReadPlan returns a page without its last trial
 	trained             map[string]int // attempts
 	inFlight, maxFlight int
 	failed              []string
@@ -37,8 +40,31 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflow(Trial)
 	env.RegisterWorkflow(Tables)
 	env.RegisterActivityWithOptions(func(ctx context.Context, in PlanInput) (PlanOutput, error) {
-		return PlanOutput{Trials: f.trials}, nil
+		if !in.Paged {
+			return PlanOutput{Trials: f.trials}, nil
+		}
+		out := PlanOutput{Prefix: "plans/run", PageSize: f.pageSize, Total: len(f.trials)}
+		for _, t := range f.trials {
+			if t.Done {
+				out.Skipped++
+			}
+		}
+		return out, nil
 	}, activity.RegisterOptions{Name: ActivityPlan})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in ReadPlanInput) ([]TrialRef, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.pagesRead = append(f.pagesRead, in.Page)
+		if in.Prefix != "plans/run" {
+			return nil, fmt.Errorf("plan prefix %q", in.Prefix)
+		}
+		lo := in.Page * f.pageSize
+		page := f.trials[lo:min(lo+f.pageSize, len(f.trials))]
+		if f.shortPages {
+			page = page[:len(page)-1]
+		}
+		return page, nil
+	}, activity.RegisterOptions{Name: ActivityReadPlan})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in TrainInput) (TrainOutput, error) {
 		f.mu.Lock()
 		f.trained[in.TrialID]++
@@ -97,7 +123,7 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 }
 
 func newWorld(ids ...string) *fakeWorld {
-	f := &fakeWorld{trained: map[string]int{}}
+	f := &fakeWorld{trained: map[string]int{}, pageSize: 3}
 	for _, id := range ids {
 		f.trials = append(f.trials, TrialRef{ID: id, Done: id == "done"})
 	}
@@ -223,6 +249,7 @@ func TestSweepContinueAsNew(t *testing.T) {
 		ids[i] = fmt.Sprintf("t%d", i)
 	}
 	w := newWorld(ids...)
+	w.pageSize = 4 // runs of 3 children: the second and third runs begin inside a page
 	w.register(env)
 	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m", Window: 2})
 	var can *workflow.ContinueAsNewError
@@ -233,11 +260,57 @@ func TestSweepContinueAsNew(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if !next.Planned || next.Next != 3 || len(next.Trials) != 8 || next.Progress.Completed != 3 || next.Progress.Runs != 1 {
+	if !next.Planned || next.Next != 3 || len(next.Trials) != 0 || next.PlanPrefix != "plans/run" || next.PlanPageSize != 4 ||
+		next.Progress.Total != 8 || next.Progress.Completed != 3 || next.Progress.Runs != 1 {
 		t.Errorf("continued with %+v", next)
 	}
-	if len(w.trained) != 3 {
-		t.Errorf("%d trials trained by the first run, want 3", len(w.trained))
+	if len(w.trained) != 3 || !slices.Equal(w.pagesRead, []int{0}) {
+		t.Errorf("%d trials trained by the first run reading plan pages %v, want 3 from page 0", len(w.trained), w.pagesRead)
+	}
+	// the following runs read the plan on from where the first stopped, to the end
+	for runs := 2; ; runs++ {
+		env := s.NewTestWorkflowEnvironment()
+		w.register(env)
+		env.ExecuteWorkflow(Sweep, next)
+		err := env.GetWorkflowError()
+		if err == nil {
+			var res SweepResult
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if p := res.Progress; p.Total != 8 || p.Completed != 8 || p.Runs != runs {
+				t.Errorf("last run's progress %+v", p)
+			}
+			break
+		}
+		if !errors.As(err, &can) || runs > 4 {
+			t.Fatalf("run %d: %v", runs, err)
+		}
+		next = SweepInput{}
+		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(w.trained) != 8 || !slices.Equal(w.pagesRead, []int{0, 0, 1, 1}) {
+		t.Errorf("trained %v reading plan pages %v, want all 8 once, pages 0, 0, 1, 1 (each run reads the page it starts in)", w.trained, w.pagesRead)
+	}
+	for id, n := range w.trained {
+		if n != 1 {
+			t.Errorf("trial %s trained %d times", id, n)
+		}
+	}
+}
+
+// A stored plan whose page is shorter than its size says fails the sweep with the reason.
+func TestSweepShortPlanPage(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld("a", "b", "c", "d")
+	w.register(env)
+	w.shortPages = true // each page of 3 holds 2
+	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m"})
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "plan page 0 holds 2 trials, trial 2 of 4 wanted") {
+		t.Errorf("error %v", err)
 	}
 }
 

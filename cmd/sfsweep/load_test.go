@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,32 +16,41 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sfsweep/sfsweep/infra/devserver"
 )
 
 // A sweep of 2,000 one-step trials through the embedded stack completes, every trial once,
 // with each run of the Sweep workflow's history far below Temporal's limits (51,200 events):
-// continue-as-new keeps it bounded. Reports trials per second and the process's peak RSS.
-func TestLoad2000(t *testing.T) {
+// continue-as-new keeps it bounded. Reports trials per second, the largest input a Sweep
+// run started with (the carried plan) and the process's peak RSS. SFSWEEP_LOAD_TRIALS sets
+// another size (10000: about 10 minutes here).
+func TestLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2,000 trials through the embedded stack (-short)")
 	}
-	const n = 2000
+	n := 2000
+	if v := os.Getenv("SFSWEEP_LOAD_TRIALS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("SFSWEEP_LOAD_TRIALS=%q: want a positive count", v)
+		}
+	}
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "load.yaml")
 	os.WriteFile(manifest, []byte(overheadManifest("load", n, 0)), 0o644)
 	state := filepath.Join(dir, "state")
 	start := time.Now()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute+time.Duration(n)*100*time.Millisecond)
 	defer cancel()
 	args := []string{"run", "-ui=false", "-slots", "4", "-window", "16", "-dir", state, "-out", filepath.Join(dir, "out"), manifest}
 	if code := runMain(ctx, args, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	el := time.Since(start)
-	if !strings.Contains(errb.String(), "sweep done: 2000 trials, 2000 run now (2000 completed") {
+	if want := fmt.Sprintf("sweep done: %d trials, %d run now (%d completed", n, n, n); !strings.Contains(errb.String(), want) {
 		t.Fatalf("sweep summary:\n%s", errb.String())
 	}
 	results, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "result.json"))
@@ -62,13 +73,17 @@ func TestLoad2000(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, worst := 0, 0
+	runs, worst, input := 0, 0, 0
 	for _, ex := range list.Executions {
 		it := c.GetWorkflowHistory(ctx, ex.Execution.WorkflowId, ex.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		events := 0
 		for it.HasNext() {
-			if _, err := it.Next(); err != nil {
+			ev, err := it.Next()
+			if err != nil {
 				t.Fatal(err)
+			}
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				input = max(input, proto.Size(a.GetInput()))
 			}
 			events++
 		}
@@ -81,6 +96,9 @@ func TestLoad2000(t *testing.T) {
 	if worst > 10240 {
 		t.Errorf("a Sweep run holds %d history events, above Temporal's warning level 10,240", worst)
 	}
-	t.Logf("%d trials in %.1f s: %.1f trials/s; %d Sweep runs, at most %d events each; peak RSS %.0f MiB",
-		n, el.Seconds(), n/el.Seconds(), runs, worst, float64(peakRSS())/(1<<20))
+	if input > 2<<20 {
+		t.Errorf("a Sweep run started with a %d-byte input, above Temporal's 2 MiB payload limit", input)
+	}
+	t.Logf("%d trials in %.1f s: %.1f trials/s; %d Sweep runs, at most %d events each, largest input %d KiB; peak RSS %.0f MiB",
+		n, el.Seconds(), float64(n)/el.Seconds(), runs, worst, input>>10, float64(peakRSS())/(1<<20))
 }

@@ -197,9 +197,10 @@ func readSidecar(ctx context.Context, store blob.Store, prefix string, step int6
 	return s, nil
 }
 
-// countable reports whether err says why a checkpoint does not count (as opposed to a
-// failure of the store or a cancelled context, which is no verdict on the checkpoint).
-func countable(err error) bool {
+// IsBad reports whether err says why a checkpoint does not count (as opposed to a
+// failure of the store or a cancelled context, which is no verdict on the checkpoint and
+// may pass on a retry).
+func IsBad(err error) bool {
 	return errors.Is(err, ErrNoSidecar) || errors.Is(err, ErrNoData) || errors.Is(err, ErrMismatch) || errors.Is(err, ErrInvalid)
 }
 
@@ -268,7 +269,7 @@ func Latest(ctx context.Context, store blob.Store, prefix string) (*Checkpoint, 
 		if err == nil {
 			return c, skipped, nil
 		}
-		if !countable(err) {
+		if !IsBad(err) {
 			return nil, skipped, fmt.Errorf("checkpoint: latest under %s: step %d: %w", prefix, e.step, err)
 		}
 		skipped = append(skipped, Skipped{Step: e.step, Reason: err})
@@ -289,7 +290,7 @@ func List(ctx context.Context, store blob.Store, prefix string) ([]Info, error) 
 			continue
 		}
 		s, err := readSidecar(ctx, store, prefix, e.step)
-		if countable(err) {
+		if IsBad(err) {
 			continue
 		}
 		if err != nil {
@@ -318,7 +319,7 @@ func Prune(ctx context.Context, store blob.Store, prefix string, keepLast int, k
 			break
 		}
 		if _, err := fetch(ctx, store, prefix, e.step); err != nil {
-			if countable(err) {
+			if IsBad(err) {
 				continue
 			}
 			return fmt.Errorf("checkpoint: prune %s: step %d: %w", prefix, e.step, err)

@@ -19,11 +19,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"unsafe"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
@@ -179,38 +179,41 @@ func (d *Dataset) CheckVocab(v int) error {
 // Open opens the dataset whose meta.json is under prefix in st ("" for the store's root), and
 // verifies every split against it.
 func Open(ctx context.Context, st blob.Store, prefix string) (*Dataset, error) {
-	return open(func(name string) ([]byte, error) {
+	return open(func(name string) ([]byte, bool, error) {
 		key := path.Join(prefix, name)
 		b, err := st.Get(ctx, key)
 		if errors.Is(err, blob.ErrNotFound) {
-			return nil, fmt.Errorf("data: %s: %w: %w", key, ErrMissing, err)
+			return nil, false, fmt.Errorf("data: %s: %w: %w", key, ErrMissing, err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("data: %s: %w", key, err)
+			return nil, false, fmt.Errorf("data: %s: %w", key, err)
 		}
-		return b, nil
+		return b, false, nil
 	}, func(name string) string { return path.Join(prefix, name) })
 }
 
 // OpenDir opens the dataset in a local directory (meta.json beside the split files) and
-// verifies every split against it.
+// verifies every split against it. On Unix the split files are mapped into memory, not
+// read: a split takes no memory of the process's own (workers on one machine share the
+// page cache's copy), and a corpus larger than memory can be trained on.
 func OpenDir(dir string) (*Dataset, error) {
-	return open(func(name string) ([]byte, error) {
+	return open(func(name string) ([]byte, bool, error) {
 		p := filepath.Join(dir, name)
-		b, err := os.ReadFile(p)
+		b, mapped, err := readFile(p)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("data: %s: %w: %w", p, ErrMissing, err)
+			return nil, false, fmt.Errorf("data: %s: %w: %w", p, ErrMissing, err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("data: %w", err)
+			return nil, false, fmt.Errorf("data: %w", err)
 		}
-		return b, nil
+		return b, mapped, nil
 	}, func(name string) string { return filepath.Join(dir, name) })
 }
 
-// open reads meta.json and every split through get; where names a file in errors.
-func open(get func(name string) ([]byte, error), where func(name string) string) (*Dataset, error) {
-	raw, err := get(MetaFile)
+// open reads meta.json and every split through get, which says whether the bytes it
+// returns are a read-only mapping of the file; where names a file in errors.
+func open(get func(name string) (b []byte, mapped bool, err error), where func(name string) string) (*Dataset, error) {
+	raw, _, err := get(MetaFile)
 	if err != nil {
 		return nil, err
 	}
@@ -230,11 +233,11 @@ func open(get func(name string) ([]byte, error), where func(name string) string)
 		if !ok {
 			continue
 		}
-		b, err := get(s.File)
+		b, mapped, err := get(s.File)
 		if err != nil {
 			return nil, err
 		}
-		toks, err := verify(where(s.File), s, b)
+		toks, err := verify(where(s.File), s, b, mapped)
 		if err != nil {
 			return nil, err
 		}
@@ -243,8 +246,8 @@ func open(get func(name string) ([]byte, error), where func(name string) string)
 	return d, nil
 }
 
-// verify checks the bytes b of a split file against s and decodes them.
-func verify(file string, s SplitMeta, b []byte) ([]uint16, error) {
+// verify checks the bytes b of a split file against s and returns its tokens.
+func verify(file string, s SplitMeta, b []byte, mapped bool) ([]uint16, error) {
 	if len(b)%2 != 0 {
 		return nil, &VerifyError{file, "size", "a whole number of uint16 (an even number of bytes)", fmt.Sprintf("%d bytes", len(b))}
 	}
@@ -255,7 +258,20 @@ func verify(file string, s SplitMeta, b []byte) ([]uint16, error) {
 	if got := hex.EncodeToString(sum[:]); got != s.SHA256 {
 		return nil, &VerifyError{file, "sha256", s.SHA256, got}
 	}
-	return decodeTokens(b), nil
+	return tokensOf(b, mapped), nil
+}
+
+// nativeLittleEndian: the machine stores a uint16 as the token files do.
+var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// tokensOf returns the tokens of a split file's bytes: the bytes themselves, viewed as
+// uint16, where they are a read-only mapping of the file (page-aligned, never written) and
+// the machine is little-endian; else a decoded copy.
+func tokensOf(b []byte, mapped bool) []uint16 {
+	if mapped && nativeLittleEndian && len(b) >= 2 {
+		return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
+	}
+	return decodeTokens(b)
 }
 
 // Write writes a dataset under prefix in st: one file "<split>.bin" per entry of splits, then
