@@ -52,6 +52,9 @@ type Activities struct {
 	Log      *slog.Logger
 	// Progress, if set, sees every Train step of this worker (for live progress bars).
 	Progress func(trialID string, p training.Progress)
+	// AttemptFailed, if set, sees every Train attempt of this worker that fails (for live
+	// reports: a failure shows when it happens, not when the trial's retries are spent).
+	AttemptFailed func(trialID string, attempt int, err error)
 	// WrapEngine, if set, wraps the compute engine of every Train attempt; ctx is the
 	// activity's (activity.GetInfo gives the attempt). Fault-injection tests use it.
 	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine
@@ -326,6 +329,9 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		return last.Step
 	})
 	if err != nil {
+		if a.AttemptFailed != nil && ctx.Err() == nil {
+			a.AttemptFailed(in.TrialID, int(activity.GetInfo(ctx).Attempt), err)
+		}
 		var ce *training.ConfigError
 		if errors.As(err, &ce) {
 			return workflows.TrainOutput{}, invalid(err)

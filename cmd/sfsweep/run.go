@@ -104,7 +104,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	bars := newProgressBars(stderr, isTerminal(stderr))
-	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger, Progress: bars.step}
+	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
+		Progress: bars.step, AttemptFailed: bars.attemptFailed}
 	stopWorkers, err := startWorkers(st.client, acts, *slots, logger)
 	if err != nil {
 		return err
@@ -300,6 +301,26 @@ func (b *progressBars) step(trial string, p training.Progress) {
 	b.draw()
 }
 
+// attemptFailed reports a failed training attempt at once; Temporal retries it.
+func (b *progressBars) attemptFailed(trial string, attempt int, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.steps, trial)
+	b.printAbove(fmt.Sprintf("trial %s: attempt %d failed: %v (retried with backoff from its newest checkpoint, up to -attempts)", trial, attempt, err))
+}
+
+// printAbove prints a line above the live bars (or as a plain line when not live).
+func (b *progressBars) printAbove(line string) {
+	if b.live {
+		for range b.lines {
+			fmt.Fprint(b.w, "\033[1A\033[K")
+		}
+		b.lines = 0
+	}
+	fmt.Fprintln(b.w, line)
+	b.draw()
+}
+
 func (b *progressBars) sweep(p workflows.SweepProgress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -308,10 +329,12 @@ func (b *progressBars) sweep(p workflows.SweepProgress) {
 		fmt.Fprintf(b.w, "sweep: %d/%d trials done (%d completed, %d diverged, %d failed, %d had results)\n",
 			finished+p.Skipped, p.Total, p.Completed, p.Diverged, p.Failed, p.Skipped)
 	}
-	if p.Failed > b.last.Failed {
-		fmt.Fprintf(b.w, "\r\033[Ksweep: a trial failed (%d so far); its cell reads \"failed\"\n", p.Failed)
-	}
+	failed := p.Failed > b.last.Failed
 	b.last = p
+	if failed {
+		b.printAbove(fmt.Sprintf("sweep: a trial failed (%d so far); its cell reads \"failed\"", p.Failed))
+		return
+	}
 	b.draw()
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/workflows"
 )
 
 // e2eTraining is the training part of the end-to-end manifests: a model that trains in
@@ -151,5 +153,33 @@ func TestValidate(t *testing.T) {
 	}
 	if want := "line 16: optimizers[0].betas[0] = 1.5: must be in [0, 1)"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
+	}
+}
+
+// Failures show when they happen: a failed attempt and a failed trial print a line at
+// once, above the live bars (which are redrawn below it) or as plain lines in a log.
+func TestProgressFailures(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		var buf bytes.Buffer
+		b := newProgressBars(&buf, live)
+		b.sweep(workflows.SweepProgress{Total: 3})
+		b.step("t1", training.Progress{Step: 5, Steps: 10, TrainLoss: 2.5})
+		b.attemptFailed("t1", 1, errors.New("CUDA error: an illegal memory access was encountered"))
+		b.sweep(workflows.SweepProgress{Total: 3, Failed: 1})
+		out := buf.String()
+		for _, want := range []string{
+			"trial t1: attempt 1 failed: CUDA error: an illegal memory access was encountered (retried",
+			`sweep: a trial failed (1 so far); its cell reads "failed"`,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("live %v: output lacks %q:\n%q", live, want, out)
+			}
+		}
+		if escapes := strings.Contains(out, "\033["); escapes != live {
+			t.Errorf("live %v: escape sequences %v in %q", live, escapes, out)
+		}
+		if live && !strings.HasSuffix(out, "sweep [██████████····················] 1/3 trials  0 diverged  1 failed\n") {
+			t.Errorf("the bars are not redrawn below the failure lines:\n%q", out)
+		}
 	}
 }
