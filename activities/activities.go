@@ -58,8 +58,8 @@ type Activities struct {
 	// WrapEngine, if set, wraps the compute engine of every Train attempt; ctx is the
 	// activity's (activity.GetInfo gives the attempt). Fault-injection tests use it.
 	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine
-	// OnStall, if set, is called when a Train attempt is abandoned because its compute
-	// stopped making progress (see runWatched).
+	// OnStall, if set, is called when a Train or DecayProbe attempt is abandoned because its
+	// compute stopped making progress (see watched).
 	OnStall func(err error)
 
 	mu       sync.Mutex
@@ -323,10 +323,13 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	if a.WrapEngine != nil {
 		opt.WrapEngine = func(e backend.Engine) backend.Engine { return a.WrapEngine(ctx, in.TrialID, e) }
 	}
-	res, err := a.runWatched(ctx, cfg, opt, cmp.Or(in.StallTimeout, workflows.DefaultStallTimeout), func() int {
+	where := func() string {
 		mu.Lock()
 		defer mu.Unlock()
-		return last.Step
+		return fmt.Sprintf("after step %d", last.Step)
+	}
+	res, err := watched(ctx, a, cmp.Or(in.StallTimeout, workflows.DefaultStallTimeout), where, func(ctx context.Context) (*training.Result, error) {
+		return training.Run(ctx, cfg, opt)
 	})
 	if err != nil {
 		if a.AttemptFailed != nil && ctx.Err() == nil {
@@ -345,23 +348,23 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 // no progress for the stall timeout: retried like any transient failure.
 const ErrorStalled = "Stalled"
 
-// runWatched runs training.Run under a watchdog: once the engine exists, an attempt whose
-// forward and backward passes stop returning for stall is abandoned with an ErrorStalled
-// error, which Temporal retries from the newest checkpoint. A hung device call cannot be
-// interrupted, so its goroutine is left behind; OnStall, if set, is told (a worker exits
-// so that its supervisor restarts it with a fresh device).
-func (a *Activities) runWatched(ctx context.Context, cfg training.Config, opt training.Options, stall time.Duration, step func() int) (*training.Result, error) {
+// watched runs run under a watchdog: once its engine exists, an attempt whose forward and
+// backward passes stop returning for stall is abandoned with an ErrorStalled error, which
+// Temporal retries (from the newest checkpoint, for training). where says how far the work
+// got, for the error. A hung device call cannot be interrupted, so its goroutine is left
+// behind with its context cancelled; a.OnStall, if set, is told (a worker exits so that its
+// supervisor restarts it with a fresh device).
+func watched[T any](ctx context.Context, a *Activities, stall time.Duration, where func() string, run func(context.Context) (T, error)) (T, error) {
 	var beats atomic.Int64
-	opt.Alive = func() { beats.Add(1) }
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(training.WithAlive(ctx, func() { beats.Add(1) }))
 	type outcome struct {
-		res *training.Result
+		v   T
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := training.Run(runCtx, cfg, opt)
-		done <- outcome{res, err}
+		v, err := run(runCtx)
+		done <- outcome{v, err}
 	}()
 	check := time.NewTicker(min(stall/4, time.Second))
 	defer check.Stop()
@@ -370,7 +373,7 @@ func (a *Activities) runWatched(ctx context.Context, cfg training.Config, opt tr
 		select {
 		case o := <-done:
 			cancel()
-			return o.res, o.err
+			return o.v, o.err
 		case <-check.C:
 		}
 		if b := beats.Load(); b != seen || b == 0 {
@@ -381,12 +384,13 @@ func (a *Activities) runWatched(ctx context.Context, cfg training.Config, opt tr
 			continue
 		}
 		cancel()
-		err := fmt.Errorf("train: no forward or backward pass returned for %v after step %d: the compute is stuck; attempt abandoned", stall, step())
+		err := fmt.Errorf("no forward or backward pass returned for %v %s: the compute is stuck; attempt abandoned", stall, where())
 		a.log().Error("stalled", "err", err)
 		if a.OnStall != nil {
 			a.OnStall(err)
 		}
-		return nil, temporal.NewApplicationError(err.Error(), ErrorStalled)
+		var zero T
+		return zero, temporal.NewApplicationError(err.Error(), ErrorStalled)
 	}
 }
 
@@ -455,7 +459,10 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 	if in.PeakLR > 0 {
 		pc.PeakLR = in.PeakLR
 	}
-	res, err := training.DecayProbe(ctx, cfg, w, b, pc)
+	where := func() string { return fmt.Sprintf("in the decay probe from step %d", in.Step) }
+	res, err := watched(ctx, a, cmp.Or(in.StallTimeout, workflows.DefaultStallTimeout), where, func(ctx context.Context) (*training.DecayProbeResult, error) {
+		return training.DecayProbe(ctx, cfg, w, b, pc)
+	})
 	if err != nil {
 		return training.DecayProbeResult{}, err
 	}

@@ -64,7 +64,7 @@ func DecayProbe(ctx context.Context, cfg Config, w []float32, data Batches, pc D
 	}
 	// WSD with DecayStart 1 gives γ_t = peak·(1 − (t−1)/Steps): the peak at t = 1, down to
 	// peak/Steps at the last step, the discrete linear decay that reaches 0 at Steps+1.
-	p, err := newProbe(cfg, w, data)
+	p, err := newProbe(ctx, cfg, w, data)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func DecayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[
 	startLR := ac.Schedule.At(fromStep)
 	// constant at startLR up to fromStep, then linear to 0 over steps
 	ac.Schedule = sfadamw.Schedule{Kind: sfadamw.WSD, Peak: startLR, DecayStart: fromStep, DecaySteps: steps}
-	p, err := newProbe(cfg, w, data)
+	p, err := newProbe(ctx, cfg, w, data)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func Interpolate(ctx context.Context, cfg Config, w1, w2 []float32, alphas []flo
 	if len(w1) != len(w2) {
 		return nil, fmt.Errorf("interpolate: weights of %d and %d parameters", len(w1), len(w2))
 	}
-	p, err := newProbe(cfg, w1, data)
+	p, err := newProbe(ctx, cfg, w1, data)
 	if err != nil {
 		return nil, err
 	}
@@ -183,10 +183,11 @@ type probe struct {
 	eng             backend.Engine
 	data            Batches
 	w, g            []float32 // host parameters and gradients
+	host            bool      // w and g are the engine's own buffers
 	tokens, targets []int32
 }
 
-func newProbe(cfg Config, w []float32, data Batches) (*probe, error) {
+func newProbe(ctx context.Context, cfg Config, w []float32, data Batches) (*probe, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
@@ -198,10 +199,11 @@ func newProbe(cfg Config, w []float32, data Batches) (*probe, error) {
 	p := &probe{cfg: cfg, eng: eng, data: data,
 		tokens: make([]int32, cfg.MicroBatch*cfg.SeqLen), targets: make([]int32, cfg.MicroBatch*cfg.SeqLen)}
 	if h, ok := eng.(backend.HostEngine); ok {
-		p.w, p.g = h.Params(), h.Grads()
+		p.w, p.g, p.host = h.Params(), h.Grads(), true
 	} else {
 		p.w, p.g = make([]float32, eng.NumParams()), make([]float32, eng.NumParams())
 	}
+	p.eng = observe(ctx, eng)
 	if len(w) != len(p.w) {
 		eng.Close()
 		return nil, fmt.Errorf("probe: weights of %d parameters, the model has %d", len(w), len(p.w))
@@ -250,7 +252,7 @@ func (p *probe) train(ctx context.Context, ac sfadamw.AdamWConfig, st *sfadamw.S
 			return nil, 0, fmt.Errorf("probe: %w", err)
 		}
 	}
-	_, host := p.eng.(backend.HostEngine)
+	host := p.host
 	accum := p.cfg.Accum()
 	curve := make([]ProbeStep, 0, steps)
 	for s := 1; s <= steps; s++ {

@@ -103,12 +103,12 @@ func TestInterpolate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, err := newProbe(cfg, c1.Params, b)
+	p1, err := newProbe(context.Background(), cfg, c1.Params, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l1, _, _ := p1.valLoss(cfg.EvalSeqs)
-	p2, _ := newProbe(cfg, c2.Params, b)
+	p2, _ := newProbe(context.Background(), cfg, c2.Params, b)
 	l2, _, _ := p2.valLoss(cfg.EvalSeqs)
 	if pts[0].Loss != l1 || pts[2].Loss != l2 || !(pts[1].Loss > 0) {
 		t.Errorf("interpolation %+v; endpoints %v, %v", pts, l1, l2)

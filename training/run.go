@@ -44,10 +44,6 @@ type Options struct {
 	// WrapEngine, if set, receives the engine made for the run and returns the one the run
 	// uses (tests inject compute faults through it).
 	WrapEngine func(backend.Engine) backend.Engine
-	// Alive, if set, is called once the engine exists and after every Forward and Backward
-	// call that returns (training and evaluation): a watchdog that stops hearing it knows
-	// the compute is stuck.
-	Alive func()
 	// AfterStep, if set, is called after each step's optimizer update and checkpoint;
 	// returning an error stops the run with it (tests use it to interrupt runs).
 	AfterStep func(step int) error
@@ -145,7 +141,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r, err := newRunner(cfg, opt)
+	r, err := newRunner(ctx, cfg, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +274,7 @@ type runner struct {
 	evalSeqs        int
 }
 
-func newRunner(cfg Config, opt Options) (*runner, error) {
+func newRunner(ctx context.Context, cfg Config, opt Options) (*runner, error) {
 	mc, err := cfg.ResolveModel()
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -293,10 +289,7 @@ func newRunner(cfg Config, opt Options) (*runner, error) {
 	r := &runner{cfg: cfg, mc: mc, opt: opt, hash: cfg.Hash(), eng: eng}
 	n := eng.NumParams()
 	r.host, _ = eng.(backend.HostEngine)
-	if opt.Alive != nil {
-		r.eng = aliveEngine{Engine: eng, alive: opt.Alive}
-		opt.Alive()
-	}
+	r.eng = observe(ctx, eng)
 	var y []float32
 	if r.host != nil {
 		y = r.host.Params()
@@ -464,20 +457,4 @@ func (r *runner) writeCurves(ctx context.Context) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil
-}
-
-// aliveEngine reports every Forward and Backward that returns.
-type aliveEngine struct {
-	backend.Engine
-	alive func()
-}
-
-func (e aliveEngine) Forward(tokens, targets []int32) (float64, error) {
-	defer e.alive()
-	return e.Engine.Forward(tokens, targets)
-}
-
-func (e aliveEngine) Backward() error {
-	defer e.alive()
-	return e.Engine.Backward()
 }

@@ -394,10 +394,11 @@ type TrainHeartbeat struct {
 
 // DecayProbeInput is one decay probe from a trial's checkpoint.
 type DecayProbeInput struct {
-	TrialID string  `json:"trial_id"`
-	Step    int     `json:"step"`
-	Steps   int     `json:"steps"`
-	PeakLR  float64 `json:"peak_lr"`
+	TrialID      string        `json:"trial_id"`
+	Step         int           `json:"step"`
+	Steps        int           `json:"steps"`
+	PeakLR       float64       `json:"peak_lr"`
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 
 // RecordFailedInput marks a trial failed in the store, so tables show it.
@@ -461,7 +462,7 @@ func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
 		futures := make([]workflow.Future, 0, len(at))
 		for _, step := range at {
 			futures = append(futures, workflow.ExecuteActivity(gpu, ActivityDecayProbe,
-				DecayProbeInput{TrialID: in.Trial.ID, Step: step, Steps: in.Trial.DecaySteps, PeakLR: in.Trial.DecayLR}))
+				DecayProbeInput{TrialID: in.Trial.ID, Step: step, Steps: in.Trial.DecaySteps, PeakLR: in.Trial.DecayLR, StallTimeout: in.StallTimeout}))
 		}
 		for _, f := range futures {
 			if err := f.Get(ctx, nil); err != nil {
