@@ -99,6 +99,6 @@ func TestLoad(t *testing.T) {
 	if input > 2<<20 {
 		t.Errorf("a Sweep run started with a %d-byte input, above Temporal's 2 MiB payload limit", input)
 	}
-	t.Logf("%d trials in %.1f s: %.1f trials/s; %d Sweep runs, at most %d events each, largest input %d KiB; peak RSS %.0f MiB",
-		n, el.Seconds(), float64(n)/el.Seconds(), runs, worst, input>>10, float64(peakRSS())/(1<<20))
+	t.Logf("%d trials in %.1f s: %.1f trials/s; %d Sweep runs, at most %d events each, largest input %d bytes; peak RSS %.0f MiB",
+		n, el.Seconds(), float64(n)/el.Seconds(), runs, worst, input, float64(peakRSS())/(1<<20))
 }
