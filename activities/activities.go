@@ -64,6 +64,9 @@ type Activities struct {
 
 	mu       sync.Mutex
 	datasets map[string]*data.Dataset
+
+	resultsMu sync.Mutex
+	results   map[string]*training.Result // by trial ID: results are written once, never changed
 }
 
 // RegisterGPU registers the activities of the gpu queue on w.
@@ -394,7 +397,30 @@ func watched[T any](ctx context.Context, a *Activities, stall time.Duration, whe
 	}
 }
 
+// storedResult returns the trial's result, nil if it has none yet. A trial's ID is the
+// hash of its config and its result.json is written once, so a result read is kept for
+// this worker's later calls: a table build reads only the results that landed since the
+// last one.
 func (a *Activities) storedResult(ctx context.Context, id string) (*training.Result, error) {
+	a.resultsMu.Lock()
+	r, ok := a.results[id]
+	a.resultsMu.Unlock()
+	if ok {
+		return r, nil
+	}
+	r, err := a.readResult(ctx, id)
+	if r != nil {
+		a.resultsMu.Lock()
+		if a.results == nil {
+			a.results = map[string]*training.Result{}
+		}
+		a.results[id] = r
+		a.resultsMu.Unlock()
+	}
+	return r, err
+}
+
+func (a *Activities) readResult(ctx context.Context, id string) (*training.Result, error) {
 	b, err := a.Store.Get(ctx, trialKey(id, training.ResultKey))
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, nil

@@ -228,3 +228,55 @@ func TestDecayProbeCheckpointErrors(t *testing.T) {
 		t.Errorf("probe of a corrupt checkpoint: %v, want a non-retryable %s", err, workflows.ErrorInvalidConfig)
 	}
 }
+
+// countingStore counts the Gets of keys ending in a suffix.
+type countingStore struct {
+	blob.Store
+	suffix string
+	gets   *int
+}
+
+func (c countingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if strings.HasSuffix(key, c.suffix) {
+		*c.gets++
+	}
+	return c.Store.Get(ctx, key)
+}
+
+// A worker reads each result once: later table builds take it from memory, and the
+// tables they write are the same.
+func TestBuildTablesReadsResultsOnce(t *testing.T) {
+	_, env, store := setup(t)
+	ctx := context.Background()
+	v, err := env.ExecuteActivity(workflows.ActivityPlan, workflows.PlanInput{SweepID: "s", ManifestKey: "sweeps/s/manifest.yaml"})
+	var plan workflows.PlanOutput
+	if err == nil {
+		err = v.Get(&plan)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range plan.Trials {
+		if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: tr.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gets int
+	fresh := &Activities{Store: countingStore{store, "/result.json", &gets}}
+	in := workflows.BuildTablesInput{SweepID: "s", ManifestKey: "sweeps/s/manifest.yaml"}
+	if _, err := fresh.BuildTables(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := store.Get(ctx, "sweeps/act/tables/act.md")
+	if gets != len(plan.Trials) {
+		t.Errorf("the first build read %d results, want %d", gets, len(plan.Trials))
+	}
+	gets = 0
+	if _, err := fresh.BuildTables(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := store.Get(ctx, "sweeps/act/tables/act.md")
+	if gets != 0 || string(first) != string(second) || len(first) == 0 {
+		t.Errorf("the second build read %d results; tables equal %v", gets, string(first) == string(second))
+	}
+}
