@@ -134,19 +134,10 @@ func TestPlanPaged(t *testing.T) {
 	if err := store.Put(ctx, "sweeps/big/manifest.yaml", []byte(big)); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(paged bool) workflows.PlanOutput {
-		t.Helper()
-		v, err := env.ExecuteActivity(workflows.ActivityPlan, workflows.PlanInput{SweepID: "big", ManifestKey: "sweeps/big/manifest.yaml", Paged: paged})
-		var out workflows.PlanOutput
-		if err == nil {
-			err = v.Get(&out)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	inline, paged := plan(false), plan(true)
+	in := workflows.PlanInput{SweepID: "big", ManifestKey: "sweeps/big/manifest.yaml"}
+	inline := execPlan(t, env, in)
+	in.Paged = true
+	paged := execPlan(t, env, in)
 	if len(inline.Trials) != 2002 || paged.Total != 2002 || paged.Skipped != 0 || len(paged.Trials) != 0 ||
 		paged.PageSize != workflows.PlanPageSize || !strings.HasPrefix(paged.Prefix, "sweeps/big/plans/") {
 		t.Fatalf("inline plan of %d trials; paged plan %+v", len(inline.Trials), paged)
@@ -193,14 +184,7 @@ func (f failingStore) Get(ctx context.Context, key string) ([]byte, error) {
 func TestDecayProbeCheckpointErrors(t *testing.T) {
 	a, env, store := setup(t)
 	ctx := context.Background()
-	v, err := env.ExecuteActivity(workflows.ActivityPlan, workflows.PlanInput{SweepID: "s", ManifestKey: "sweeps/s/manifest.yaml"})
-	var plan workflows.PlanOutput
-	if err == nil {
-		err = v.Get(&plan)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := execPlan(t, env, workflows.PlanInput{SweepID: "s", ManifestKey: "sweeps/s/manifest.yaml"})
 	id := plan.Trials[0].ID
 	if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: id}); err != nil {
 		t.Fatal(err)
@@ -248,14 +232,7 @@ func (c countingStore) Get(ctx context.Context, key string) ([]byte, error) {
 func TestBuildTablesReadsResultsOnce(t *testing.T) {
 	_, env, store := setup(t)
 	ctx := context.Background()
-	v, err := env.ExecuteActivity(workflows.ActivityPlan, workflows.PlanInput{SweepID: "s", ManifestKey: "sweeps/s/manifest.yaml"})
-	var plan workflows.PlanOutput
-	if err == nil {
-		err = v.Get(&plan)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := execPlan(t, env, workflows.PlanInput{SweepID: "s", ManifestKey: "sweeps/s/manifest.yaml"})
 	for _, tr := range plan.Trials {
 		if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: tr.ID}); err != nil {
 			t.Fatal(err)
@@ -279,4 +256,18 @@ func TestBuildTablesReadsResultsOnce(t *testing.T) {
 	if gets != 0 || string(first) != string(second) || len(first) == 0 {
 		t.Errorf("the second build read %d results; tables equal %v", gets, string(first) == string(second))
 	}
+}
+
+// execPlan runs the Plan activity.
+func execPlan(t *testing.T, env *testsuite.TestActivityEnvironment, in workflows.PlanInput) workflows.PlanOutput {
+	t.Helper()
+	v, err := env.ExecuteActivity(workflows.ActivityPlan, in)
+	var out workflows.PlanOutput
+	if err == nil {
+		err = v.Get(&out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
