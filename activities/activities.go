@@ -13,7 +13,6 @@ package activities
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -331,7 +330,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		defer mu.Unlock()
 		return fmt.Sprintf("after step %d", last.Step)
 	}
-	res, err := watched(ctx, a, cmp.Or(in.StallTimeout, workflows.DefaultStallTimeout), where, func(ctx context.Context) (*training.Result, error) {
+	res, err := watched(ctx, a, in.StallTimeout, where, func(ctx context.Context) (*training.Result, error) {
 		return training.Run(ctx, cfg, opt)
 	})
 	if err != nil {
@@ -352,7 +351,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 const ErrorStalled = "Stalled"
 
 // watched runs run under a watchdog: once its engine exists, an attempt whose forward and
-// backward passes stop returning for stall is abandoned with an ErrorStalled error, which
+// backward passes stop returning for stall (≤ 0: workflows.DefaultStallTimeout) is abandoned with an ErrorStalled error, which
 // Temporal retries (from the newest checkpoint, for training). where says how far the work
 // got, for the error. A hung device call cannot be interrupted, so its goroutine is left
 // behind with its context cancelled; a.OnStall, if set, is told (a worker exits so that its
@@ -369,7 +368,10 @@ func watched[T any](ctx context.Context, a *Activities, stall time.Duration, whe
 		v, err := run(runCtx)
 		done <- outcome{v, err}
 	}()
-	check := time.NewTicker(min(stall/4, time.Second))
+	if stall <= 0 {
+		stall = workflows.DefaultStallTimeout
+	}
+	check := time.NewTicker(max(min(stall/4, time.Second), time.Millisecond))
 	defer check.Stop()
 	seen, since := beats.Load(), time.Now()
 	for {
@@ -486,7 +488,7 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 		pc.PeakLR = in.PeakLR
 	}
 	where := func() string { return fmt.Sprintf("in the decay probe from step %d", in.Step) }
-	res, err := watched(ctx, a, cmp.Or(in.StallTimeout, workflows.DefaultStallTimeout), where, func(ctx context.Context) (*training.DecayProbeResult, error) {
+	res, err := watched(ctx, a, in.StallTimeout, where, func(ctx context.Context) (*training.DecayProbeResult, error) {
 		return training.DecayProbe(ctx, cfg, w, b, pc)
 	})
 	if err != nil {

@@ -78,19 +78,6 @@ type TrainRetry struct {
 	MaximumInterval time.Duration `json:"maximum_interval,omitempty"`
 }
 
-// Validate names the field that is out of range.
-func (r TrainRetry) Validate() error {
-	switch p := r.Policy(); {
-	case r.MaxAttempts < 0:
-		return fmt.Errorf("max attempts = %d: must be ≥ 1", r.MaxAttempts)
-	case r.InitialInterval < 0:
-		return fmt.Errorf("initial retry interval = %v: must be > 0", r.InitialInterval)
-	case r.MaximumInterval < 0 || p.MaximumInterval < p.InitialInterval:
-		return fmt.Errorf("maximum retry interval = %v: must be ≥ the initial interval (%v)", p.MaximumInterval, p.InitialInterval)
-	}
-	return nil
-}
-
 // Policy is RetryTransient with the fields of r that are set.
 func (r TrainRetry) Policy() *temporal.RetryPolicy {
 	p := *RetryTransient
