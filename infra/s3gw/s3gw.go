@@ -130,8 +130,9 @@ func Start(ctx context.Context, opts Options) (*Gateway, error) {
 	g := &Gateway{root: root, bucket: opts.Bucket, region: opts.Region, creds: creds}
 	g.transport = http.DefaultTransport.(*http.Transport).Clone()
 	g.transport.MaxIdleConnsPerHost = 64
-	// as s3store's own client: a request the gateway never answers fails and is retried
-	g.transport.ResponseHeaderTimeout = s3store.DefaultResponseTimeout
+	// as s3store's own client: a request the gateway never answers, or an upload it stops
+	// reading, fails and is retried
+	s3store.BoundWaits(g.transport, s3store.DefaultResponseTimeout)
 	if err := g.start(ctx, opts.Port); err != nil {
 		running.Unlock()
 		return nil, err
@@ -215,7 +216,7 @@ func (g *Gateway) run(ctx context.Context, port int, ms meta.MetadataStorer) err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- embedgw.RunVersityGW(runCtx, be, cfg) }()
+	go func() { done <- embedgw.RunVersityGW(runCtx, pruned{be, g.root}, cfg) }()
 	timeout := time.NewTimer(30 * time.Second)
 	defer timeout.Stop()
 	select {

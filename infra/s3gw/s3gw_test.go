@@ -16,7 +16,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
 
-func mustStart(t *testing.T, opts Options) *Gateway {
+func mustStart(t testing.TB, opts Options) *Gateway {
 	t.Helper()
 	g, err := Start(context.Background(), opts)
 	if err != nil {

@@ -251,6 +251,41 @@ func TestFaultOnFirstAttempt(t *testing.T) {
 	}
 }
 
+// TestPutStopsBeingRead: the server takes half of a 64 MiB upload and then stops
+// reading, with no answer. The write that the full connection buffers leave blocked fails
+// after the response timeout, and the retry stores the object whole. Without a bound on
+// writes the Put would hang until its context ends (a minute here).
+func TestPutStopsBeingRead(t *testing.T) {
+	l := newFaultLab(t)
+	rec := &recorder{decide: func(r faultproxy.Request) faultproxy.Fault {
+		if r.Method == "PUT" && r.N == 1 {
+			return faultproxy.StallRead
+		}
+		return faultproxy.None
+	}}
+	const responseTimeout = 500 * time.Millisecond
+	p, s := l.proxy(t, rec, faultproxy.Options{StallFor: 10 * time.Minute}, "stall-read",
+		s3store.Config{MaxBackoff: 5 * time.Millisecond, ResponseTimeout: responseTimeout})
+	data := randomBytes(3, 64<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := s.Put(ctx, "obj", data); err != nil {
+		t.Fatalf("Put after %v: %v", time.Since(start), err)
+	}
+	var ns []int
+	for _, r := range rec.requests("PUT", "stall-read/obj") {
+		ns = append(ns, r.N)
+	}
+	if ev := p.Events(); len(ev) != 1 || ev[0].Fault != faultproxy.StallRead || !slices.Equal(ns, []int{1, 2}) {
+		t.Fatalf("events %+v, PUT sent with N = %v; want one stall-read, then a retry", ev, ns)
+	}
+	if !bytes.Equal(l.objectFile(t, "stall-read/obj"), data) {
+		t.Fatal("the stored object differs from the one put")
+	}
+	t.Logf("Put of %d MiB with a stalled first attempt: %v (response timeout %v)", len(data)>>20, time.Since(start), responseTimeout)
+}
+
 // TestFaultOnEveryAttempt makes every attempt of an operation fail: the operation fails
 // promptly, after exactly MaxAttempts requests, with an error naming its key.
 func TestFaultOnEveryAttempt(t *testing.T) {

@@ -10,7 +10,8 @@
 // Config.MaxAttempts attempts, and without the SDK's client-side retry quota. Get reads
 // the object's body inside the retry loop, so a body that breaks off is fetched again and
 // never returned in part. An attempt that waits longer than Config.ResponseTimeout for
-// the server fails and is retried.
+// the server — for its answer, for the next bytes of a body, or for it to take more of an
+// upload — fails and is retried.
 package s3store
 
 import (
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -95,11 +97,12 @@ type Config struct {
 	// DefaultMaxBackoff.
 	MaxBackoff time.Duration
 	// ResponseTimeout bounds how long an attempt waits for the server: for the response's
-	// headers once the request has been sent whole (the upload itself is not limited, so
-	// a large Put is not cut), and, in Get, for each read of the body. An attempt that
-	// waits longer fails and is retried. 0 means DefaultResponseTimeout. The wait for
-	// headers is set on the SDK's default HTTP client only: an HTTPClient below is used as
-	// its caller built it.
+	// headers once the request has been sent whole, for each write of the request that
+	// the server leaves blocked (the upload as a whole is not limited, so a large Put that
+	// moves is not cut), and, in Get, for each read of the body. An attempt that waits
+	// longer fails and is retried. 0 means DefaultResponseTimeout. The waits for headers
+	// and writes are set on the SDK's default HTTP client only: an HTTPClient below is
+	// used as its caller built it.
 	ResponseTimeout time.Duration
 	// PageSize is the number of keys asked for per List request; 0 means the server's
 	// default (1000 on AWS).
@@ -209,18 +212,52 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // withResponseTimeout returns the SDK's default HTTP client — the one the configuration
-// chain built (it may carry a custom CA bundle), or a new one — with a response header
-// timeout. The SDK sets none (aws/transport/http/client.go), and its own read timeout
-// (BuildableClient.WithReadTimeout) is an inactivity limit on every read of the
-// connection, including those that wait for the answer while a large body is still being
-// uploaded, so it would cut long Puts. http.Transport.ResponseHeaderTimeout starts once
-// the request has been written whole.
+// chain built (it may carry a custom CA bundle), or a new one — with BoundWaits(d).
 func withResponseTimeout(c aws.HTTPClient, d time.Duration) *awshttp.BuildableClient {
 	b, ok := c.(*awshttp.BuildableClient)
 	if !ok {
 		b = awshttp.NewBuildableClient()
 	}
-	return b.WithTransportOptions(func(tr *http.Transport) { tr.ResponseHeaderTimeout = d })
+	return b.WithTransportOptions(func(tr *http.Transport) { BoundWaits(tr, d) })
+}
+
+// BoundWaits makes every wait of tr for the server end after d: for a response's headers
+// once the request has been written whole (http.Transport.ResponseHeaderTimeout), and for
+// each write of a request that the server leaves blocked, which is what an upload meets
+// when the server stops reading its body (idleWriteConn). The SDK sets neither
+// (aws/transport/http/client.go), and its own read timeout (BuildableClient.WithReadTimeout)
+// is an inactivity limit on every read of the connection, including those that wait for
+// the answer while a large body is still being uploaded, so it would cut long Puts.
+// BoundWaits must be called before tr makes its first connection.
+func BoundWaits(tr *http.Transport, d time.Duration) {
+	tr.ResponseHeaderTimeout = d
+	dial := tr.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return idleWriteConn{Conn: conn, idle: d}, nil
+	}
+}
+
+// idleWriteConn fails a write that the peer leaves blocked for idle: each write gets a
+// deadline idle from its start. A write blocks only while the connection's buffers are
+// full, so a slow upload that keeps moving is never cut, and a stopped one fails (with
+// os.ErrDeadlineExceeded, a timeout the retryer repeats) instead of hanging.
+type idleWriteConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c idleWriteConn) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
 }
 
 // fullJitter is exponential backoff with full jitter: before retry i (1, 2, ...) a random

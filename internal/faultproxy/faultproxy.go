@@ -62,20 +62,26 @@ const (
 	// Stall reads the request and answers nothing until Options.StallFor has passed, the
 	// client gives up or the proxy is closed, then closes the client's connection.
 	Stall
+	// StallRead reads part of the request body (as Drop), then stops reading and answers
+	// nothing until Options.StallFor has passed, the client gives up or the proxy is
+	// closed, then closes the client's connection: a client uploading more than the
+	// connection's buffers hold is left blocked in a write, not waiting for a response.
+	StallRead
 )
 
 var faultNames = [...]string{
-	None:     "none",
-	Error500: "500",
-	Error503: "503",
-	Slow:     "slow",
-	Drop:     "drop",
-	Truncate: "truncate",
-	Stall:    "stall",
+	None:      "none",
+	Error500:  "500",
+	Error503:  "503",
+	Slow:      "slow",
+	Drop:      "drop",
+	Truncate:  "truncate",
+	Stall:     "stall",
+	StallRead: "stall-read",
 }
 
-// String returns the fault's short name: "none", "500", "503", "slow", "drop", "truncate"
-// or "stall".
+// String returns the fault's short name: "none", "500", "503", "slow", "drop", "truncate",
+// "stall" or "stall-read".
 func (f Fault) String() string {
 	if f < 0 || int(f) >= len(faultNames) {
 		return "Fault(" + strconv.Itoa(int(f)) + ")"
@@ -84,7 +90,7 @@ func (f Fault) String() string {
 }
 
 // All lists every fault but None.
-var All = []Fault{Error500, Error503, Slow, Drop, Truncate, Stall}
+var All = []Fault{Error500, Error503, Slow, Drop, Truncate, Stall, StallRead}
 
 // Request is what a Decide function knows of a request.
 type Request struct {
@@ -287,6 +293,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case Stall:
 		io.Copy(io.Discard, r.Body)
+		wait(r.Context(), p.stallFor)
+		hangUp(w)
+	case StallRead:
+		io.CopyN(io.Discard, r.Body, partOf(r.ContentLength))
 		wait(r.Context(), p.stallFor)
 		hangUp(w)
 	default:

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -349,6 +351,59 @@ func TestStall(t *testing.T) {
 	})
 }
 
+// countingConn counts the bytes a client wrote.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// StallRead leaves an upload of more than the connection buffers blocked in the client's
+// write, then closes the connection after StallFor; the upstream sees nothing.
+func TestStallRead(t *testing.T) {
+	u := startUpstream(t, []byte("x"))
+	const stall = 500 * time.Millisecond
+	p := startProxy(t, Options{Upstream: u.srv.URL, Decide: always(StallRead), StallFor: stall})
+	var written atomic.Int64
+	var d net.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		return countingConn{c, &written}, err
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	body := pattern(64 << 20)
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		resp, err := do(t, &http.Client{Transport: tr}, http.MethodPut, p.URL()+"/bkt/k", body)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	for p.Requests() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(stall / 2)
+	if n := written.Load(); n >= int64(len(body)) {
+		t.Fatalf("the client wrote %d bytes of a %d-byte upload while the proxy stopped reading", n, len(body))
+	}
+	select {
+	case err := <-errc:
+		if el := time.Since(start); err == nil || el < stall {
+			t.Fatalf("PUT with StallRead: error %v after %v; want a connection error after at least %v", err, el, stall)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stalled upload did not end after StallFor")
+	}
+	u.none(t)
+}
+
 func TestSeriesAndEvents(t *testing.T) {
 	u := startUpstream(t, []byte("x"))
 	var mu sync.Mutex
@@ -518,7 +573,7 @@ func TestStartErrors(t *testing.T) {
 
 func TestFaultString(t *testing.T) {
 	want := map[Fault]string{None: "none", Error500: "500", Error503: "503", Slow: "slow", Drop: "drop",
-		Truncate: "truncate", Stall: "stall", Fault(99): "Fault(99)"}
+		Truncate: "truncate", Stall: "stall", StallRead: "stall-read", Fault(99): "Fault(99)"}
 	for f, s := range want {
 		if f.String() != s {
 			t.Errorf("Fault(%d).String() = %q, want %q", int(f), f.String(), s)
