@@ -469,8 +469,18 @@ type TablesInput struct {
 	SweepID     string        `json:"sweep_id"`
 	ManifestKey string        `json:"manifest_key"`
 	Debounce    time.Duration `json:"debounce"` // quiet time after a signal before building; 0: 2 s
-	State       TablesState   `json:"state"`
+	// MaxWait bounds how long landed results wait for a build while new ones keep coming
+	// sooner than Debounce (a fast sweep); 0: DefaultTablesMaxWait.
+	MaxWait time.Duration `json:"max_wait,omitempty"`
+	State   TablesState   `json:"state"`
 }
+
+// DefaultTablesMaxWait is TablesInput.MaxWait's default.
+const DefaultTablesMaxWait = time.Minute
+
+// versionTablesMaxWait marks the Tables runs whose debounce is bounded by MaxWait; runs
+// started before it debounce without a bound.
+const versionTablesMaxWait = "tables-max-wait"
 
 // TablesState is what the Tables workflow has done (QueryTablesStatus).
 type TablesState struct {
@@ -490,8 +500,9 @@ type BuildTablesInput struct {
 var maxBuildsPerRun = 200
 
 // Tables rebuilds a sweep's tables whenever results land: each SignalResult marks them
-// stale, and once no new signal has come for Debounce the BuildTables activity rebuilds
-// every table. SignalSweepDone builds a last time and ends the workflow.
+// stale, and once no new signal has come for Debounce, or MaxWait after the first result
+// not yet built, the BuildTables activity rebuilds every table. SignalSweepDone builds a
+// last time and ends the workflow.
 func Tables(ctx workflow.Context, in TablesInput) (TablesState, error) {
 	if in.Debounce <= 0 {
 		in.Debounce = 2 * time.Second
@@ -510,6 +521,10 @@ func Tables(ctx workflow.Context, in TablesInput) (TablesState, error) {
 		st.Builds++
 		return workflow.ExecuteActivity(cpu, ActivityBuildTables, BuildTablesInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey}).Get(ctx, nil)
 	}
+	bounded := workflow.GetVersion(ctx, versionTablesMaxWait, workflow.DefaultVersion, 1) == 1
+	if in.MaxWait <= 0 {
+		in.MaxWait = DefaultTablesMaxWait
+	}
 	builds := 0
 	for {
 		// wait for a signal, unless results are pending from before a continue-as-new
@@ -519,12 +534,21 @@ func Tables(ctx workflow.Context, in TablesInput) (TablesState, error) {
 			sel.AddReceive(done, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); st.Finished = true })
 			sel.Select(ctx)
 		}
-		// debounce: absorb signals until Debounce passes without one
+		// debounce: absorb signals until Debounce passes without one, or MaxWait in all
+		deadline := workflow.Now(ctx).Add(in.MaxWait)
 		for !st.Finished {
+			wait := in.Debounce
+			if bounded {
+				left := deadline.Sub(workflow.Now(ctx))
+				if left <= 0 {
+					break
+				}
+				wait = min(wait, left)
+			}
 			timerCtx, cancelTimer := workflow.WithCancel(ctx)
 			quiet := false
 			sel := workflow.NewSelector(ctx)
-			sel.AddFuture(workflow.NewTimer(timerCtx, in.Debounce), func(workflow.Future) { quiet = true })
+			sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) { quiet = true })
 			sel.AddReceive(results, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); st.Signals++; st.Pending = true })
 			sel.AddReceive(done, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); st.Finished = true })
 			sel.Select(ctx)

@@ -338,6 +338,31 @@ func TestTablesDebounce(t *testing.T) {
 	}
 }
 
+// Results that keep landing sooner than the debounce are still built every MaxWait: a
+// signal a second for three minutes, a 5 s debounce and a 30 s bound build at 31, 62, 93,
+// 124 and 155 s, after the last signal (180 s) is quiet for 5 s, and at the end.
+func TestTablesMaxWait(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld()
+	w.register(env)
+	for i := 1; i <= 180; i++ {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResult, fmt.Sprint(i)) }, time.Duration(i)*time.Second)
+	}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalSweepDone, "") }, 4*time.Minute)
+	env.ExecuteWorkflow(Tables, TablesInput{SweepID: "s", ManifestKey: "m", Debounce: 5 * time.Second, MaxWait: 30 * time.Second})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var st TablesState
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if w.builds != 7 || st.Builds != 7 || st.Signals != 180 || !st.Finished {
+		t.Errorf("%d builds, state %+v; want 7 builds of 180 signals", w.builds, st)
+	}
+}
+
 // The schedule's action rebuilds the tables, then asks to retire the schedule.
 func TestRegenerateTables(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
