@@ -21,6 +21,67 @@ import (
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
+// startRemote starts a Temporal server and an S3 gateway that the commands reach through
+// the environment, as on a cluster, and writes the end-to-end manifest: it returns the
+// test's directory, the servers and the manifest's path. The servers stop with the test.
+func startRemote(ctx context.Context, t *testing.T) (dir string, srv *devserver.Server, gw *s3gw.Gateway, manifest string) {
+	t.Helper()
+	dir = t.TempDir()
+	srv, err := devserver.Start(ctx, devserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	gw, err = s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(dir, "s3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Stop() })
+	creds := gw.Credentials()
+	for k, v := range map[string]string{
+		"TEMPORAL_ADDRESS": srv.HostPort(), "TEMPORAL_NAMESPACE": devserver.DefaultNamespace,
+		"SFSWEEP_S3_ENDPOINT": gw.Endpoint(), "SFSWEEP_S3_BUCKET": gw.Bucket(), "SFSWEEP_S3_REGION": gw.Region(),
+		"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey,
+	} {
+		t.Setenv(k, v)
+	}
+	manifest = filepath.Join(dir, "e2e.yaml")
+	if err := os.WriteFile(manifest, []byte(e2eManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, srv, gw, manifest
+}
+
+// A worker whose training attempt is abandoned as stuck exits with status 1 (-exit-on-stall,
+// the default), naming the stall, so that its supervisor restarts it with a fresh device.
+// A stall timeout of 1 ms makes the first gap between two passes of a real trial (a
+// checkpoint write, at the latest) a stall.
+func TestWorkerExitsOnStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server and trains (-short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir, _, _, manifest := startRemote(ctx, t)
+	workerDone := make(chan int, 1)
+	var wlog syncBuffer
+	go func() {
+		workerDone <- runMain(ctx, []string{"worker", "-queue", "all", "-cache", filepath.Join(dir, "cache")}, &wlog, &wlog)
+	}()
+	var out, errb bytes.Buffer
+	if code := runMain(ctx, []string{"submit", "-stall-timeout", "1ms", manifest}, &out, &errb); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, errb.String())
+	}
+	select {
+	case code := <-workerDone:
+		if log := wlog.String(); code != 1 || !strings.Contains(log, "exiting to get a fresh device") || !strings.Contains(log, "the compute is stuck") {
+			t.Fatalf("worker exit %d, want 1 with the stall named; log:\n%s", code, log)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the worker did not exit after a stall; log:\n%s", wlog.String())
+	}
+}
+
 // The distributed mode against a Temporal server and an S3 endpoint reached by address
 // and credentials from the environment, as on a cluster: a worker process serving both
 // queues, submit, status until done, the same manifest submitted again (one sweep),
@@ -31,27 +92,8 @@ func TestDistributedMode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	srv, err := devserver.Start(ctx, devserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	gw, err := s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(dir, "s3")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Stop()
+	dir, srv, gw, manifest := startRemote(ctx, t)
 	creds := gw.Credentials()
-	for k, v := range map[string]string{
-		"TEMPORAL_ADDRESS": srv.HostPort(), "TEMPORAL_NAMESPACE": devserver.DefaultNamespace,
-		"SFSWEEP_S3_ENDPOINT": gw.Endpoint(), "SFSWEEP_S3_BUCKET": gw.Bucket(), "SFSWEEP_S3_REGION": gw.Region(),
-		"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey,
-	} {
-		t.Setenv(k, v)
-	}
-	manifest := filepath.Join(dir, "e2e.yaml")
-	os.WriteFile(manifest, []byte(e2eManifest), 0o644)
 
 	wctx, stopWorker := context.WithCancel(ctx)
 	workerDone := make(chan int)
