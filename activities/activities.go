@@ -13,12 +13,14 @@ package activities
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,7 +59,7 @@ type Activities struct {
 	// WrapEngine, if set, wraps the compute engine of every Train attempt; ctx is the
 	// activity's (activity.GetInfo gives the attempt). Fault-injection tests use it.
 	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine
-	// OnStall, if set, is called when a Train or DecayProbe attempt is abandoned because its
+	// OnStall, if set, is called when a Train, DecayProbe or DecayBranch attempt is abandoned because its
 	// compute stopped making progress (see watched).
 	OnStall func(err error)
 
@@ -72,6 +74,7 @@ type Activities struct {
 func (a *Activities) RegisterGPU(w worker.Registry) {
 	w.RegisterActivityWithOptions(a.Train, activity.RegisterOptions{Name: workflows.ActivityTrain})
 	w.RegisterActivityWithOptions(a.DecayProbe, activity.RegisterOptions{Name: workflows.ActivityDecayProbe})
+	w.RegisterActivityWithOptions(a.DecayBranch, activity.RegisterOptions{Name: workflows.ActivityDecayBranch})
 }
 
 // RegisterCPU registers the workflows and the activities of the cpu queue on w.
@@ -100,6 +103,9 @@ func trialPrefix(id string) string    { return "trials/" + id }
 func trialKey(id, name string) string { return trialPrefix(id) + "/" + name }
 func decayKey(id string, step int) string {
 	return fmt.Sprintf("%s/probes/decay-step-%08d.json", trialPrefix(id), step)
+}
+func branchKey(id string, step int, frac float64) string {
+	return fmt.Sprintf("%s/probes/lr-decay-%s-step-%08d.json", trialPrefix(id), strconv.FormatFloat(frac, 'g', -1, 64), step)
 }
 
 // heartbeat records a heartbeat when ctx is an activity's (BuildTables also runs outside
@@ -179,16 +185,32 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		return out, err
 	}
 	exists := map[string]bool{}
+	checkpoints := map[string][]int{} // by trial: the steps of its checkpoints in the store
 	for _, k := range done {
 		exists[k] = true
+		if id, step, ok := checkpointOf(k); ok {
+			checkpoints[id] = append(checkpoints[id], step)
+		}
 	}
 	for i, t := range trials {
-		ref := workflows.TrialRef{ID: t.ID, Done: exists[trialKey(t.ID, training.ResultKey)]}
+		ref := workflows.TrialRef{ID: t.ID}
 		if d := m.Probes.Decay; d != nil {
 			ref.DecayAt, ref.DecaySteps, ref.DecayLR = d.At, d.Steps, d.PeakLR
 			if ref.DecayLR == 0 {
 				ref.DecayLR = 1e-4
 			}
+		}
+		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
+			ref.BranchAt, ref.BranchFrac = b.At, b.Frac
+		}
+		if ref.Done = exists[trialKey(t.ID, training.ResultKey)]; ref.Done && !probesStored(ref, exists, checkpoints[t.ID]) {
+			// probes asked for and missing: the trial runs again (Train finds its result)
+			// to add them, unless it did not complete, which has no probes
+			r, err := a.storedResult(ctx, t.ID)
+			if err != nil {
+				return out, err
+			}
+			ref.Done = r != nil && r.Status != training.StatusCompleted
 		}
 		if !exists[trialKey(t.ID, training.ConfigKey)] {
 			b, _ := json.MarshalIndent(t.Config, "", "  ")
@@ -205,6 +227,44 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		return a.storePlan(ctx, in.SweepID, out.Trials)
 	}
 	return out, nil
+}
+
+// checkpointOf tells the trial and the step of a checkpoint's key.
+func checkpointOf(key string) (id string, step int, ok bool) {
+	rest, ok := strings.CutPrefix(key, "trials/")
+	if !ok {
+		return "", 0, false
+	}
+	id, name, ok := strings.Cut(rest, "/"+training.CheckpointsDir+"/step-")
+	if !ok || strings.Contains(id, "/") {
+		return "", 0, false
+	}
+	digits, ok := strings.CutSuffix(name, ".safetensors")
+	if !ok {
+		return "", 0, false
+	}
+	step, err := strconv.Atoi(digits)
+	return id, step, err == nil && step >= 0
+}
+
+// probesStored tells whether every probe the trial asks for has its result in the store:
+// from the steps listed, or else from every checkpoint stored.
+func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []int) bool {
+	all := func(at []int, key func(step int) string) bool {
+		if len(at) == 0 {
+			at = checkpoints
+		}
+		for _, s := range at {
+			if !exists[key(s)] {
+				return false
+			}
+		}
+		return true
+	}
+	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return decayKey(ref.ID, s) }) {
+		return false
+	}
+	return ref.BranchFrac <= 0 || all(ref.BranchAt, func(s int) string { return branchKey(ref.ID, s, ref.BranchFrac) })
 }
 
 // storePlan writes a plan to the store in pages of workflows.PlanPageSize trials, under a
@@ -450,51 +510,90 @@ func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Res
 	return out
 }
 
-// DecayProbe runs the paper's decay probe from a trial's checkpoint, at x for SF-AdamW
-// and at w for AdamW, and writes its result.
+// DecayProbe runs the decay probe from a trial's checkpoint (the x iterate for SF-AdamW,
+// the weights for AdamW) and stores its result; a result stored with the same probe
+// settings is returned as it is.
 func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInput) (training.DecayProbeResult, error) {
-	defer keepAlive(ctx, func() any { return in.Step })()
-	key := decayKey(in.TrialID, in.Step)
-	if b, err := a.Store.Get(ctx, key); err == nil {
-		var r training.DecayProbeResult
-		if json.Unmarshal(b, &r) == nil {
-			return r, nil
-		}
-	}
-	cfg, err := a.trialConfig(ctx, in.TrialID)
-	if err != nil {
-		return training.DecayProbeResult{}, err
-	}
-	ck, err := checkpoint.Load(ctx, a.Store, trialKey(in.TrialID, training.CheckpointsDir), int64(in.Step))
-	if checkpoint.IsBad(err) || errors.Is(err, blob.ErrNotFound) {
-		return training.DecayProbeResult{}, invalid(err)
-	}
-	if err != nil { // the store failed: retried
-		return training.DecayProbeResult{}, err
-	}
-	b, err := a.batches(ctx, cfg)
-	if err != nil {
-		return training.DecayProbeResult{}, err
-	}
-	w, iterate := ck.Params, training.IterW
-	if cfg.Optimizer.Name == training.SFAdamW {
-		if w, err = iterateX(cfg, ck); err != nil {
-			return training.DecayProbeResult{}, invalid(err)
-		}
-		iterate = training.IterX
-	}
-	pc := training.DefaultDecayProbe(in.Step, in.Steps, iterate)
+	pc := training.DefaultDecayProbe(in.Step, in.Steps, "")
 	if in.PeakLR > 0 {
 		pc.PeakLR = in.PeakLR
 	}
-	where := func() string { return fmt.Sprintf("in the decay probe from step %d", in.Step) }
-	res, err := watched(ctx, a, in.StallTimeout, where, func(ctx context.Context) (*training.DecayProbeResult, error) {
-		return training.DecayProbe(ctx, cfg, w, b, pc)
-	})
-	if err != nil {
-		return training.DecayProbeResult{}, err
+	same := func(r *training.DecayProbeResult) bool { return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR }
+	where := fmt.Sprintf("in the decay probe from step %d", in.Step)
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, decayKey(in.TrialID, in.Step), same, in.StallTimeout, where,
+		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayProbeResult, error) {
+			w, iterate := ck.Params, training.IterW
+			if cfg.Optimizer.Name == training.SFAdamW {
+				var err error
+				if w, err = iterateX(cfg, ck); err != nil {
+					return nil, invalid(err)
+				}
+				iterate = training.IterX
+			}
+			pc.Iterate = iterate
+			return training.DecayProbe(ctx, cfg, w, b, pc)
+		})
+}
+
+// DecayBranch runs the LR-decay branch of an AdamW trial from its checkpoint (weights and
+// optimizer state) and stores its result, or returns the one stored.
+func (a *Activities) DecayBranch(ctx context.Context, in workflows.DecayBranchInput) (training.DecayBranchResult, error) {
+	same := func(*training.DecayBranchResult) bool { return true } // the key names the branch's fraction
+	where := fmt.Sprintf("in the LR-decay branch from step %d", in.Step)
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, branchKey(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, where,
+		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayBranchResult, error) {
+			st, err := ck.Optimizer("optimizer")
+			if err != nil {
+				return nil, invalid(err)
+			}
+			return training.DecayBranch(ctx, cfg, ck.Params, st, in.Step, in.Frac, b)
+		})
+}
+
+// fromCheckpoint runs a probe of a trial's checkpoint at step under the stall watchdog and
+// stores its result at key. A result already at key that same accepts is returned without
+// computing. A checkpoint that is missing or corrupt, and a probe that its config refuses,
+// fail for good; a store that fails is retried.
+func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, step int, key string, same func(*R) bool,
+	stall time.Duration, where string, run func(context.Context, training.Config, *checkpoint.Checkpoint, training.Batches) (*R, error),
+) (R, error) {
+	defer keepAlive(ctx, func() any { return step })()
+	var zero R
+	if b, err := a.Store.Get(ctx, key); err == nil {
+		var r R
+		if json.Unmarshal(b, &r) == nil && same(&r) {
+			return r, nil
+		}
 	}
-	out, _ := json.MarshalIndent(res, "", "  ")
+	cfg, err := a.trialConfig(ctx, trialID)
+	if err != nil {
+		return zero, err
+	}
+	ck, err := checkpoint.Load(ctx, a.Store, trialKey(trialID, training.CheckpointsDir), int64(step))
+	if checkpoint.IsBad(err) || errors.Is(err, blob.ErrNotFound) {
+		return zero, invalid(err)
+	}
+	if err != nil { // the store failed: retried
+		return zero, err
+	}
+	b, err := a.batches(ctx, cfg)
+	if err != nil {
+		return zero, err
+	}
+	res, err := watched(ctx, a, stall, func() string { return where }, func(ctx context.Context) (*R, error) {
+		return run(ctx, cfg, ck, b)
+	})
+	var ce *training.ConfigError
+	if errors.As(err, &ce) {
+		return zero, invalid(err)
+	}
+	if err != nil {
+		return zero, err
+	}
+	out, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return zero, invalid(err)
+	}
 	return *res, a.Store.Put(ctx, key, out)
 }
 
@@ -635,7 +734,7 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 			}
 		}
 	}
-	curves, probes, err := a.sweepCurves(ctx, trials, outcomes, listed)
+	curves, probes, branches, err := a.sweepCurves(ctx, m, trials, outcomes, listed)
 	if err != nil {
 		return out, err
 	}
@@ -653,6 +752,11 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 	}
 	if fig, err := analysis.DecayProbePlot(probes, analysis.DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
 		if err := figure("decay-probe", fig); err != nil {
+			return out, err
+		}
+	}
+	if fig, err := analysis.DecayProbePlot(branches, analysis.DecayProbeOptions{Title: m.Name + ": LR-decay branch"}); err == nil {
+		if err := figure("lr-decay", fig); err != nil {
 			return out, err
 		}
 	}
@@ -679,11 +783,12 @@ func trialLabel(t sweeps.Trial) string {
 // MaxPlottedTrials bounds the trials drawn in a sweep's curve plots.
 const MaxPlottedTrials = 64
 
-// sweepCurves gathers the validation curves of the finished trials and their decay probes
-// (listed: the keys under trials/).
-func (a *Activities) sweepCurves(ctx context.Context, trials []sweeps.Trial, outcomes map[string]sweeps.Outcome, listed []string) ([]analysis.Curve, []analysis.DecayProbeCurve, error) {
-	var curves []analysis.Curve
-	var probes []analysis.DecayProbeCurve
+// sweepCurves gathers the validation curves of the finished trials, their decay probes
+// and their LR-decay branches, as the manifest asks for them (listed: the keys under
+// trials/).
+func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]sweeps.Outcome, listed []string) (
+	curves []analysis.Curve, probes, branches []analysis.DecayProbeCurve, err error,
+) {
 	for _, t := range trials {
 		r := outcomes[t.ID].Result
 		if r == nil || len(r.Curves) == 0 {
@@ -695,30 +800,63 @@ func (a *Activities) sweepCurves(ctx context.Context, trials []sweeps.Trial, out
 		}
 		curves = append(curves, c)
 		if len(curves) > MaxPlottedTrials {
-			return curves, nil, nil
+			return curves, nil, nil, nil
 		}
-		pc := analysis.DecayProbeCurve{Label: c.Label}
-		probePrefix := trialPrefix(t.ID) + "/probes/decay-step-"
-		lo, _ := slices.BinarySearch(listed, probePrefix)
-		for _, k := range listed[lo:] {
-			if !strings.HasPrefix(k, probePrefix) {
-				break
-			}
-			b, err := a.Store.Get(ctx, k)
+		if d := m.Probes.Decay; d != nil {
+			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
+			same := func(r *training.DecayProbeResult) bool { return r.Steps == d.Steps && r.PeakLR == peak }
+			pc, err := probePoints(ctx, a, t, listed, decayKey(t.ID, 0), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
+				return r.FromStep, r.Before, r.After
+			})
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			var d training.DecayProbeResult
-			if json.Unmarshal(b, &d) != nil {
-				continue
+			if len(pc.Points) > 0 {
+				pc.Label = c.Label
+				probes = append(probes, pc)
 			}
-			pc.Points = append(pc.Points, analysis.DecayProbePoint{Tokens: int64(d.FromStep) * int64(t.Config.BatchTokens), Before: d.Before, After: d.After})
 		}
-		if len(pc.Points) > 0 {
-			probes = append(probes, pc)
+		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
+			same := func(*training.DecayBranchResult) bool { return true }
+			pc, err := probePoints(ctx, a, t, listed, branchKey(t.ID, 0, b.Frac), same, func(r *training.DecayBranchResult) (int, float64, training.Loss) {
+				return r.FromStep, r.Before, r.After
+			})
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if len(pc.Points) > 0 {
+				pc.Label = c.Label
+				branches = append(branches, pc)
+			}
 		}
 	}
-	return curves, probes, nil
+	return curves, probes, branches, nil
+}
+
+// probePoints reads a trial's probe results of one kind (the keys that share key0's name
+// up to its step, the key of step 0) that same accepts, in the order of their steps.
+func probePoints[R any](ctx context.Context, a *Activities, t sweeps.Trial, listed []string, key0 string, same func(*R) bool,
+	point func(*R) (step int, before float64, after training.Loss),
+) (analysis.DecayProbeCurve, error) {
+	var pc analysis.DecayProbeCurve
+	prefix := strings.TrimSuffix(key0, fmt.Sprintf("%08d.json", 0))
+	lo, _ := slices.BinarySearch(listed, prefix)
+	for _, k := range listed[lo:] {
+		if !strings.HasPrefix(k, prefix) {
+			break
+		}
+		b, err := a.Store.Get(ctx, k)
+		if err != nil {
+			return pc, err
+		}
+		var r R
+		if json.Unmarshal(b, &r) != nil || !same(&r) {
+			continue
+		}
+		step, before, after := point(&r)
+		pc.Points = append(pc.Points, analysis.DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
+	}
+	return pc, nil
 }
 
 // TablesEvery is how often a sweep's tables schedule rebuilds its tables.

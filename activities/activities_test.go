@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/checkpoint"
 	_ "github.com/sfsweep/sfsweep/training/native"
 	"github.com/sfsweep/sfsweep/workflows"
 )
@@ -47,6 +49,7 @@ func setup(t *testing.T) (*Activities, *testsuite.TestActivityEnvironment, blob.
 	env.RegisterActivity(a.Plan)
 	env.RegisterActivity(a.Train)
 	env.RegisterActivity(a.DecayProbe)
+	env.RegisterActivity(a.DecayBranch)
 	env.RegisterActivity(a.BuildTables)
 	return a, env, store
 }
@@ -210,6 +213,93 @@ func TestDecayProbeCheckpointErrors(t *testing.T) {
 	}
 	if err := probe(); !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != workflows.ErrorInvalidConfig {
 		t.Errorf("probe of a corrupt checkpoint: %v, want a non-retryable %s", err, workflows.ErrorInvalidConfig)
+	}
+}
+
+// The LR-decay branch end to end on the activities: Plan gives it to the AdamW trial only
+// and keeps a trained trial without its branches and probes not done; DecayBranch writes
+// the result that training.DecayBranch gives from the same checkpoint, read back once
+// stored; then Plan finds the trial done and BuildTables draws the branches.
+func TestDecayBranchActivity(t *testing.T) {
+	a, env, store := setup(t)
+	ctx := context.Background()
+	src := strings.Replace(manifest, "  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]], c: [vanilla, 50]}",
+		"  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]]}\n  - {name: adamw, lr: 3e-3, betas: [[0.9, 0.95]], schedule: constant}", 1)
+	src = strings.Replace(src, "tables:", "probes:\n  decay: {at: [2], steps: 2}\n  lr_decay: {frac: 0.5}\ntables:", 1)
+	if err := store.Put(ctx, "sweeps/b/manifest.yaml", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+	in := workflows.PlanInput{SweepID: "b", ManifestKey: "sweeps/b/manifest.yaml"}
+	plan := execPlan(t, env, in)
+	var adamw workflows.TrialRef
+	for _, r := range plan.Trials {
+		cfg, err := a.trialConfig(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isAdamW := cfg.Optimizer.Name == training.AdamW; isAdamW != (r.BranchFrac == 0.5) || r.DecaySteps != 2 {
+			t.Fatalf("trial %s (%s): %+v; the branch is for adamw trials only, the decay probe for all", r.ID, cfg.Optimizer.Name, r)
+		} else if isAdamW {
+			adamw = r
+		}
+		if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: r.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := execPlan(t, env, in); p.Trials[0].Done || p.Trials[1].Done {
+		t.Fatalf("trained trials without their probes planned as done: %+v", p.Trials)
+	}
+	v, err := env.ExecuteActivity(workflows.ActivityDecayBranch, workflows.DecayBranchInput{TrialID: adamw.ID, Step: 2, Frac: 0.5})
+	var got training.DecayBranchResult
+	if err == nil {
+		err = v.Get(&got)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := a.trialConfig(ctx, adamw.ID)
+	ck, err := checkpoint.Load(ctx, store, "trials/"+adamw.ID+"/checkpoints", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ck.Optimizer("optimizer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.batches(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := training.DecayBranch(ctx, cfg, ck.Params, st, 2, 0.5, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, *want) || want.Steps != 1 || !(want.After > 0) {
+		t.Fatalf("branch %+v, want %+v", got, *want)
+	}
+	stored, err := store.Get(ctx, "trials/"+adamw.ID+"/probes/lr-decay-0.5-step-00000002.json")
+	var back training.DecayBranchResult
+	if err == nil {
+		err = json.Unmarshal(stored, &back)
+	}
+	if err != nil || !reflect.DeepEqual(back, *want) {
+		t.Fatalf("stored branch %+v (%v), want %+v", back, err, *want)
+	}
+	for _, r := range plan.Trials {
+		if _, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: r.ID, Step: 2, Steps: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := execPlan(t, env, in); !p.Trials[0].Done || !p.Trials[1].Done {
+		t.Fatalf("trials with every probe stored planned as not done: %+v", p.Trials)
+	}
+	if _, err := env.ExecuteActivity(workflows.ActivityBuildTables, workflows.BuildTablesInput{SweepID: "b", ManifestKey: in.ManifestKey}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"sweeps/act/plots/lr-decay.png", "sweeps/act/plots/decay-probe.svg"} {
+		if _, err := store.Get(ctx, k); err != nil {
+			t.Errorf("BuildTables wrote no %s: %v", k, err)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,7 +70,19 @@ type Grid struct {
 
 // Probes are run on each trial's checkpoints.
 type Probes struct {
-	Decay *DecayProbe `yaml:"decay,omitempty"`
+	Decay   *DecayProbe    `yaml:"decay,omitempty"`
+	LRDecay *LRDecayBranch `yaml:"lr_decay,omitempty"`
+}
+
+// LRDecayBranch is the LR-decay branch of the paper's fig:Obs1 (left): an AdamW trial
+// continued from a checkpoint, with its own optimizer state, on the batches it would have
+// read next, while its learning rate decays linearly from its value there to zero over
+// Frac × the checkpoint's step; then evaluated. It runs from each checkpoint step listed
+// in At (every checkpoint if empty) of the grid's AdamW trials; other trials are not
+// branched.
+type LRDecayBranch struct {
+	At   []int   `yaml:"at,omitempty"`
+	Frac float64 `yaml:"frac"`
 }
 
 // DecayProbe is the paper's decay probe: AdamW with the LR linear from PeakLR to 0 over
@@ -332,13 +345,23 @@ func (m *Manifest) validate() error {
 		if d.PeakLR < 0 || math.IsNaN(d.PeakLR) || math.IsInf(d.PeakLR, 0) {
 			return &Error{Field: "probes.decay.peak_lr", Value: d.PeakLR, Reason: "must be a finite number > 0"}
 		}
-		for i, s := range d.At {
-			if s < 1 || s > m.Steps {
-				return &Error{Field: fmt.Sprintf("probes.decay.at[%d]", i), Value: s, Reason: fmt.Sprintf("must be a step in [1, steps = %d]", m.Steps)}
+		if err := m.checkProbeSteps("probes.decay", d.At); err != nil {
+			return err
+		}
+	}
+	if b := m.Probes.LRDecay; b != nil {
+		if math.IsNaN(b.Frac) || b.Frac <= 0 || b.Frac > 1 {
+			return &Error{Field: "probes.lr_decay.frac", Value: b.Frac, Reason: "must be in (0, 1]: the branch decays over this fraction of the steps before it"}
+		}
+		if err := m.checkProbeSteps("probes.lr_decay", b.At); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(m.Optimizers, func(g Grid) bool { return g.Name == training.AdamW }) {
+			names := make([]string, len(m.Optimizers))
+			for i, g := range m.Optimizers {
+				names[i] = g.Name
 			}
-			if m.CheckpointEvery == 0 || s%m.CheckpointEvery != 0 {
-				return &Error{Field: fmt.Sprintf("probes.decay.at[%d]", i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step (a multiple of checkpoint_every = %d)", m.CheckpointEvery)}
-			}
+			return &Error{Field: "probes.lr_decay", Value: fmt.Sprintf("optimizers %v", names), Reason: "the LR-decay branch continues adamw trials, and the grid has none"}
 		}
 	}
 	names := map[string]bool{}
@@ -403,4 +426,21 @@ func (g Grid) batchTokens(m *Manifest) IntList {
 		return g.BatchTokens
 	}
 	return m.BatchTokens
+}
+
+// checkProbeSteps checks a probe's steps (field.at): checkpoint steps of the run. None
+// means every checkpoint, of which there must be some.
+func (m *Manifest) checkProbeSteps(field string, at []int) error {
+	if len(at) == 0 && m.CheckpointEvery == 0 {
+		return &Error{Field: field + ".at", Value: "[]", Reason: "the probe runs from checkpoints: set checkpoint_every, or list checkpoint steps here"}
+	}
+	for i, s := range at {
+		if s < 1 || s > m.Steps {
+			return &Error{Field: fmt.Sprintf("%s.at[%d]", field, i), Value: s, Reason: fmt.Sprintf("must be a step in [1, steps = %d]", m.Steps)}
+		}
+		if m.CheckpointEvery == 0 || s%m.CheckpointEvery != 0 {
+			return &Error{Field: fmt.Sprintf("%s.at[%d]", field, i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step (a multiple of checkpoint_every = %d)", m.CheckpointEvery)}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package training
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -40,11 +41,32 @@ type ProbeStep struct {
 	TrainLoss float64 `json:"train_loss"`
 }
 
+// Loss is a validation loss that a diverged probe leaves not finite: JSON has no NaN, so
+// its JSON form is null then, read back as NaN.
+type Loss float64
+
+// MarshalJSON writes the loss, or null if it is not finite.
+func (l Loss) MarshalJSON() ([]byte, error) {
+	if !finite(float64(l)) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(l))
+}
+
+// UnmarshalJSON reads a loss; null is NaN.
+func (l *Loss) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*l = Loss(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(l))
+}
+
 // DecayProbeResult is the validation loss before and after the decay.
 type DecayProbeResult struct {
 	DecayProbeConfig
 	Before     float64     `json:"val_before"`
-	After      float64     `json:"val_after"`
+	After      Loss        `json:"val_after"` // NaN (null) if the probe diverged
 	EvalSeqs   int         `json:"eval_seqs"`
 	DivergedAt int         `json:"diverged_at,omitempty"`
 	Curve      []ProbeStep `json:"curve"`
@@ -77,12 +99,13 @@ func DecayProbe(ctx context.Context, cfg Config, w []float32, data Batches, pc D
 	if err != nil {
 		return nil, err
 	}
+	res.After = Loss(math.NaN())
 	if res.DivergedAt == 0 {
-		if res.After, _, err = p.valLoss(cfg.EvalSeqs); err != nil {
+		after, _, err := p.valLoss(cfg.EvalSeqs)
+		if err != nil {
 			return nil, err
 		}
-	} else {
-		res.After = math.NaN()
+		res.After = Loss(after)
 	}
 	return res, nil
 }
@@ -94,7 +117,7 @@ type DecayBranchResult struct {
 	Steps      int         `json:"steps"`
 	StartLR    float64     `json:"start_lr"`
 	Before     float64     `json:"val_before"`
-	After      float64     `json:"val_after"`
+	After      Loss        `json:"val_after"` // NaN (null) if the branch diverged
 	EvalSeqs   int         `json:"eval_seqs"`
 	DivergedAt int         `json:"diverged_at,omitempty"`
 	Curve      []ProbeStep `json:"curve"`
@@ -127,11 +150,13 @@ func DecayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[
 	if res.Curve, res.DivergedAt, err = p.train(ctx, ac, &st, fromStep, steps); err != nil {
 		return nil, err
 	}
-	res.After = math.NaN()
+	res.After = Loss(math.NaN())
 	if res.DivergedAt == 0 {
-		if res.After, _, err = p.valLoss(cfg.EvalSeqs); err != nil {
+		after, _, err := p.valLoss(cfg.EvalSeqs)
+		if err != nil {
 			return nil, err
 		}
+		res.After = Loss(after)
 	}
 	return res, nil
 }

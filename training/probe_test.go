@@ -2,7 +2,9 @@ package training
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/sfsweep/sfsweep/training/checkpoint"
@@ -44,7 +46,7 @@ func TestDecayProbe(t *testing.T) {
 			t.Errorf("step %d: LR %g, want %g", p.Step, p.LR, want)
 		}
 	}
-	if !(res.Before > 0) || !(res.After > 0) || res.Before == res.After || res.EvalSeqs != 16 {
+	if !(res.Before > 0) || !(res.After > 0) || res.Before == float64(res.After) || res.EvalSeqs != 16 {
 		t.Errorf("before %v after %v over %d sequences", res.Before, res.After, res.EvalSeqs)
 	}
 	// the probe's first evaluation is the run's validation loss at w at step 30
@@ -115,5 +117,23 @@ func TestInterpolate(t *testing.T) {
 	}
 	if l2 >= l1 {
 		t.Errorf("the step-30 weights (%v) are no better than the step-10 ones (%v)", l2, l1)
+	}
+}
+
+// A diverged probe's loss is null in JSON and NaN again when read; a finite one is exact.
+func TestLossJSON(t *testing.T) {
+	for _, l := range []Loss{Loss(math.NaN()), Loss(math.Inf(1)), Loss(math.Inf(-1)), 3.0000000000000004, 0} {
+		b, err := json.Marshal(DecayBranchResult{After: l})
+		if err != nil {
+			t.Fatalf("%v: %v", l, err)
+		}
+		var back DecayBranchResult
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		finite := !math.IsNaN(float64(l)) && !math.IsInf(float64(l), 0)
+		if finite && back.After != l || !finite && (!math.IsNaN(float64(back.After)) || !strings.Contains(string(b), `"val_after":null`)) {
+			t.Errorf("%v → %s → %v", l, b, back.After)
+		}
 	}
 }

@@ -30,6 +30,7 @@ const (
 	ActivityReadPlan     = "ReadPlan"
 	ActivityTrain        = "Train"
 	ActivityDecayProbe   = "DecayProbe"
+	ActivityDecayBranch  = "DecayBranch"
 	ActivityRecordFailed = "RecordFailed"
 	ActivityNotifyTables = "NotifyTables"
 	ActivityBuildTables  = "BuildTables"
@@ -124,6 +125,10 @@ type TrialRef struct {
 	DecayAt    []int   `json:"decay_at,omitempty"`
 	DecaySteps int     `json:"decay_steps,omitempty"`
 	DecayLR    float64 `json:"decay_lr,omitempty"`
+	// The LR-decay branch (AdamW trials): the checkpoints it runs from (every one if
+	// empty) and the fraction of the run before it over which it decays; 0: none.
+	BranchAt   []int   `json:"branch_at,omitempty"`
+	BranchFrac float64 `json:"branch_frac,omitempty"`
 }
 
 // PlanInput / PlanOutput are the Plan activity's: it reads and expands the manifest,
@@ -388,6 +393,14 @@ type DecayProbeInput struct {
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 
+// DecayBranchInput is one LR-decay branch from an AdamW trial's checkpoint.
+type DecayBranchInput struct {
+	TrialID      string        `json:"trial_id"`
+	Step         int           `json:"step"`
+	Frac         float64       `json:"frac"`
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
+}
+
 // RecordFailedInput marks a trial failed in the store, so tables show it.
 type RecordFailedInput struct {
 	TrialID string `json:"trial_id"`
@@ -441,21 +454,37 @@ func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
 	} else {
 		res.Status, res.DivergedAt = out.Status, out.DivergedAt
 	}
-	if res.Status == StatusCompleted && in.Trial.DecaySteps > 0 {
-		at := in.Trial.DecayAt
+	// probes runs an activity from each checkpoint step of at (every checkpoint if empty)
+	probes := func(name string, at []int, input func(step int) any) error {
 		if len(at) == 0 {
 			at = out.Checkpoints
 		}
 		futures := make([]workflow.Future, 0, len(at))
 		for _, step := range at {
-			futures = append(futures, workflow.ExecuteActivity(gpu, ActivityDecayProbe,
-				DecayProbeInput{TrialID: in.Trial.ID, Step: step, Steps: in.Trial.DecaySteps, PeakLR: in.Trial.DecayLR, StallTimeout: in.StallTimeout}))
+			futures = append(futures, workflow.ExecuteActivity(gpu, name, input(step)))
 		}
 		for _, f := range futures {
 			if err := f.Get(ctx, nil); err != nil {
-				return res, fmt.Errorf("decay probe: %w", err)
+				return err
 			}
 			res.Probes++
+		}
+		return nil
+	}
+	if res.Status == StatusCompleted && in.Trial.DecaySteps > 0 {
+		err := probes(ActivityDecayProbe, in.Trial.DecayAt, func(step int) any {
+			return DecayProbeInput{TrialID: in.Trial.ID, Step: step, Steps: in.Trial.DecaySteps, PeakLR: in.Trial.DecayLR, StallTimeout: in.StallTimeout}
+		})
+		if err != nil {
+			return res, fmt.Errorf("decay probe: %w", err)
+		}
+	}
+	if res.Status == StatusCompleted && in.Trial.BranchFrac > 0 {
+		err := probes(ActivityDecayBranch, in.Trial.BranchAt, func(step int) any {
+			return DecayBranchInput{TrialID: in.Trial.ID, Step: step, Frac: in.Trial.BranchFrac, StallTimeout: in.StallTimeout}
+		})
+		if err != nil {
+			return res, fmt.Errorf("LR-decay branch: %w", err)
 		}
 	}
 	if err := workflow.ExecuteActivity(cpu, ActivityNotifyTables, NotifyInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, TrialID: in.Trial.ID}).Get(ctx, nil); err != nil {

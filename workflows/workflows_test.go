@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ type fakeWorld struct {
 	failed              []string
 	notified            []NotifyInput
 	probes              []DecayProbeInput
+	branches            []DecayBranchInput
 	builds              int
 	retired             []RetireInput
 }
@@ -96,6 +98,12 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 		f.probes = append(f.probes, in)
 		return nil
 	}, activity.RegisterOptions{Name: ActivityDecayProbe})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in DecayBranchInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.branches = append(f.branches, in)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityDecayBranch})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in RecordFailedInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -219,6 +227,33 @@ func TestSweepDecayProbes(t *testing.T) {
 	}
 	if len(got["a"]) != 2 || len(got["div"]) != 0 || len(got["b"]) != 1 || got["b"][0] != 20 {
 		t.Errorf("decay probes %v", got)
+	}
+}
+
+// LR-decay branches run from the checkpoints asked for (every one if none), with the
+// trial's fraction, after its decay probes; a diverged trial has none.
+func TestSweepDecayBranches(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld()
+	w.trials = []TrialRef{{ID: "a", BranchFrac: 0.2}, {ID: "div", BranchFrac: 0.2}, {ID: "b", BranchAt: []int{10}, BranchFrac: 0.5, DecaySteps: 3},
+		{ID: "sf", DecaySteps: 3}}
+	w.register(env)
+	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, b := range w.branches {
+		got[b.TrialID] = append(got[b.TrialID], fmt.Sprintf("%d@%g", b.Step, b.Frac))
+	}
+	slices.Sort(got["a"])
+	want := map[string][]string{"a": {"10@0.2", "20@0.2"}, "b": {"10@0.5"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("branches %v, want %v", got, want)
+	}
+	if len(w.probes) != 4 { // b and sf: checkpoints 10 and 20
+		t.Errorf("%d decay probes, want 4", len(w.probes))
 	}
 }
 
