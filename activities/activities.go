@@ -75,6 +75,7 @@ func (a *Activities) RegisterGPU(w worker.Registry) {
 	w.RegisterActivityWithOptions(a.Train, activity.RegisterOptions{Name: workflows.ActivityTrain})
 	w.RegisterActivityWithOptions(a.DecayProbe, activity.RegisterOptions{Name: workflows.ActivityDecayProbe})
 	w.RegisterActivityWithOptions(a.DecayBranch, activity.RegisterOptions{Name: workflows.ActivityDecayBranch})
+	w.RegisterActivityWithOptions(a.Interpolate, activity.RegisterOptions{Name: workflows.ActivityInterpolate})
 }
 
 // RegisterCPU registers the workflows and the activities of the cpu queue on w.
@@ -103,6 +104,13 @@ func trialPrefix(id string) string    { return "trials/" + id }
 func trialKey(id, name string) string { return trialPrefix(id) + "/" + name }
 func decayKey(id string, step int) string {
 	return fmt.Sprintf("%s/probes/decay-step-%08d.json", trialPrefix(id), step)
+}
+func interpKey(id string, in workflows.InterpolateInput) string {
+	kind := ""
+	if in.Decayed {
+		kind = "-decayed"
+	}
+	return fmt.Sprintf("%s/probes/interp-%08d-%08d%s-n%d.json", trialPrefix(id), in.From, in.To, kind, in.Points)
 }
 func branchKey(id string, step int, frac float64) string {
 	return fmt.Sprintf("%s/probes/lr-decay-%s-step-%08d.json", trialPrefix(id), strconv.FormatFloat(frac, 'g', -1, 64), step)
@@ -203,6 +211,10 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
 			ref.BranchAt, ref.BranchFrac = b.At, b.Frac
 		}
+		if ip := m.Probes.Interpolate; ip != nil {
+			ref.Interp = &workflows.InterpolateRef{From: ip.From, To: ip.To, Points: cmp.Or(ip.Points, sweeps.DefaultInterpolationPoints),
+				Decayed: ip.Decayed && t.Config.Optimizer.Name == training.AdamW}
+		}
 		if ref.Done = exists[trialKey(t.ID, training.ResultKey)]; ref.Done && !probesStored(ref, exists, checkpoints[t.ID]) {
 			// probes asked for and missing: the trial runs again (Train finds its result)
 			// to add them, unless it did not complete, which has no probes
@@ -264,7 +276,18 @@ func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []
 	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return decayKey(ref.ID, s) }) {
 		return false
 	}
-	return ref.BranchFrac <= 0 || all(ref.BranchAt, func(s int) string { return branchKey(ref.ID, s, ref.BranchFrac) })
+	if ref.BranchFrac > 0 && !all(ref.BranchAt, func(s int) string { return branchKey(ref.ID, s, ref.BranchFrac) }) {
+		return false
+	}
+	if ip := ref.Interp; ip != nil {
+		in := workflows.InterpolateInput{From: ip.From, To: ip.To, Points: ip.Points}
+		if !exists[interpKey(ref.ID, in)] {
+			return false
+		}
+		in.Decayed = true
+		return !ip.Decayed || exists[interpKey(ref.ID, in)]
+	}
+	return true
 }
 
 // storePlan writes a plan to the store in pages of workflows.PlanPageSize trials, under a
@@ -550,6 +573,61 @@ func (a *Activities) DecayBranch(ctx context.Context, in workflows.DecayBranchIn
 		})
 }
 
+// Interpolate evaluates a trial along the segment between its checkpoints at From and
+// To (the x iterate for SF-AdamW, the weights for AdamW), or, Decayed, between the one at
+// From and the end of an LR-decay branch from it over To − From steps; and stores the
+// result, or returns the one stored.
+func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateInput) (training.InterpolationResult, error) {
+	same := func(*training.InterpolationResult) bool { return true } // the key names every setting
+	where := fmt.Sprintf("in the interpolation from step %d to %d", in.From, in.To)
+	return fromCheckpoint(ctx, a, in.TrialID, in.From, interpKey(in.TrialID, in), same, in.StallTimeout, where,
+		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.InterpolationResult, error) {
+			if in.Points < 2 {
+				return nil, &training.ConfigError{Field: "interpolate.points", Value: in.Points, Reason: "must be ≥ 2"}
+			}
+			res := &training.InterpolationResult{From: in.From, To: in.To, Decayed: in.Decayed, Iterate: training.IterW, EvalSeqs: cfg.EvalSeqs}
+			w1, w2 := ck.Params, []float32(nil)
+			switch {
+			case in.Decayed:
+				st, err := ck.Optimizer("optimizer")
+				if err != nil {
+					return nil, invalid(err)
+				}
+				if _, w2, err = training.DecayBranchWeights(ctx, cfg, w1, st, in.From, in.To-in.From, b); err != nil {
+					return nil, err
+				}
+			default:
+				to, err := a.loadCheckpoint(ctx, in.TrialID, in.To)
+				if err != nil {
+					return nil, err
+				}
+				w2 = to.Params
+				if cfg.Optimizer.Name == training.SFAdamW {
+					res.Iterate = training.IterX
+					if w1, err = iterateX(cfg, ck); err != nil {
+						return nil, invalid(err)
+					}
+					if w2, err = iterateX(cfg, to); err != nil {
+						return nil, invalid(err)
+					}
+				}
+			}
+			pts, err := training.Interpolate(ctx, cfg, w1, w2, training.Alphas(in.Points), b)
+			res.Points = pts
+			return res, err
+		})
+}
+
+// loadCheckpoint reads a trial's checkpoint at step. One that is missing or corrupt is a
+// non-retryable error; a store that fails is retried.
+func (a *Activities) loadCheckpoint(ctx context.Context, trialID string, step int) (*checkpoint.Checkpoint, error) {
+	ck, err := checkpoint.Load(ctx, a.Store, trialKey(trialID, training.CheckpointsDir), int64(step))
+	if checkpoint.IsBad(err) || errors.Is(err, blob.ErrNotFound) {
+		return nil, invalid(err)
+	}
+	return ck, err
+}
+
 // fromCheckpoint runs a probe of a trial's checkpoint at step under the stall watchdog and
 // stores its result at key. A result already at key that same accepts is returned without
 // computing. A checkpoint that is missing or corrupt, and a probe that its config refuses,
@@ -569,11 +647,8 @@ func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, s
 	if err != nil {
 		return zero, err
 	}
-	ck, err := checkpoint.Load(ctx, a.Store, trialKey(trialID, training.CheckpointsDir), int64(step))
-	if checkpoint.IsBad(err) || errors.Is(err, blob.ErrNotFound) {
-		return zero, invalid(err)
-	}
-	if err != nil { // the store failed: retried
+	ck, err := a.loadCheckpoint(ctx, trialID, step)
+	if err != nil {
 		return zero, err
 	}
 	b, err := a.batches(ctx, cfg)
@@ -734,10 +809,11 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 			}
 		}
 	}
-	curves, probes, branches, err := a.sweepCurves(ctx, m, trials, outcomes, listed)
+	sp, err := a.sweepCurves(ctx, m, trials, outcomes, listed)
 	if err != nil {
 		return out, err
 	}
+	curves := sp.curves
 	opts := analysis.CurvesOptions{Title: m.Name + ": validation loss"}
 	if len(curves) > 4 {
 		opts.Iterates = []string{training.IterX, training.IterW} // the primary iterate only
@@ -750,14 +826,22 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 			return out, err
 		}
 	}
-	if fig, err := analysis.DecayProbePlot(probes, analysis.DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
+	if fig, err := analysis.DecayProbePlot(sp.probes, analysis.DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
 		if err := figure("decay-probe", fig); err != nil {
 			return out, err
 		}
 	}
-	if fig, err := analysis.DecayProbePlot(branches, analysis.DecayProbeOptions{Title: m.Name + ": LR-decay branch"}); err == nil {
+	if fig, err := analysis.DecayProbePlot(sp.branches, analysis.DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay"}); err == nil {
 		if err := figure("lr-decay", fig); err != nil {
 			return out, err
+		}
+	}
+	if ip := m.Probes.Interpolate; ip != nil {
+		title := fmt.Sprintf("%s: α·w(%d) + (1−α)·w(%d)", m.Name, ip.From, ip.To)
+		if fig, err := analysis.InterpolationPlot(sp.interpolations, analysis.InterpolationOptions{Title: title}); err == nil {
+			if err := figure("interpolation", fig); err != nil {
+				return out, err
+			}
 		}
 	}
 	return out, nil
@@ -783,12 +867,19 @@ func trialLabel(t sweeps.Trial) string {
 // MaxPlottedTrials bounds the trials drawn in a sweep's curve plots.
 const MaxPlottedTrials = 64
 
-// sweepCurves gathers the validation curves of the finished trials, their decay probes
-// and their LR-decay branches, as the manifest asks for them (listed: the keys under
-// trials/).
-func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]sweeps.Outcome, listed []string) (
-	curves []analysis.Curve, probes, branches []analysis.DecayProbeCurve, err error,
-) {
+// sweepPlots are the series a sweep's plots draw.
+type sweepPlots struct {
+	curves           []analysis.Curve
+	probes, branches []analysis.DecayProbeCurve
+	interpolations   []analysis.InterpolationCurve
+}
+
+// sweepCurves gathers the validation curves of the finished trials, their decay probes,
+// LR-decay branches and interpolations, as the manifest asks for them (listed: the keys
+// under trials/).
+func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]sweeps.Outcome, listed []string) (sweepPlots, error) {
+	var sp sweepPlots
+	has := func(k string) bool { _, found := slices.BinarySearch(listed, k); return found }
 	for _, t := range trials {
 		r := outcomes[t.ID].Result
 		if r == nil || len(r.Curves) == 0 {
@@ -798,9 +889,9 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 		for _, p := range r.Curves {
 			c.Points = append(c.Points, analysis.CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
 		}
-		curves = append(curves, c)
-		if len(curves) > MaxPlottedTrials {
-			return curves, nil, nil, nil
+		sp.curves = append(sp.curves, c)
+		if len(sp.curves) > MaxPlottedTrials {
+			return sweepPlots{curves: sp.curves}, nil
 		}
 		if d := m.Probes.Decay; d != nil {
 			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
@@ -809,11 +900,11 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 				return r.FromStep, r.Before, r.After
 			})
 			if err != nil {
-				return nil, nil, nil, err
+				return sp, err
 			}
 			if len(pc.Points) > 0 {
 				pc.Label = c.Label
-				probes = append(probes, pc)
+				sp.probes = append(sp.probes, pc)
 			}
 		}
 		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
@@ -822,15 +913,39 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 				return r.FromStep, r.Before, r.After
 			})
 			if err != nil {
-				return nil, nil, nil, err
+				return sp, err
 			}
 			if len(pc.Points) > 0 {
 				pc.Label = c.Label
-				branches = append(branches, pc)
+				sp.branches = append(sp.branches, pc)
+			}
+		}
+		if ip := m.Probes.Interpolate; ip != nil {
+			for _, decayed := range []bool{false, true} {
+				key := interpKey(t.ID, workflows.InterpolateInput{From: ip.From, To: ip.To, Points: cmp.Or(ip.Points, sweeps.DefaultInterpolationPoints), Decayed: decayed})
+				if !has(key) {
+					continue
+				}
+				b, err := a.Store.Get(ctx, key)
+				if err != nil {
+					return sp, err
+				}
+				var res training.InterpolationResult
+				if json.Unmarshal(b, &res) != nil {
+					continue
+				}
+				ic := analysis.InterpolationCurve{Label: c.Label}
+				if decayed {
+					ic.Label += ", LR decayed to step " + strconv.Itoa(ip.To)
+				}
+				for _, q := range res.Points {
+					ic.Points = append(ic.Points, analysis.InterpolationPoint{Alpha: q.Alpha, Loss: float64(q.Loss)})
+				}
+				sp.interpolations = append(sp.interpolations, ic)
 			}
 		}
 	}
-	return curves, probes, branches, nil
+	return sp, nil
 }
 
 // probePoints reads a trial's probe results of one kind (the keys that share key0's name

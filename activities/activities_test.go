@@ -50,6 +50,7 @@ func setup(t *testing.T) (*Activities, *testsuite.TestActivityEnvironment, blob.
 	env.RegisterActivity(a.Train)
 	env.RegisterActivity(a.DecayProbe)
 	env.RegisterActivity(a.DecayBranch)
+	env.RegisterActivity(a.Interpolate)
 	env.RegisterActivity(a.BuildTables)
 	return a, env, store
 }
@@ -216,16 +217,18 @@ func TestDecayProbeCheckpointErrors(t *testing.T) {
 	}
 }
 
-// The LR-decay branch end to end on the activities: Plan gives it to the AdamW trial only
-// and keeps a trained trial without its branches and probes not done; DecayBranch writes
-// the result that training.DecayBranch gives from the same checkpoint, read back once
-// stored; then Plan finds the trial done and BuildTables draws the branches.
-func TestDecayBranchActivity(t *testing.T) {
+// The LR-decay branch and the interpolation end to end on the activities: Plan gives the
+// branch to the AdamW trial only and keeps a trained trial without its probes not done;
+// DecayBranch writes the result that training.DecayBranch gives from the same checkpoint,
+// read back once stored; the interpolations agree with the branch and the decay probe at
+// their shared points; then Plan finds the trials done and BuildTables draws the probes.
+func TestProbeActivities(t *testing.T) {
 	a, env, store := setup(t)
 	ctx := context.Background()
 	src := strings.Replace(manifest, "  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]], c: [vanilla, 50]}",
 		"  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]]}\n  - {name: adamw, lr: 3e-3, betas: [[0.9, 0.95]], schedule: constant}", 1)
-	src = strings.Replace(src, "tables:", "probes:\n  decay: {at: [2], steps: 2}\n  lr_decay: {frac: 0.5}\ntables:", 1)
+	src = strings.Replace(src, "tables:", "probes:\n  decay: {at: [2], steps: 2}\n  lr_decay: {frac: 0.5, at: [2]}\n  interpolate: {from: 2, to: 4, points: 3, decayed: true}\ntables:", 1)
+	src = strings.Replace(src, "steps: 4", "steps: 6", 1)
 	if err := store.Put(ctx, "sweeps/b/manifest.yaml", []byte(src)); err != nil {
 		t.Fatal(err)
 	}
@@ -285,9 +288,43 @@ func TestDecayBranchActivity(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(back, *want) {
 		t.Fatalf("stored branch %+v (%v), want %+v", back, err, *want)
 	}
-	for _, r := range plan.Trials {
-		if _, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: r.ID, Step: 2, Steps: 2}); err != nil {
+	// interpolation: α = 0 of the AdamW segment to the end of a branch over the 2 steps
+	// from 2 to 4 is the loss that branch ends with; α = 1 of the SF-AdamW segment is the
+	// loss at x of the checkpoint at 2, which its decay probe measured before decaying
+	interpolate := func(id string, decayed bool) training.InterpolationResult {
+		t.Helper()
+		v, err := env.ExecuteActivity(workflows.ActivityInterpolate, workflows.InterpolateInput{TrialID: id, From: 2, To: 4, Points: 3, Decayed: decayed})
+		var r training.InterpolationResult
+		if err == nil {
+			err = v.Get(&r)
+		}
+		if err != nil {
 			t.Fatal(err)
+		}
+		if len(r.Points) != 3 || r.Points[0].Alpha != 0 || r.Points[1].Alpha != 0.5 || r.Points[2].Alpha != 1 {
+			t.Fatalf("interpolation %+v: want α = 0, 0.5, 1", r)
+		}
+		return r
+	}
+	whole, err := training.DecayBranch(ctx, cfg, ck.Params, st, 2, 1, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := interpolate(adamw.ID, true); r.Points[0].Loss != whole.After || r.Iterate != training.IterW {
+		t.Errorf("decayed interpolation %+v: at α = 0 want the branch's final loss %v", r, whole.After)
+	}
+	for _, r := range plan.Trials {
+		v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: r.ID, Step: 2, Steps: 2})
+		var probe training.DecayProbeResult
+		if err == nil {
+			err = v.Get(&probe)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := interpolate(r.ID, false)
+		if float64(ip.Points[2].Loss) != probe.Before || ip.Iterate != probe.Iterate {
+			t.Errorf("trial %s: interpolation at α = 1 %v (%s), want the decay probe's loss before %v (%s)", r.ID, ip.Points[2].Loss, ip.Iterate, probe.Before, probe.Iterate)
 		}
 	}
 	if p := execPlan(t, env, in); !p.Trials[0].Done || !p.Trials[1].Done {
@@ -296,7 +333,7 @@ func TestDecayBranchActivity(t *testing.T) {
 	if _, err := env.ExecuteActivity(workflows.ActivityBuildTables, workflows.BuildTablesInput{SweepID: "b", ManifestKey: in.ManifestKey}); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"sweeps/act/plots/lr-decay.png", "sweeps/act/plots/decay-probe.svg"} {
+	for _, k := range []string{"sweeps/act/plots/lr-decay.png", "sweeps/act/plots/decay-probe.svg", "sweeps/act/plots/interpolation.png"} {
 		if _, err := store.Get(ctx, k); err != nil {
 			t.Errorf("BuildTables wrote no %s: %v", k, err)
 		}

@@ -226,11 +226,7 @@ func CurvesPlot(curves []Curve, opts CurvesOptions) (*Figure, error) {
 			p.Legend.Add(iterateText(it), &plotter.Line{LineStyle: draw.LineStyle{Color: keyColor, Width: vg.Points(1.3), Dashes: iterateDashes(it, iterates)}})
 		}
 	}
-	p.Legend.Top = true
-	p.Legend.ThumbnailWidth = vg.Points(28)
-	p.Legend.TextStyle.Font.Size = vg.Points(10)
-	p.Legend.Padding = vg.Points(1)
-	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: 7 * vg.Inch, Height: 4.5 * vg.Inch}, nil
+	return lineFigure(p), nil
 }
 
 // curveIterates returns the iterates to draw: those asked for, checked, or every one
@@ -305,6 +301,7 @@ type DecayProbePoint struct {
 // DecayProbeOptions adjusts DecayProbePlot; the zero value fits the axes to the data.
 type DecayProbeOptions struct {
 	Title      string // "" for "Validation loss before and after the decay probe"
+	After      string // legend of the dashed lines; "" for "after the decay probe"
 	YMin, YMax float64
 }
 
@@ -378,13 +375,9 @@ func DecayProbePlot(probes []DecayProbeCurve, opts DecayProbeOptions) (*Figure, 
 	}
 	p.Legend.Add("at the checkpoint", &plotter.Line{LineStyle: draw.LineStyle{Color: keyColor, Width: vg.Points(1.3), Dashes: beforeDash}},
 		&plotter.Scatter{GlyphStyle: dotGlyph(keyColor)})
-	p.Legend.Add("after the decay probe", &plotter.Line{LineStyle: draw.LineStyle{Color: keyColor, Width: vg.Points(1.3), Dashes: afterDash}},
+	p.Legend.Add(cmp.Or(opts.After, "after the decay probe"), &plotter.Line{LineStyle: draw.LineStyle{Color: keyColor, Width: vg.Points(1.3), Dashes: afterDash}},
 		&plotter.Scatter{GlyphStyle: triangleGlyph(keyColor)})
-	p.Legend.Top = true
-	p.Legend.ThumbnailWidth = vg.Points(28)
-	p.Legend.TextStyle.Font.Size = vg.Points(10)
-	p.Legend.Padding = vg.Points(1)
-	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: 7 * vg.Inch, Height: 4.5 * vg.Inch}, nil
+	return lineFigure(p), nil
 }
 
 // checkSeries checks the labels and point counts of the series of a plot: each label one
@@ -765,4 +758,84 @@ func drawCross(c *draw.Canvas, pt vg.Point, r, width vg.Length) {
 	sty := draw.LineStyle{Color: divergeMark, Width: width}
 	c.StrokeLine2(sty, pt.X-r, pt.Y-r, pt.X+r, pt.Y+r)
 	c.StrokeLine2(sty, pt.X-r, pt.Y+r, pt.X+r, pt.Y-r)
+}
+
+// InterpolationCurve is the validation loss of one trial along the segment between two of
+// its weights: at α·w(t1) + (1−α)·w(t2).
+type InterpolationCurve struct {
+	Label  string // legend text, unique within a plot
+	Points []InterpolationPoint
+}
+
+// InterpolationPoint is the loss at one α.
+type InterpolationPoint struct {
+	Alpha, Loss float64
+}
+
+// InterpolationOptions adjusts InterpolationPlot; the zero value fits the axes to the data.
+type InterpolationOptions struct {
+	Title      string // "" for "Validation loss between two checkpoints"
+	YMin, YMax float64
+}
+
+// InterpolationPlot returns the validation loss against α, one colour per curve: the
+// paper's fig:river_valley_loss_profile (convex for AdamW at a constant LR, falling
+// sharply into a decay, flat for SF-AdamW). A non-finite loss breaks its line.
+func InterpolationPlot(curves []InterpolationCurve, opts InterpolationOptions) (*Figure, error) {
+	fail := func(err error) (*Figure, error) { return nil, fmt.Errorf("analysis: interpolation plot: %w", err) }
+	if len(curves) == 0 {
+		return fail(&sfadamw.ConfigError{Field: "curves", Value: 0, Reason: "no trials to plot"})
+	}
+	if err := checkYRange(opts.YMin, opts.YMax); err != nil {
+		return fail(err)
+	}
+	labels := make([]string, len(curves))
+	for i, c := range curves {
+		labels[i] = c.Label
+		for j, q := range c.Points {
+			if math.IsNaN(q.Alpha) || math.IsInf(q.Alpha, 0) {
+				return fail(&sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Alpha", i, j), Value: q.Alpha, Reason: "must be finite"})
+			}
+		}
+	}
+	if err := checkSeries("curves", labels, func(i int) int { return len(curves[i].Points) }); err != nil {
+		return fail(err)
+	}
+	p := plot.New()
+	p.Title.Text = cmp.Or(opts.Title, "Validation loss between two checkpoints")
+	p.X.Label.Text = "α  (α·w(t1) + (1−α)·w(t2))"
+	p.Y.Label.Text = "validation loss"
+	p.Add(plotter.NewGrid())
+	drewAny := false
+	for i, c := range curves {
+		pts := slices.Clone(c.Points)
+		slices.SortStableFunc(pts, func(a, b InterpolationPoint) int { return cmp.Compare(a.Alpha, b.Alpha) })
+		xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
+		for j, q := range pts {
+			xs[j], ys[j] = q.Alpha, q.Loss
+		}
+		n, err := addSeries(p, xs, ys, draw.LineStyle{Color: trialColor(i), Width: vg.Points(1.5)}, dotGlyph(trialColor(i)))
+		if err != nil {
+			return fail(err)
+		}
+		if n > 0 {
+			addGlyphs(p, xs, ys, dotGlyph(trialColor(i)))
+			drewAny = true
+		}
+		p.Legend.Add(c.Label, &plotter.Line{LineStyle: draw.LineStyle{Color: trialColor(i), Width: vg.Points(2)}})
+	}
+	if !drewAny {
+		return fail(&sfadamw.ConfigError{Field: "curves[].Points[].Loss", Value: "no finite value", Reason: "nothing to plot"})
+	}
+	setYRange(p, opts.YMin, opts.YMax)
+	return lineFigure(p), nil
+}
+
+// lineFigure is the figure of one line plot of the sweep, its legend at the top right.
+func lineFigure(p *plot.Plot) *Figure {
+	p.Legend.Top = true
+	p.Legend.ThumbnailWidth = vg.Points(28)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Legend.Padding = vg.Points(1)
+	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: 7 * vg.Inch, Height: 4.5 * vg.Inch}
 }

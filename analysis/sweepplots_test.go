@@ -157,6 +157,11 @@ func TestSweepPlotsRender(t *testing.T) {
 		}, []string{"x, y and the EWA of y", "SF-AdamW β1 = 0.1", "EWA of y", "step"}},
 		{"decay_probe", func() (*Figure, error) { return DecayProbePlot(paperProbes(), DecayProbeOptions{}) },
 			[]string{"AdamW", "SF-AdamW β1 = 0.95", "at the checkpoint", "after the decay probe"}},
+		{"lr_decay_branch", func() (*Figure, error) {
+			return DecayProbePlot(paperProbes()[:1], DecayProbeOptions{Title: "LR-decay branch", After: "after the LR decay"})
+		}, []string{"LR-decay branch", "AdamW", "after the LR decay"}},
+		{"interpolation", func() (*Figure, error) { return InterpolationPlot(riverProfiles(), InterpolationOptions{}) },
+			[]string{"AdamW, constant LR", "AdamW, LR decayed", "SF-AdamW, constant LR", "Validation loss between two checkpoints"}},
 		{"heatmap_c_sweep_05M", func() (*Figure, error) { return HeatMap(paperHeatTable(t)) },
 			[]string{"Refined SF-AdamW, 0.5M-token batches (test perplexity)", "vanilla", "500", "0.95", "not run"}},
 		{"heatmap_statuses", func() (*Figure, error) { return HeatMap(statusHeatTable(t)) },
@@ -487,6 +492,20 @@ func TestSweepPlotErrors(t *testing.T) {
 			_, err := DecayProbePlot([]DecayProbeCurve{{Label: "a", Points: []DecayProbePoint{{Before: math.NaN(), After: math.Inf(-1)}}}}, DecayProbeOptions{})
 			return err
 		}, "probes[].Points[].Before/After"},
+		{"no interpolation", func() error { _, err := InterpolationPlot(nil, InterpolationOptions{}); return err }, "curves"},
+		{"interpolation α NaN", func() error {
+			_, err := InterpolationPlot([]InterpolationCurve{{Label: "a", Points: []InterpolationPoint{{Alpha: math.NaN(), Loss: 3}}}}, InterpolationOptions{})
+			return err
+		}, "curves[0].Points[0].Alpha"},
+		{"interpolation labels twice", func() error {
+			c := InterpolationCurve{Label: "a", Points: []InterpolationPoint{{Alpha: 0, Loss: 3}}}
+			_, err := InterpolationPlot([]InterpolationCurve{c, c}, InterpolationOptions{})
+			return err
+		}, "curves[1].Label"},
+		{"interpolation nothing finite", func() error {
+			_, err := InterpolationPlot([]InterpolationCurve{{Label: "a", Points: []InterpolationPoint{{Alpha: 0, Loss: math.NaN()}}}}, InterpolationOptions{})
+			return err
+		}, "curves[].Points[].Loss"},
 		{"no table", func() error { _, err := HeatMap(nil); return err }, "table"},
 		{"hyperparameter table", func() error { _, err := HeatMap(hyper); return err }, "Kind"},
 		{"no rows", func() error {
@@ -515,4 +534,26 @@ func TestSweepPlotErrors(t *testing.T) {
 	if _, err := HeatMap(bad); err == nil || !strings.Contains(err.Error(), "cells for") {
 		t.Errorf("HeatMap of a table missing a cell: %v", err)
 	}
+}
+
+// riverProfiles are the shapes of fig:river_valley_loss_profile: convex (AdamW at a
+// constant LR), falling sharply (into an LR decay), flat and slowly falling (SF-AdamW).
+func riverProfiles() []InterpolationCurve {
+	shapes := []struct {
+		label string
+		loss  func(a float64) float64
+	}{
+		{"AdamW, constant LR", func(a float64) float64 { return 3.2 + 0.3*(a-0.5)*(a-0.5) }},
+		{"AdamW, LR decayed", func(a float64) float64 { return 3.0 + 0.25*a*a }},
+		{"SF-AdamW, constant LR", func(a float64) float64 { return 3.05 + 0.02*a }},
+	}
+	out := make([]InterpolationCurve, len(shapes))
+	for i, s := range shapes {
+		out[i].Label = s.label
+		for k := range 11 {
+			a := float64(k) / 10
+			out[i].Points = append(out[i].Points, InterpolationPoint{Alpha: a, Loss: s.loss(a)})
+		}
+	}
+	return out
 }

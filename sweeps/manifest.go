@@ -70,9 +70,25 @@ type Grid struct {
 
 // Probes are run on each trial's checkpoints.
 type Probes struct {
-	Decay   *DecayProbe    `yaml:"decay,omitempty"`
-	LRDecay *LRDecayBranch `yaml:"lr_decay,omitempty"`
+	Decay       *DecayProbe    `yaml:"decay,omitempty"`
+	LRDecay     *LRDecayBranch `yaml:"lr_decay,omitempty"`
+	Interpolate *Interpolation `yaml:"interpolate,omitempty"`
 }
+
+// Interpolation is the checkpoint interpolation of the paper's fig:river_valley_loss_profile:
+// the validation loss at α·w(From) + (1−α)·w(To) for Points values of α evenly spaced in
+// [0, 1], where w is the evaluated iterate (x for SF-AdamW). With Decayed, each AdamW
+// trial also gets the segment from w(From) to the end of an LR-decay branch from From
+// over To − From steps (the paper's regime 2).
+type Interpolation struct {
+	From    int  `yaml:"from"`
+	To      int  `yaml:"to"`
+	Points  int  `yaml:"points,omitempty"` // default DefaultInterpolationPoints
+	Decayed bool `yaml:"decayed,omitempty"`
+}
+
+// DefaultInterpolationPoints is Interpolation.Points' default: α = 0, 0.1, ..., 1.
+const DefaultInterpolationPoints = 11
 
 // LRDecayBranch is the LR-decay branch of the paper's fig:Obs1 (left): an AdamW trial
 // continued from a checkpoint, with its own optimizer state, on the batches it would have
@@ -345,7 +361,7 @@ func (m *Manifest) validate() error {
 		if d.PeakLR < 0 || math.IsNaN(d.PeakLR) || math.IsInf(d.PeakLR, 0) {
 			return &Error{Field: "probes.decay.peak_lr", Value: d.PeakLR, Reason: "must be a finite number > 0"}
 		}
-		if err := m.checkProbeSteps("probes.decay", d.At); err != nil {
+		if err := m.checkProbeSteps("probes.decay", d.At, nil); err != nil {
 			return err
 		}
 	}
@@ -353,7 +369,7 @@ func (m *Manifest) validate() error {
 		if math.IsNaN(b.Frac) || b.Frac <= 0 || b.Frac > 1 {
 			return &Error{Field: "probes.lr_decay.frac", Value: b.Frac, Reason: "must be in (0, 1]: the branch decays over this fraction of the steps before it"}
 		}
-		if err := m.checkProbeSteps("probes.lr_decay", b.At); err != nil {
+		if err := m.checkProbeSteps("probes.lr_decay", b.At, nil); err != nil {
 			return err
 		}
 		if !slices.ContainsFunc(m.Optimizers, func(g Grid) bool { return g.Name == training.AdamW }) {
@@ -362,6 +378,24 @@ func (m *Manifest) validate() error {
 				names[i] = g.Name
 			}
 			return &Error{Field: "probes.lr_decay", Value: fmt.Sprintf("optimizers %v", names), Reason: "the LR-decay branch continues adamw trials, and the grid has none"}
+		}
+	}
+	if ip := m.Probes.Interpolate; ip != nil {
+		fromTo := func(i int) string { return [...]string{"probes.interpolate.from", "probes.interpolate.to"}[i] }
+		if err := m.checkProbeSteps("probes.interpolate", []int{ip.From, ip.To}, fromTo); err != nil {
+			return err
+		}
+		if ip.From >= ip.To {
+			return &Error{Field: "probes.interpolate.to", Value: ip.To, Reason: fmt.Sprintf("must come after from = %d", ip.From)}
+		}
+		if ip.Points != 0 && (ip.Points < 2 || ip.Points > 101) {
+			return &Error{Field: "probes.interpolate.points", Value: ip.Points, Reason: "must be in [2, 101]"}
+		}
+		if ip.Decayed && ip.To-ip.From > ip.From {
+			return &Error{Field: "probes.interpolate.to", Value: ip.To, Reason: fmt.Sprintf("with decayed, the decay from %d may last at most as long as the run before it: to ≤ %d", ip.From, 2*ip.From)}
+		}
+		if ip.Decayed && !slices.ContainsFunc(m.Optimizers, func(g Grid) bool { return g.Name == training.AdamW }) {
+			return &Error{Field: "probes.interpolate.decayed", Value: true, Reason: "the decayed segment continues adamw trials, and the grid has none"}
 		}
 	}
 	names := map[string]bool{}
@@ -428,18 +462,25 @@ func (g Grid) batchTokens(m *Manifest) IntList {
 	return m.BatchTokens
 }
 
-// checkProbeSteps checks a probe's steps (field.at): checkpoint steps of the run. None
-// means every checkpoint, of which there must be some.
-func (m *Manifest) checkProbeSteps(field string, at []int) error {
+// checkProbeSteps checks a probe's steps: checkpoint steps of the run, kept after
+// training. None means every checkpoint, of which there must be some. name gives the field
+// of at[i]; nil means field.at[i].
+func (m *Manifest) checkProbeSteps(field string, at []int, name func(i int) string) error {
+	if name == nil {
+		name = func(i int) string { return fmt.Sprintf("%s.at[%d]", field, i) }
+	}
+	if m.KeepCheckpoints > 0 {
+		return &Error{Field: "keep_checkpoints", Value: m.KeepCheckpoints, Reason: "probes read the checkpoints after training: keep them all (0) with " + field}
+	}
 	if len(at) == 0 && m.CheckpointEvery == 0 {
 		return &Error{Field: field + ".at", Value: "[]", Reason: "the probe runs from checkpoints: set checkpoint_every, or list checkpoint steps here"}
 	}
 	for i, s := range at {
-		if s < 1 || s > m.Steps {
-			return &Error{Field: fmt.Sprintf("%s.at[%d]", field, i), Value: s, Reason: fmt.Sprintf("must be a step in [1, steps = %d]", m.Steps)}
+		if s < 1 || s >= m.Steps {
+			return &Error{Field: name(i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step in [1, steps = %d): no checkpoint is written at the last step", m.Steps)}
 		}
 		if m.CheckpointEvery == 0 || s%m.CheckpointEvery != 0 {
-			return &Error{Field: fmt.Sprintf("%s.at[%d]", field, i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step (a multiple of checkpoint_every = %d)", m.CheckpointEvery)}
+			return &Error{Field: name(i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step (a multiple of checkpoint_every = %d)", m.CheckpointEvery)}
 		}
 	}
 	return nil

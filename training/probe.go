@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/backend"
@@ -127,44 +128,83 @@ type DecayBranchResult struct {
 // optimizer state st) with the learning rate decaying linearly from the schedule's value
 // at fromStep to zero over frac·fromStep steps, on the batches the run would have read.
 func DecayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep int, frac float64, data Batches) (*DecayBranchResult, error) {
-	if cfg.Optimizer.Name != AdamW {
-		return nil, &ConfigError{"optimizer.name", cfg.Optimizer.Name, "the LR-decay branch continues an adamw run"}
-	}
 	if math.IsNaN(frac) || frac <= 0 || frac > 1 {
 		return nil, &ConfigError{"decay_branch.frac", frac, "must be in (0, 1]"}
 	}
-	steps := max(1, int(frac*float64(fromStep)))
+	res, _, err := decayBranch(ctx, cfg, w, st, fromStep, max(1, int(frac*float64(fromStep))), data, false)
+	return res, err
+}
+
+// DecayBranchWeights is DecayBranch over a given number of steps; it also returns the
+// weights the branch ends with (fig:river_valley_loss_profile, regime 2: AdamW decayed
+// from t1 to t2).
+func DecayBranchWeights(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches) (*DecayBranchResult, []float32, error) {
+	if steps < 1 {
+		return nil, nil, &ConfigError{"decay_branch.steps", steps, "must be ≥ 1"}
+	}
+	return decayBranch(ctx, cfg, w, st, fromStep, steps, data, true)
+}
+
+func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches, keep bool) (*DecayBranchResult, []float32, error) {
+	if cfg.Optimizer.Name != AdamW {
+		return nil, nil, &ConfigError{"optimizer.name", cfg.Optimizer.Name, "the LR-decay branch continues an adamw run"}
+	}
 	ac := cfg.AdamWConfig()
 	startLR := ac.Schedule.At(fromStep)
 	// constant at startLR up to fromStep, then linear to 0 over steps
 	ac.Schedule = sfadamw.Schedule{Kind: sfadamw.WSD, Peak: startLR, DecayStart: fromStep, DecaySteps: steps}
 	p, err := newProbe(ctx, cfg, w, data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer p.eng.Close()
 	res := &DecayBranchResult{FromStep: fromStep, Steps: steps, StartLR: startLR}
 	if res.Before, res.EvalSeqs, err = p.valLoss(cfg.EvalSeqs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if res.Curve, res.DivergedAt, err = p.train(ctx, ac, &st, fromStep, steps); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.After = Loss(math.NaN())
 	if res.DivergedAt == 0 {
 		after, _, err := p.valLoss(cfg.EvalSeqs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res.After = Loss(after)
 	}
-	return res, nil
+	var final []float32
+	if keep {
+		final = slices.Clone(p.w) // the host copy is current after every step
+	}
+	return res, final, nil
+}
+
+// InterpolationResult is the validation loss along the segment between two weights of a
+// run (fig:river_valley_loss_profile): α·w(From) + (1−α)·w(To), where w(To) is the end of
+// an LR-decay branch from From when Decayed.
+type InterpolationResult struct {
+	From     int                  `json:"from_step"`
+	To       int                  `json:"to_step"`
+	Decayed  bool                 `json:"decayed,omitempty"`
+	Iterate  string               `json:"iterate"`
+	EvalSeqs int                  `json:"eval_seqs"`
+	Points   []InterpolationPoint `json:"points"`
+}
+
+// Alphas returns n evenly spaced α from 0 to 1 (n ≥ 2).
+func Alphas(n int) []float64 {
+	a := make([]float64, n)
+	for i := range a {
+		a[i] = float64(i) / float64(n-1)
+	}
+	return a
 }
 
 // InterpolationPoint is the validation loss at α·w1 + (1−α)·w2.
 type InterpolationPoint struct {
 	Alpha float64 `json:"alpha"`
-	Loss  float64 `json:"val_loss"`
+	Loss  Loss    `json:"val_loss"`
 }
 
 // Interpolate evaluates the validation loss along α·w1 + (1−α)·w2 for each α
@@ -197,7 +237,7 @@ func Interpolate(ctx context.Context, cfg Config, w1, w2 []float32, alphas []flo
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, InterpolationPoint{Alpha: a, Loss: l})
+		out = append(out, InterpolationPoint{Alpha: a, Loss: Loss(l)})
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -84,6 +85,19 @@ func TestDecayBranch(t *testing.T) {
 	if _, err := DecayBranch(context.Background(), testConfig(SFAdamW), ck.Params, st, 20, 0.5, b); err == nil {
 		t.Error("a decay branch of an SF-AdamW run was accepted")
 	}
+	// the same branch by its length, with the weights it ends with: their loss is the
+	// branch's final loss, to the bit
+	again, final, err := DecayBranchWeights(context.Background(), cfg, ck.Params, st, 20, 10, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, res) || len(final) != len(ck.Params) {
+		t.Fatalf("branch by length %+v (%d weights), want %+v", again, len(final), res)
+	}
+	pts, err := Interpolate(context.Background(), cfg, ck.Params, final, []float64{0}, b)
+	if err != nil || pts[0].Loss != res.After {
+		t.Errorf("loss at the branch's final weights %+v (%v), want %v", pts, err, res.After)
+	}
 }
 
 // Interpolation at α = 1 and α = 0 is the loss at each checkpoint; in between it is a
@@ -112,7 +126,7 @@ func TestInterpolate(t *testing.T) {
 	l1, _, _ := p1.valLoss(cfg.EvalSeqs)
 	p2, _ := newProbe(context.Background(), cfg, c2.Params, b)
 	l2, _, _ := p2.valLoss(cfg.EvalSeqs)
-	if pts[0].Loss != l1 || pts[2].Loss != l2 || !(pts[1].Loss > 0) {
+	if float64(pts[0].Loss) != l1 || float64(pts[2].Loss) != l2 || !(pts[1].Loss > 0) {
 		t.Errorf("interpolation %+v; endpoints %v, %v", pts, l1, l2)
 	}
 	if l2 >= l1 {

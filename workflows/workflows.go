@@ -31,6 +31,7 @@ const (
 	ActivityTrain        = "Train"
 	ActivityDecayProbe   = "DecayProbe"
 	ActivityDecayBranch  = "DecayBranch"
+	ActivityInterpolate  = "Interpolate"
 	ActivityRecordFailed = "RecordFailed"
 	ActivityNotifyTables = "NotifyTables"
 	ActivityBuildTables  = "BuildTables"
@@ -129,6 +130,18 @@ type TrialRef struct {
 	// empty) and the fraction of the run before it over which it decays; 0: none.
 	BranchAt   []int   `json:"branch_at,omitempty"`
 	BranchFrac float64 `json:"branch_frac,omitempty"`
+	// Checkpoint interpolation (nil: none).
+	Interp *InterpolateRef `json:"interp,omitempty"`
+}
+
+// InterpolateRef is a trial's checkpoint interpolation: between its checkpoints at From
+// and To, at Points values of α; Decayed adds the segment to the end of an LR-decay branch
+// from From (AdamW trials).
+type InterpolateRef struct {
+	From    int  `json:"from"`
+	To      int  `json:"to"`
+	Points  int  `json:"points"`
+	Decayed bool `json:"decayed,omitempty"`
 }
 
 // PlanInput / PlanOutput are the Plan activity's: it reads and expands the manifest,
@@ -401,6 +414,17 @@ type DecayBranchInput struct {
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 
+// InterpolateInput is one checkpoint interpolation of a trial: plain, or to the end of
+// an LR-decay branch (Decayed).
+type InterpolateInput struct {
+	TrialID      string        `json:"trial_id"`
+	From         int           `json:"from"`
+	To           int           `json:"to"`
+	Points       int           `json:"points"`
+	Decayed      bool          `json:"decayed,omitempty"`
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
+}
+
 // RecordFailedInput marks a trial failed in the store, so tables show it.
 type RecordFailedInput struct {
 	TrialID string `json:"trial_id"`
@@ -424,7 +448,8 @@ type TrialResult struct {
 	Probes     int    `json:"probes,omitempty"`
 }
 
-// Trial trains one trial on the gpu queue, runs its decay probes, and tells the Tables
+// Trial trains one trial on the gpu queue, runs its probes (decay probes, LR-decay
+// branches, checkpoint interpolation), and tells the Tables
 // workflow that its result landed. A trial that fails after its retries is recorded as
 // failed (and the workflow still completes, so the sweep goes on); a diverged one is a
 // result.
@@ -485,6 +510,23 @@ func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
 		})
 		if err != nil {
 			return res, fmt.Errorf("LR-decay branch: %w", err)
+		}
+	}
+	if ip := in.Trial.Interp; res.Status == StatusCompleted && ip != nil && ip.Points > 0 {
+		kinds := []bool{false}
+		if ip.Decayed {
+			kinds = append(kinds, true)
+		}
+		futures := make([]workflow.Future, len(kinds))
+		for i, decayed := range kinds {
+			futures[i] = workflow.ExecuteActivity(gpu, ActivityInterpolate, InterpolateInput{
+				TrialID: in.Trial.ID, From: ip.From, To: ip.To, Points: ip.Points, Decayed: decayed, StallTimeout: in.StallTimeout})
+		}
+		for _, f := range futures {
+			if err := f.Get(ctx, nil); err != nil {
+				return res, fmt.Errorf("interpolation: %w", err)
+			}
+			res.Probes++
 		}
 	}
 	if err := workflow.ExecuteActivity(cpu, ActivityNotifyTables, NotifyInput{SweepID: in.SweepID, ManifestKey: in.ManifestKey, TrialID: in.Trial.ID}).Get(ctx, nil); err != nil {

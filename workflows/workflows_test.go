@@ -34,6 +34,7 @@ type fakeWorld struct {
 	notified            []NotifyInput
 	probes              []DecayProbeInput
 	branches            []DecayBranchInput
+	interpolations      []InterpolateInput
 	builds              int
 	retired             []RetireInput
 }
@@ -104,6 +105,12 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 		f.branches = append(f.branches, in)
 		return nil
 	}, activity.RegisterOptions{Name: ActivityDecayBranch})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in InterpolateInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.interpolations = append(f.interpolations, in)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityInterpolate})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in RecordFailedInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -254,6 +261,30 @@ func TestSweepDecayBranches(t *testing.T) {
 	}
 	if len(w.probes) != 4 { // b and sf: checkpoints 10 and 20
 		t.Errorf("%d decay probes, want 4", len(w.probes))
+	}
+}
+
+// A trial's interpolation runs once it has completed, plain and, where asked, to the end
+// of a decay branch; a diverged trial has none.
+func TestSweepInterpolations(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld()
+	plain, decayed := &InterpolateRef{From: 10, To: 20, Points: 11}, &InterpolateRef{From: 10, To: 20, Points: 5, Decayed: true}
+	w.trials = []TrialRef{{ID: "sf", Interp: plain}, {ID: "adamw", Interp: decayed}, {ID: "div", Interp: decayed}}
+	w.register(env)
+	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, in := range w.interpolations {
+		got = append(got, fmt.Sprintf("%s %d-%d n%d decayed=%v", in.TrialID, in.From, in.To, in.Points, in.Decayed))
+	}
+	slices.Sort(got)
+	want := []string{"adamw 10-20 n5 decayed=false", "adamw 10-20 n5 decayed=true", "sf 10-20 n11 decayed=false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("interpolations %v, want %v", got, want)
 	}
 }
 
