@@ -102,8 +102,11 @@ func (a *Activities) log() *slog.Logger {
 // Keys of the store layout.
 func trialPrefix(id string) string    { return "trials/" + id }
 func trialKey(id, name string) string { return trialPrefix(id) + "/" + name }
-func decayKey(id string, step int) string {
-	return fmt.Sprintf("%s/probes/decay-step-%08d.json", trialPrefix(id), step)
+func decayKey(id string, step int, iterate string) string {
+	if iterate != "" { // the evaluated iterate keeps the key it always had
+		iterate += "-"
+	}
+	return fmt.Sprintf("%s/probes/decay-%sstep-%08d.json", trialPrefix(id), iterate, step)
 }
 func interpKey(id string, in workflows.InterpolateInput) string {
 	kind := ""
@@ -203,7 +206,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 	for i, t := range trials {
 		ref := workflows.TrialRef{ID: t.ID}
 		if d := m.Probes.Decay; d != nil {
-			ref.DecayAt, ref.DecaySteps, ref.DecayLR = d.At, d.Steps, d.PeakLR
+			ref.DecayAt, ref.DecaySteps, ref.DecayLR, ref.DecayIterate = d.At, d.Steps, d.PeakLR, d.Iterate
 			if ref.DecayLR == 0 {
 				ref.DecayLR = 1e-4
 			}
@@ -273,7 +276,7 @@ func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []
 		}
 		return true
 	}
-	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return decayKey(ref.ID, s) }) {
+	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return decayKey(ref.ID, s, ref.DecayIterate) }) {
 		return false
 	}
 	if ref.BranchFrac > 0 && !all(ref.BranchAt, func(s int) string { return branchKey(ref.ID, s, ref.BranchFrac) }) {
@@ -541,21 +544,53 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 	if in.PeakLR > 0 {
 		pc.PeakLR = in.PeakLR
 	}
-	same := func(r *training.DecayProbeResult) bool { return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR }
+	same := func(r *training.DecayProbeResult) bool {
+		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && (in.Iterate == "" || r.Iterate == in.Iterate)
+	}
 	where := fmt.Sprintf("in the decay probe from step %d", in.Step)
-	return fromCheckpoint(ctx, a, in.TrialID, in.Step, decayKey(in.TrialID, in.Step), same, in.StallTimeout, where,
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, decayKey(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, where,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayProbeResult, error) {
-			w, iterate := ck.Params, training.IterW
-			if cfg.Optimizer.Name == training.SFAdamW {
-				var err error
-				if w, err = iterateX(cfg, ck); err != nil {
-					return nil, invalid(err)
-				}
-				iterate = training.IterX
+			w, iterate, err := iterateOf(cfg, ck, in.Iterate)
+			if err != nil {
+				return nil, invalid(err)
 			}
 			pc.Iterate = iterate
 			return training.DecayProbe(ctx, cfg, w, b, pc)
 		})
+}
+
+// iterateOf returns the weights of one iterate of a checkpoint ("": the evaluated one, x
+// for SF-AdamW and w for AdamW), and its name.
+func iterateOf(cfg training.Config, ck *checkpoint.Checkpoint, iterate string) ([]float32, string, error) {
+	sf := cfg.Optimizer.Name == training.SFAdamW
+	if iterate == "" {
+		iterate = training.IterW
+		if sf {
+			iterate = training.IterX
+		}
+	}
+	ewa := func(name string) ([]float32, string, error) {
+		st, err := ck.Optimizer(name)
+		if err != nil {
+			return nil, "", fmt.Errorf("iterate %s: %w (is ewa_decay set?)", iterate, err)
+		}
+		if len(st.Vectors) != 1 || len(st.Vectors[0].Data) != len(ck.Params) {
+			return nil, "", fmt.Errorf("iterate %s: checkpoint state %q is not an average of the weights", iterate, name)
+		}
+		return st.Vectors[0].Data, iterate, nil
+	}
+	switch {
+	case sf && iterate == training.IterX:
+		x, err := iterateX(cfg, ck)
+		return x, iterate, err
+	case sf && iterate == training.IterY, !sf && iterate == training.IterW:
+		return ck.Params, iterate, nil // the checkpoint's weights are y for SF-AdamW
+	case sf && iterate == training.IterEWAX, !sf && iterate == training.IterEWAW:
+		return ewa("ewa1")
+	case sf && iterate == training.IterEWAY:
+		return ewa("ewa2")
+	}
+	return nil, "", fmt.Errorf("iterate %q: a %s run has %v", iterate, cfg.Optimizer.Name, sweeps.ProbeIterates[cfg.Optimizer.Name])
 }
 
 // DecayBranch runs the LR-decay branch of an AdamW trial from its checkpoint (weights and
@@ -601,15 +636,11 @@ func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateIn
 				if err != nil {
 					return nil, err
 				}
-				w2 = to.Params
-				if cfg.Optimizer.Name == training.SFAdamW {
-					res.Iterate = training.IterX
-					if w1, err = iterateX(cfg, ck); err != nil {
-						return nil, invalid(err)
-					}
-					if w2, err = iterateX(cfg, to); err != nil {
-						return nil, invalid(err)
-					}
+				if w1, res.Iterate, err = iterateOf(cfg, ck, ""); err != nil {
+					return nil, invalid(err)
+				}
+				if w2, _, err = iterateOf(cfg, to, ""); err != nil {
+					return nil, invalid(err)
 				}
 			}
 			pts, err := training.Interpolate(ctx, cfg, w1, w2, training.Alphas(in.Points), b)
@@ -895,8 +926,10 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 		}
 		if d := m.Probes.Decay; d != nil {
 			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
-			same := func(r *training.DecayProbeResult) bool { return r.Steps == d.Steps && r.PeakLR == peak }
-			pc, err := probePoints(ctx, a, t, listed, decayKey(t.ID, 0), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
+			same := func(r *training.DecayProbeResult) bool {
+				return r.Steps == d.Steps && r.PeakLR == peak && (d.Iterate == "" || r.Iterate == d.Iterate)
+			}
+			pc, err := probePoints(ctx, a, t, listed, decayKey(t.ID, 0, d.Iterate), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
 				return r.FromStep, r.Before, r.After
 			})
 			if err != nil {

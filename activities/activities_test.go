@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	_ "github.com/sfsweep/sfsweep/training/native"
@@ -336,6 +338,58 @@ func TestProbeActivities(t *testing.T) {
 	for _, k := range []string{"sweeps/act/plots/lr-decay.png", "sweeps/act/plots/decay-probe.svg", "sweeps/act/plots/interpolation.png"} {
 		if _, err := store.Get(ctx, k); err != nil {
 			t.Errorf("BuildTables wrote no %s: %v", k, err)
+		}
+	}
+}
+
+// The decay probe starts from the iterate asked for: its loss before decaying is, to the
+// bit, the loss the training loop measured at that iterate at the checkpoint's step, for
+// every iterate of SF-AdamW and AdamW; each iterate's result has a key of its own; an
+// iterate the trial does not have fails for good.
+func TestDecayProbeIterates(t *testing.T) {
+	a, env, store := setup(t)
+	ctx := context.Background()
+	src := strings.Replace(manifest, "  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]], c: [vanilla, 50]}",
+		"  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]]}\n  - {name: adamw, lr: 3e-3, betas: [[0.9, 0.95]], schedule: constant}", 1)
+	if err := store.Put(ctx, "sweeps/i/manifest.yaml", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+	plan := execPlan(t, env, workflows.PlanInput{SweepID: "i", ManifestKey: "sweeps/i/manifest.yaml"})
+	for _, ref := range plan.Trials {
+		if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: ref.ID}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.readResult(ctx, ref.ID)
+		if err != nil || res == nil {
+			t.Fatal(res, err)
+		}
+		at2 := res.Curves[slices.IndexFunc(res.Curves, func(c training.CurvePoint) bool { return c.Step == 2 })].Val
+		cfg, _ := a.trialConfig(ctx, ref.ID)
+		for _, it := range append([]string{""}, sweeps.ProbeIterates[cfg.Optimizer.Name]...) {
+			v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: ref.ID, Step: 2, Steps: 1, Iterate: it})
+			var r training.DecayProbeResult
+			if err == nil {
+				err = v.Get(&r)
+			}
+			if err != nil {
+				t.Fatalf("%s iterate %q: %v", cfg.Optimizer.Name, it, err)
+			}
+			want, ok := at2[r.Iterate]
+			if !ok || r.Before != want || (it != "" && r.Iterate != it) {
+				t.Errorf("%s iterate %q: probe from %s before %v, the run's evaluation %v", cfg.Optimizer.Name, it, r.Iterate, r.Before, want)
+			}
+			if _, err := store.Get(ctx, decayKey(ref.ID, 2, it)); err != nil {
+				t.Errorf("%s iterate %q: %v", cfg.Optimizer.Name, it, err)
+			}
+		}
+		wrong := training.IterW
+		if cfg.Optimizer.Name == training.AdamW {
+			wrong = training.IterY
+		}
+		_, err = env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: ref.ID, Step: 2, Steps: 1, Iterate: wrong})
+		var ae *temporal.ApplicationError
+		if !errors.As(err, &ae) || !ae.NonRetryable() {
+			t.Errorf("%s iterate %q: %v, want a non-retryable error", cfg.Optimizer.Name, wrong, err)
 		}
 	}
 }

@@ -107,7 +107,16 @@ type DecayProbe struct {
 	At      []int   `yaml:"at,omitempty"`
 	Steps   int     `yaml:"steps"`
 	PeakLR  float64 `yaml:"peak_lr,omitempty"` // default 1e-4
-	Iterate string  `yaml:"iterate,omitempty"` // x (default for SF-AdamW), y, w, ewa_x, ewa_y
+	// Iterate is the weights the probe starts from: "" for the evaluated iterate (x for
+	// SF-AdamW, w for AdamW); x, y, ewa_x or ewa_y for SF-AdamW trials; w or ewa_w for
+	// AdamW trials.
+	Iterate string `yaml:"iterate,omitempty"`
+}
+
+// ProbeIterates are the iterates a probe can start from, by optimizer.
+var ProbeIterates = map[string][]string{
+	training.SFAdamW: {training.IterX, training.IterY, training.IterEWAX, training.IterEWAY},
+	training.AdamW:   {training.IterW, training.IterEWAW},
 }
 
 // Table is a table to build from the sweep's results.
@@ -363,6 +372,11 @@ func (m *Manifest) validate() error {
 		}
 		if err := m.checkProbeSteps("probes.decay", d.At, nil); err != nil {
 			return err
+		}
+		for _, g := range m.Optimizers {
+			if its := ProbeIterates[g.Name]; d.Iterate != "" && !slices.Contains(its, d.Iterate) {
+				return &Error{Field: "probes.decay.iterate", Value: fmt.Sprintf("%q", d.Iterate), Reason: fmt.Sprintf("%s trials have %s (or leave it out for the evaluated one)", g.Name, strings.Join(its, ", "))}
+			}
 		}
 	}
 	if b := m.Probes.LRDecay; b != nil {

@@ -126,6 +126,8 @@ type TrialRef struct {
 	DecayAt    []int   `json:"decay_at,omitempty"`
 	DecaySteps int     `json:"decay_steps,omitempty"`
 	DecayLR    float64 `json:"decay_lr,omitempty"`
+	// DecayIterate is the iterate the decay probe starts from; "": the evaluated one.
+	DecayIterate string `json:"decay_iterate,omitempty"`
 	// The LR-decay branch (AdamW trials): the checkpoints it runs from (every one if
 	// empty) and the fraction of the run before it over which it decays; 0: none.
 	BranchAt   []int   `json:"branch_at,omitempty"`
@@ -403,6 +405,7 @@ type DecayProbeInput struct {
 	Step         int           `json:"step"`
 	Steps        int           `json:"steps"`
 	PeakLR       float64       `json:"peak_lr"`
+	Iterate      string        `json:"iterate,omitempty"`       // as TrialRef.DecayIterate
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 
@@ -498,7 +501,8 @@ func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
 	}
 	if res.Status == StatusCompleted && in.Trial.DecaySteps > 0 {
 		err := probes(ActivityDecayProbe, in.Trial.DecayAt, func(step int) any {
-			return DecayProbeInput{TrialID: in.Trial.ID, Step: step, Steps: in.Trial.DecaySteps, PeakLR: in.Trial.DecayLR, StallTimeout: in.StallTimeout}
+			return DecayProbeInput{TrialID: in.Trial.ID, Step: step, Steps: in.Trial.DecaySteps, PeakLR: in.Trial.DecayLR, Iterate: in.Trial.DecayIterate,
+				StallTimeout: in.StallTimeout}
 		})
 		if err != nil {
 			return res, fmt.Errorf("decay probe: %w", err)
