@@ -1,6 +1,7 @@
 package sweeps
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,5 +193,30 @@ func TestParseHostileInput(t *testing.T) {
 	bomb := "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n" + base
 	if _, err := Parse([]byte(bomb)); err == nil || !strings.Contains(err.Error(), "aliases are not allowed") {
 		t.Errorf("alias bomb: %v", err)
+	}
+}
+
+// The probes' steps, by hand: checkpoints at 5, 10 and 15 of 20 steps; decay probes of 4
+// steps from each for both trials (24); LR-decay branches of 0.2 × 5, 10, 15 = 1, 2, 3
+// steps for the AdamW trial (6); its decayed interpolation from 10 to 15 (5).
+func TestProbeCost(t *testing.T) {
+	src := strings.Replace(base, "steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes:\n  decay: {steps: 4}\n  lr_decay: {frac: 0.2}\n  interpolate: {from: 10, to: 15, decayed: true}", 1)
+	src = strings.Replace(src, "seeds: [1, 2]", "seeds: [1]", 1)
+	src = strings.Replace(src, "    lr: [1e-3, 2e-3]\n    betas: [[0.9, 0.99], [0.95, 0.99]]\n    c: [vanilla, 50]\n",
+		"    lr: 1e-3\n    betas: [[0.9, 0.99]]\n  - {name: adamw, lr: 1e-3, betas: [[0.9, 0.95]]}\n", 1)
+	m, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := m.Expand()
+	if err != nil || len(trials) != 2 {
+		t.Fatal(len(trials), err)
+	}
+	c := m.ProbeCost(trials)
+	if c.Steps != 24+6+5 || c.Tokens != 35*32 || c.Trials != 0 {
+		t.Errorf("probe cost %+v, want 35 steps of 32 tokens", c)
+	}
+	if total := TotalCost(trials); !(c.FLOPs > 0) || math.Abs(c.FLOPs/total.FLOPs-35.0/40) > 1e-12 {
+		t.Errorf("probe FLOPs %g against the training's %g for as many steps", c.FLOPs, total.FLOPs)
 	}
 }

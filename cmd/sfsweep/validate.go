@@ -30,16 +30,17 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	cost := sweeps.TotalCost(trials)
+	cost, probes := sweeps.TotalCost(trials), m.ProbeCost(trials)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Name   string         `json:"name"`
-			Points int            `json:"grid_points"`
-			Trials []sweeps.Trial `json:"trials"`
-			Cost   sweeps.Cost    `json:"cost"`
-		}{m.Name, m.Count(), trials, cost})
+			Name      string         `json:"name"`
+			Points    int            `json:"grid_points"`
+			Trials    []sweeps.Trial `json:"trials"`
+			Cost      sweeps.Cost    `json:"cost"`
+			ProbeCost sweeps.Cost    `json:"probe_cost"`
+		}{m.Name, m.Count(), trials, cost, probes})
 	}
 	fmt.Fprintf(stdout, "%-16s  %-9s %-9s %-6s %-6s %-8s %-9s %-5s %s\n", "trial", "optimizer", "lr", "beta1", "beta2", "C", "batch", "seed", "model")
 	for _, t := range trials {
@@ -54,6 +55,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "\n%d grid points, %d trials (\"=\": the same trial as the line above), %d steps, %.4g training tokens, %.4g FLOPs\n",
 		m.Count(), cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
+	if probes.Steps > 0 {
+		fmt.Fprintf(stdout, "probes: %d more steps, %.4g tokens, %.4g FLOPs\n", probes.Steps, float64(probes.Tokens), probes.FLOPs)
+	}
 	return nil
 }
 
