@@ -11,7 +11,9 @@ import (
 // server (sfsweep run -record-histories DIR, the manifest of cmd/sfsweep's end-to-end
 // test): a change to a workflow that would break running sweeps fails to replay them.
 // sweep.json predates the stored plan (its runs carry the plan inline), sweep-paged.json
-// reads it from the store.
+// reads it from the store; tables.json predates the bound on the debounce,
+// tables-max-wait.json has it; trial-probes.json is an AdamW trial with a decay probe, two
+// LR-decay branches and both interpolations (sfsweep run of a manifest with every probe).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/histories/*.json")
 	if err != nil || len(files) < 3 {
