@@ -53,13 +53,16 @@ type Activities struct {
 	Log      *slog.Logger
 	// Progress, if set, sees every Train step of this worker (for live progress bars).
 	Progress func(trialID string, p training.Progress)
+	// Probe, if set, sees every probe this worker computes start (done false) and end
+	// (done true, err its failure or nil); what names it, e.g. "decay probe from step 60".
+	Probe func(trialID, what string, done bool, err error)
 	// AttemptFailed, if set, sees every Train attempt of this worker that fails (for live
 	// reports: a failure shows when it happens, not when the trial's retries are spent).
 	AttemptFailed func(trialID string, attempt int, err error)
 	// WrapEngine, if set, wraps the compute engine of every Train attempt; ctx is the
 	// activity's (activity.GetInfo gives the attempt). Fault-injection tests use it.
 	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine
-	// OnStall, if set, is called when a Train, DecayProbe or DecayBranch attempt is abandoned because its
+	// OnStall, if set, is called when a Train or probe attempt is abandoned because its
 	// compute stopped making progress (see watched).
 	OnStall func(err error)
 
@@ -547,8 +550,8 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 	same := func(r *training.DecayProbeResult) bool {
 		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && (in.Iterate == "" || r.Iterate == in.Iterate)
 	}
-	where := fmt.Sprintf("in the decay probe from step %d", in.Step)
-	return fromCheckpoint(ctx, a, in.TrialID, in.Step, decayKey(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, where,
+	what := fmt.Sprintf("decay probe from step %d", in.Step)
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, decayKey(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, what,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayProbeResult, error) {
 			w, iterate, err := iterateOf(cfg, ck, in.Iterate)
 			if err != nil {
@@ -597,8 +600,8 @@ func iterateOf(cfg training.Config, ck *checkpoint.Checkpoint, iterate string) (
 // optimizer state) and stores its result, or returns the one stored.
 func (a *Activities) DecayBranch(ctx context.Context, in workflows.DecayBranchInput) (training.DecayBranchResult, error) {
 	same := func(*training.DecayBranchResult) bool { return true } // the key names the branch's fraction
-	where := fmt.Sprintf("in the LR-decay branch from step %d", in.Step)
-	return fromCheckpoint(ctx, a, in.TrialID, in.Step, branchKey(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, where,
+	what := fmt.Sprintf("LR-decay branch from step %d", in.Step)
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, branchKey(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, what,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayBranchResult, error) {
 			st, err := ck.Optimizer("optimizer")
 			if err != nil {
@@ -614,8 +617,11 @@ func (a *Activities) DecayBranch(ctx context.Context, in workflows.DecayBranchIn
 // result, or returns the one stored.
 func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateInput) (training.InterpolationResult, error) {
 	same := func(*training.InterpolationResult) bool { return true } // the key names every setting
-	where := fmt.Sprintf("in the interpolation from step %d to %d", in.From, in.To)
-	return fromCheckpoint(ctx, a, in.TrialID, in.From, interpKey(in.TrialID, in), same, in.StallTimeout, where,
+	what := fmt.Sprintf("interpolation from step %d to %d", in.From, in.To)
+	if in.Decayed {
+		what += " (decayed)"
+	}
+	return fromCheckpoint(ctx, a, in.TrialID, in.From, interpKey(in.TrialID, in), same, in.StallTimeout, what,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.InterpolationResult, error) {
 			if in.Points < 2 {
 				return nil, &training.ConfigError{Field: "interpolate.points", Value: in.Points, Reason: "must be ≥ 2"}
@@ -659,13 +665,13 @@ func (a *Activities) loadCheckpoint(ctx context.Context, trialID string, step in
 	return ck, err
 }
 
-// fromCheckpoint runs a probe of a trial's checkpoint at step under the stall watchdog and
-// stores its result at key. A result already at key that same accepts is returned without
-// computing. A checkpoint that is missing or corrupt, and a probe that its config refuses,
-// fail for good; a store that fails is retried.
+// fromCheckpoint runs a probe (what) of a trial's checkpoint at step under the stall
+// watchdog and stores its result at key. A result already at key that same accepts is
+// returned without computing. A checkpoint that is missing or corrupt, and a probe that its
+// config refuses, fail for good; a store that fails is retried.
 func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, step int, key string, same func(*R) bool,
-	stall time.Duration, where string, run func(context.Context, training.Config, *checkpoint.Checkpoint, training.Batches) (*R, error),
-) (R, error) {
+	stall time.Duration, what string, run func(context.Context, training.Config, *checkpoint.Checkpoint, training.Batches) (*R, error),
+) (r R, err error) {
 	defer keepAlive(ctx, func() any { return step })()
 	var zero R
 	if b, err := a.Store.Get(ctx, key); err == nil {
@@ -673,6 +679,10 @@ func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, s
 		if json.Unmarshal(b, &r) == nil && same(&r) {
 			return r, nil
 		}
+	}
+	if a.Probe != nil {
+		a.Probe(trialID, what, false, nil)
+		defer func() { a.Probe(trialID, what, true, err) }()
 	}
 	cfg, err := a.trialConfig(ctx, trialID)
 	if err != nil {
@@ -686,7 +696,7 @@ func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, s
 	if err != nil {
 		return zero, err
 	}
-	res, err := watched(ctx, a, stall, func() string { return where }, func(ctx context.Context) (*R, error) {
+	res, err := watched(ctx, a, stall, func() string { return "in the " + what }, func(ctx context.Context) (*R, error) {
 		return run(ctx, cfg, ck, b)
 	})
 	var ce *training.ConfigError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -254,6 +255,10 @@ func TestProbeActivities(t *testing.T) {
 	if p := execPlan(t, env, in); p.Trials[0].Done || p.Trials[1].Done {
 		t.Fatalf("trained trials without their probes planned as done: %+v", p.Trials)
 	}
+	var seen []string // the probes computed, as the progress display sees them
+	a.Probe = func(trialID, what string, done bool, err error) {
+		seen = append(seen, fmt.Sprintf("%s %s done=%v err=%v", trialID, what, done, err))
+	}
 	v, err := env.ExecuteActivity(workflows.ActivityDecayBranch, workflows.DecayBranchInput{TrialID: adamw.ID, Step: 2, Frac: 0.5})
 	var got training.DecayBranchResult
 	if err == nil {
@@ -331,6 +336,17 @@ func TestProbeActivities(t *testing.T) {
 	}
 	if p := execPlan(t, env, in); !p.Trials[0].Done || !p.Trials[1].Done {
 		t.Fatalf("trials with every probe stored planned as not done: %+v", p.Trials)
+	}
+	for _, want := range []string{
+		adamw.ID + " LR-decay branch from step 2 done=false err=<nil>", adamw.ID + " LR-decay branch from step 2 done=true err=<nil>",
+		adamw.ID + " interpolation from step 2 to 4 (decayed) done=true err=<nil>", adamw.ID + " decay probe from step 2 done=true err=<nil>",
+	} {
+		if !slices.Contains(seen, want) {
+			t.Errorf("probe progress lacks %q: %q", want, seen)
+		}
+	}
+	if len(seen) != 2*6 { // a branch, 3 interpolations, 2 decay probes
+		t.Errorf("%d probe progress calls, want 12: %q", len(seen), seen)
 	}
 	if _, err := env.ExecuteActivity(workflows.ActivityBuildTables, workflows.BuildTablesInput{SweepID: "b", ManifestKey: in.ManifestKey}); err != nil {
 		t.Fatal(err)

@@ -105,7 +105,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	bars := newProgressBars(stderr, isTerminal(stderr))
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
-		Progress: bars.step, AttemptFailed: bars.attemptFailed}
+		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe}
 	stopWorkers, err := startWorkers(st.client, acts, *slots, logger)
 	if err != nil {
 		return err
@@ -275,16 +275,44 @@ func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir s
 // progressBars draws the sweep's progress and the running trials' steps on a terminal,
 // or prints a line per finished trial and per evaluation otherwise.
 type progressBars struct {
-	mu    sync.Mutex
-	w     io.Writer
-	live  bool
-	last  workflows.SweepProgress
-	steps map[string]training.Progress
-	lines int
+	mu     sync.Mutex
+	w      io.Writer
+	live   bool
+	last   workflows.SweepProgress
+	steps  map[string]training.Progress
+	probes map[string]map[string]time.Time // by trial: the probes running, since when
+	lines  int
 }
 
 func newProgressBars(w io.Writer, live bool) *progressBars {
-	return &progressBars{w: w, live: live, steps: map[string]training.Progress{}}
+	return &progressBars{w: w, live: live, steps: map[string]training.Progress{}, probes: map[string]map[string]time.Time{}}
+}
+
+// probe shows a trial's probe while it runs, and its end (a failure at once).
+func (b *progressBars) probe(trial, what string, done bool, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !done {
+		if b.probes[trial] == nil {
+			b.probes[trial] = map[string]time.Time{}
+		}
+		b.probes[trial][what] = time.Now()
+		b.draw()
+		return
+	}
+	took := time.Since(b.probes[trial][what]).Round(time.Second)
+	delete(b.probes[trial], what)
+	if len(b.probes[trial]) == 0 {
+		delete(b.probes, trial)
+	}
+	switch {
+	case err != nil:
+		b.printAbove(fmt.Sprintf("trial %s: %s failed: %v", trial, what, err))
+	case !b.live:
+		fmt.Fprintf(b.w, "trial %s: %s done in %s\n", trial, what, took)
+	default:
+		b.draw()
+	}
 }
 
 func (b *progressBars) step(trial string, p training.Progress) {
@@ -358,6 +386,12 @@ func (b *progressBars) draw() {
 		s := b.steps[id]
 		fmt.Fprintf(b.w, "  trial %s  step %d/%d  loss %.4f  %.0f tok/s  ETA %s\n", id, s.Step, s.Steps, s.TrainLoss, s.TokensPerSec, s.ETA.Round(time.Second))
 		b.lines++
+	}
+	for _, id := range slices.Sorted(maps.Keys(b.probes)) {
+		for _, what := range slices.Sorted(maps.Keys(b.probes[id])) {
+			fmt.Fprintf(b.w, "  trial %s  %s  %s\n", id, what, time.Since(b.probes[id][what]).Round(time.Second))
+			b.lines++
+		}
 	}
 }
 

@@ -166,10 +166,19 @@ func TestProgressFailures(t *testing.T) {
 		b.step("t1", training.Progress{Step: 5, Steps: 10, TrainLoss: 2.5})
 		b.attemptFailed("t1", 1, errors.New("CUDA error: an illegal memory access was encountered"))
 		b.sweep(workflows.SweepProgress{Total: 3, Failed: 1})
+		b.probe("t2", "decay probe from step 6", false, nil)
+		b.probe("t2", "LR-decay branch from step 6", false, nil)
+		running := buf.String()
+		b.probe("t2", "decay probe from step 6", true, nil)
+		b.probe("t2", "LR-decay branch from step 6", true, errors.New("CUDA error: out of memory"))
 		out := buf.String()
+		if live && (!strings.Contains(running, "  trial t2  decay probe from step 6  0s\n") || !strings.Contains(running, "  trial t2  LR-decay branch from step 6  0s\n")) {
+			t.Errorf("the running probes are not among the bars:\n%q", running)
+		}
 		for _, want := range []string{
 			"trial t1: attempt 1 failed: CUDA error: an illegal memory access was encountered (retried",
 			`sweep: a trial failed (1 so far); its cell reads "failed"`,
+			"trial t2: LR-decay branch from step 6 failed: CUDA error: out of memory",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("live %v: output lacks %q:\n%q", live, want, out)
@@ -177,6 +186,9 @@ func TestProgressFailures(t *testing.T) {
 		}
 		if escapes := strings.Contains(out, "\033["); escapes != live {
 			t.Errorf("live %v: escape sequences %v in %q", live, escapes, out)
+		}
+		if !live && !strings.Contains(out, "trial t2: decay probe from step 6 done in 0s\n") {
+			t.Errorf("no line for the finished probe:\n%q", out)
 		}
 		if live && !strings.HasSuffix(out, "sweep [██████████····················] 1/3 trials  0 diverged  1 failed\n") {
 			t.Errorf("the bars are not redrawn below the failure lines:\n%q", out)
