@@ -423,6 +423,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		return training.Run(ctx, cfg, opt)
 	})
 	if err != nil {
+		a.log().Warn("train attempt failed", "trial", in.TrialID, "attempt", activity.GetInfo(ctx).Attempt, "err", err)
 		if a.AttemptFailed != nil && ctx.Err() == nil {
 			a.AttemptFailed(in.TrialID, int(activity.GetInfo(ctx).Attempt), err)
 		}

@@ -233,6 +233,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("train: %w", err)
 		}
 	}
+	log.Info("finished", "status", res.Status, "step", r.step, "seconds", res.Seconds)
 	return res, nil
 }
 

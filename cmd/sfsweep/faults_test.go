@@ -411,16 +411,7 @@ func TestObjectStoreFaults(t *testing.T) {
 		if a, cause := trainAttempt(ctx, t, fs.client, workflows.TrialWorkflowID(fs.sweepID, tr.ID)); a != 1 {
 			t.Errorf("trial %s trained on attempt %d after %q: a storage fault reached the activity", tr.ID, a, cause)
 		}
-		prefix := "trials/" + tr.ID + "/" + training.CheckpointsDir
-		infos, err := checkpoint.List(ctx, fs.store, prefix)
-		if err != nil || len(infos) == 0 {
-			t.Fatalf("checkpoints of %s: %v, %v", tr.ID, infos, err)
-		}
-		for _, in := range infos {
-			if _, err := checkpoint.Load(ctx, fs.store, prefix, in.Step); err != nil {
-				t.Errorf("a checkpoint in the bucket does not verify: %v", err)
-			}
-		}
+		checkpointsVerify(ctx, t, fs.store, tr.ID)
 	}
 	// no object is partial: every JSON object parses, no stray file is left beside them
 	root := filepath.Join(fs.gw.Root(), fs.gw.Bucket())
@@ -492,4 +483,20 @@ func TestObjectStoreFaults(t *testing.T) {
 	}
 	t.Logf("%d requests, %d faults injected %v; %d objects in the bucket; sweep and tables done in %v",
 		proxy.Requests(), len(proxy.Events()), count, objects, elapsed.Round(100*time.Millisecond))
+}
+
+// checkpointsVerify loads every checkpoint of a trial in the store: there must be some, and
+// each must verify against its digest.
+func checkpointsVerify(ctx context.Context, t *testing.T, store blob.Store, trialID string) {
+	t.Helper()
+	prefix := "trials/" + trialID + "/" + training.CheckpointsDir
+	infos, err := checkpoint.List(ctx, store, prefix)
+	if err != nil || len(infos) == 0 {
+		t.Fatalf("checkpoints of %s: %v, %v", trialID, infos, err)
+	}
+	for _, in := range infos {
+		if _, err := checkpoint.Load(ctx, store, prefix, in.Step); err != nil {
+			t.Errorf("a checkpoint in the bucket does not verify: %v", err)
+		}
+	}
 }

@@ -65,44 +65,10 @@ func TestWorkerKilledMidTrain(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	manifest := filepath.Join(dir, "kill.yaml")
-	if err := os.WriteFile(manifest, []byte(killManifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	trial := onlyTrial(t, killManifest)
+	lab := newGPULab(ctx, t, killManifest)
+	dir, cache, manifest, trial, refStore, want, tc, objects := lab.dir, lab.cache, lab.manifest, lab.trial, lab.refStore, lab.want, lab.tc, lab.objects
+	cpuLog := &lab.cpuLog
 	const ckEvery = 50
-
-	// the reference: the same config trained uninterrupted into a local store (this also
-	// prepares the corpus the workers read from the shared cache)
-	refStore, want := trainDirect(ctx, t, trial, filepath.Join(dir, "direct"), cache)
-
-	srv, err := devserver.Start(ctx, devserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	gw, err := s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(dir, "s3")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Stop()
-	setRemoteEnv(t, srv, gw)
-	tc, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: devserver.DefaultNamespace, Logger: quietLogger{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-
-	// the cpu worker (workflows, planning, tables) stays up in this process
-	wctx, stopCPU := context.WithCancel(ctx)
-	cpuDone := make(chan int)
-	var cpuLog syncBuffer
-	go func() {
-		cpuDone <- runMain(wctx, []string{"worker", "-queue", "cpu", "-cache", cache}, &cpuLog, &cpuLog)
-	}()
-	defer func() { stopCPU(); <-cpuDone }()
 
 	workerA := startProcess(ctx, t, dir, "worker A", "worker", "-queue", "gpu", "-cache", cache)
 	var out, errb bytes.Buffer
@@ -111,16 +77,7 @@ func TestWorkerKilledMidTrain(t *testing.T) {
 	}
 	sweepID := strings.TrimSpace(out.String())
 
-	// wait for the first checkpoint in the bucket, then for training to be past it
-	objects := filepath.Join(gw.Root(), gw.Bucket(), "trials", trial.ID)
-	sidecar := filepath.Join(objects, filepath.FromSlash(checkpoint.SidecarKey(training.CheckpointsDir, ckEvery)))
-	waitFor(ctx, t, "the first checkpoint of the trial in the bucket", func() bool {
-		_, err := os.Stat(sidecar)
-		return err == nil
-	}, workerA)
-	waitFor(ctx, t, "training past the first checkpoint", func() bool {
-		return lastCurveStep(objects) >= ckEvery+10
-	}, workerA)
+	lab.waitPastCheckpoint(ctx, t, ckEvery, workerA)
 	workerA.kill(t)
 	killedAt := time.Now()
 	killStep := lastCurveStep(objects)
@@ -167,6 +124,71 @@ func TestWorkerKilledMidTrain(t *testing.T) {
 		killStep, got.Resumed, killStep-got.Resumed)
 	t.Logf("Train activity: %d retries (last failure: %s); kill → training resumed on worker B: %.1f s; kill → sweep done: %.1f s",
 		attempt-1, cause, resumedAt.Sub(killedAt).Seconds(), doneAt.Sub(killedAt).Seconds())
+}
+
+// gpuLab is a cluster of separate parts for one trial: a Temporal server, an S3 gateway
+// (both reached through the environment, as on a cluster) and a cpu worker in this
+// process, which stop with the test; and the trial trained uninterrupted into a local
+// store, the reference (this also prepares the corpus the workers read from the shared
+// cache).
+type gpuLab struct {
+	dir, cache, manifest string
+	trial                sweeps.Trial
+	refStore             blob.Store
+	want                 *training.Result
+	srv                  *devserver.Server
+	gw                   *s3gw.Gateway
+	tc                   client.Client
+	cpuLog               syncBuffer
+	objects              string // the trial's objects on the gateway's disk
+}
+
+func newGPULab(ctx context.Context, t *testing.T, src string) *gpuLab {
+	t.Helper()
+	l := &gpuLab{dir: t.TempDir()}
+	l.cache, l.manifest = filepath.Join(l.dir, "cache"), filepath.Join(l.dir, "manifest.yaml")
+	if err := os.WriteFile(l.manifest, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.trial = onlyTrial(t, src)
+	l.refStore, l.want = trainDirect(ctx, t, l.trial, filepath.Join(l.dir, "direct"), l.cache)
+	var err error
+	if l.srv, err = devserver.Start(ctx, devserver.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.srv.Stop() })
+	if l.gw, err = s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(l.dir, "s3")}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.gw.Stop() })
+	setRemoteEnv(t, l.srv, l.gw)
+	if l.tc, err = client.Dial(client.Options{HostPort: l.srv.HostPort(), Namespace: devserver.DefaultNamespace, Logger: quietLogger{}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.tc.Close)
+	// the cpu worker (workflows, planning, tables) stays up in this process
+	wctx, stopCPU := context.WithCancel(ctx)
+	cpuDone := make(chan int)
+	go func() {
+		cpuDone <- runMain(wctx, []string{"worker", "-queue", "cpu", "-cache", l.cache}, &l.cpuLog, &l.cpuLog)
+	}()
+	t.Cleanup(func() { stopCPU(); <-cpuDone })
+	l.objects = filepath.Join(l.gw.Root(), l.gw.Bucket(), "trials", l.trial.ID)
+	return l
+}
+
+// waitPastCheckpoint waits for the trial's first checkpoint (at step every) in the bucket,
+// then for training to be 10 steps past it.
+func (l *gpuLab) waitPastCheckpoint(ctx context.Context, t *testing.T, every int, procs ...*process) {
+	t.Helper()
+	sidecar := filepath.Join(l.objects, filepath.FromSlash(checkpoint.SidecarKey(training.CheckpointsDir, int64(every))))
+	waitFor(ctx, t, "the first checkpoint of the trial in the bucket", func() bool {
+		_, err := os.Stat(sidecar)
+		return err == nil
+	}, procs...)
+	waitFor(ctx, t, "training past the first checkpoint", func() bool {
+		return lastCurveStep(l.objects) >= every+10
+	}, procs...)
 }
 
 // serverKillManifest is five trials of the same model, short enough that the sweep takes

@@ -37,14 +37,7 @@ func startRemote(ctx context.Context, t *testing.T) (dir string, srv *devserver.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gw.Stop() })
-	creds := gw.Credentials()
-	for k, v := range map[string]string{
-		"TEMPORAL_ADDRESS": srv.HostPort(), "TEMPORAL_NAMESPACE": devserver.DefaultNamespace,
-		"SFSWEEP_S3_ENDPOINT": gw.Endpoint(), "SFSWEEP_S3_BUCKET": gw.Bucket(), "SFSWEEP_S3_REGION": gw.Region(),
-		"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey,
-	} {
-		t.Setenv(k, v)
-	}
+	setRemoteEnv(t, srv, gw)
 	manifest = filepath.Join(dir, "e2e.yaml")
 	if err := os.WriteFile(manifest, []byte(e2eManifest), 0o644); err != nil {
 		t.Fatal(err)
