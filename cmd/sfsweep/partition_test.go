@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sfsweep/sfsweep/infra/devserver"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -178,4 +180,64 @@ func TestWorkerPartitioned(t *testing.T) {
 	if err := lab.tc.GetWorkflow(ctx, strings.TrimSpace(out.String()), "").Get(ctx, &res); err != nil || res.Progress.Completed != 1 {
 		t.Fatalf("the next sweep on worker A after the partition: %+v, %v\n%s", res.Progress, err, workerA.output())
 	}
+}
+
+// The Temporal server stops in the middle of a trial (its state in SQLite, as a
+// persistent deployment keeps it) and starts again on the same port 5 s later, longer
+// than the heartbeat timeout, while the gpu worker process and the cpu worker keep
+// running and reconnect by themselves. The sweep completes with the trial bitwise equal to
+// an uninterrupted run, and the worker never exits.
+func TestServerRestartedUnderWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server, worker processes, and trains (-short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// long enough that training goes on through the server's stop (graceful, seconds),
+	// its 5 s down and its start
+	long := strings.Replace(killManifest, "steps: 400", "steps: 1200", 1)
+	var opts devserver.Options
+	lab := newGPULabWith(ctx, t, long, func(dir string) devserver.Options {
+		opts = devserver.Options{DBPath: filepath.Join(dir, "temporal.db")}
+		return opts
+	})
+	const ckEvery = 50
+	worker := startProcess(ctx, t, lab.dir, "gpu worker", "worker", "-queue", "gpu", "-cache", lab.cache)
+	defer worker.interrupt(t)
+	var out, errb bytes.Buffer
+	if code := runMain(ctx, []string{"submit", "-heartbeat", "3s", lab.manifest}, &out, &errb); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, errb.String())
+	}
+	sweepID := strings.TrimSpace(out.String())
+	lab.waitPastCheckpoint(ctx, t, ckEvery, worker)
+
+	_, port, err := net.SplitHostPort(lab.srv.HostPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopStep := lastCurveStep(lab.objects)
+	lab.srv.Stop()
+	stoppedAt := time.Now()
+	time.Sleep(5 * time.Second)
+	opts.FrontendPort, _ = strconv.Atoi(port)
+	if lab.srv, err = devserver.Start(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Since(stoppedAt)
+
+	var res workflows.SweepResult
+	if err := lab.tc.GetWorkflow(ctx, sweepID, "").Get(ctx, &res); err != nil {
+		t.Fatalf("sweep after the restart: %v\n%s\ncpu worker:\n%s", err, worker.output(), lab.cpuLog.String())
+	}
+	if p := res.Progress; p.Total != 1 || p.Completed != 1 {
+		t.Fatalf("sweep progress %+v", p)
+	}
+	if worker.exited() {
+		t.Fatalf("the gpu worker exited:\n%s", worker.output())
+	}
+	got := readResult(t, filepath.Join(lab.objects, training.ResultKey))
+	sameResult(t, got, lab.want)
+	attempt, cause := trainAttempt(ctx, t, lab.tc, workflows.TrialWorkflowID(sweepID, lab.trial.ID))
+	t.Logf("server stopping at step %d, down %.1f s; sweep done %.1f s after the stop; Train completed on attempt %d (%s), resumed from step %d",
+		stopStep, down.Seconds(), time.Since(stoppedAt).Seconds(), attempt, cause, got.Resumed)
 }

@@ -144,6 +144,11 @@ type gpuLab struct {
 }
 
 func newGPULab(ctx context.Context, t *testing.T, src string) *gpuLab {
+	return newGPULabWith(ctx, t, src, func(string) devserver.Options { return devserver.Options{} })
+}
+
+// newGPULabWith is newGPULab with the server's options, given the lab's directory.
+func newGPULabWith(ctx context.Context, t *testing.T, src string, server func(dir string) devserver.Options) *gpuLab {
 	t.Helper()
 	l := &gpuLab{dir: t.TempDir()}
 	l.cache, l.manifest = filepath.Join(l.dir, "cache"), filepath.Join(l.dir, "manifest.yaml")
@@ -153,10 +158,10 @@ func newGPULab(ctx context.Context, t *testing.T, src string) *gpuLab {
 	l.trial = onlyTrial(t, src)
 	l.refStore, l.want = trainDirect(ctx, t, l.trial, filepath.Join(l.dir, "direct"), l.cache)
 	var err error
-	if l.srv, err = devserver.Start(ctx, devserver.Options{}); err != nil {
+	if l.srv, err = devserver.Start(ctx, server(l.dir)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.srv.Stop() })
+	t.Cleanup(func() { l.srv.Stop() }) // the server l.srv is at the end
 	if l.gw, err = s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(l.dir, "s3")}); err != nil {
 		t.Fatal(err)
 	}
