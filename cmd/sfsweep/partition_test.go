@@ -111,11 +111,7 @@ func TestWorkerPartitioned(t *testing.T) {
 	proxy := startCutProxy(t, lab.srv.HostPort())
 	workerA := startProcess(ctx, t, lab.dir, "worker A", "worker", "-queue", "gpu", "-cache", lab.cache, "-temporal-address", proxy.addr())
 	defer workerA.interrupt(t)
-	var out, errb bytes.Buffer
-	if code := runMain(ctx, []string{"submit", "-heartbeat", "3s", lab.manifest}, &out, &errb); code != 0 {
-		t.Fatalf("submit: exit %d: %s", code, errb.String())
-	}
-	sweepID := strings.TrimSpace(out.String())
+	sweepID := lab.submit(ctx, t, lab.manifest)
 	lab.waitPastCheckpoint(ctx, t, ckEvery, workerA)
 	proxy.setCut(true)
 	cutStep := lastCurveStep(lab.objects)
@@ -173,11 +169,7 @@ func TestWorkerPartitioned(t *testing.T) {
 	if err := os.WriteFile(nextFile, []byte(next), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out.Reset()
-	if code := runMain(ctx, []string{"submit", "-heartbeat", "3s", nextFile}, &out, &errb); code != 0 {
-		t.Fatalf("submit: exit %d: %s", code, errb.String())
-	}
-	if err := lab.tc.GetWorkflow(ctx, strings.TrimSpace(out.String()), "").Get(ctx, &res); err != nil || res.Progress.Completed != 1 {
+	if err := lab.tc.GetWorkflow(ctx, lab.submit(ctx, t, nextFile), "").Get(ctx, &res); err != nil || res.Progress.Completed != 1 {
 		t.Fatalf("the next sweep on worker A after the partition: %+v, %v\n%s", res.Progress, err, workerA.output())
 	}
 }
@@ -204,11 +196,7 @@ func TestServerRestartedUnderWorkers(t *testing.T) {
 	const ckEvery = 50
 	worker := startProcess(ctx, t, lab.dir, "gpu worker", "worker", "-queue", "gpu", "-cache", lab.cache)
 	defer worker.interrupt(t)
-	var out, errb bytes.Buffer
-	if code := runMain(ctx, []string{"submit", "-heartbeat", "3s", lab.manifest}, &out, &errb); code != 0 {
-		t.Fatalf("submit: exit %d: %s", code, errb.String())
-	}
-	sweepID := strings.TrimSpace(out.String())
+	sweepID := lab.submit(ctx, t, lab.manifest)
 	lab.waitPastCheckpoint(ctx, t, ckEvery, worker)
 
 	_, port, err := net.SplitHostPort(lab.srv.HostPort())

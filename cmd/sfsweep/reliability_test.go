@@ -71,11 +71,7 @@ func TestWorkerKilledMidTrain(t *testing.T) {
 	const ckEvery = 50
 
 	workerA := startProcess(ctx, t, dir, "worker A", "worker", "-queue", "gpu", "-cache", cache)
-	var out, errb bytes.Buffer
-	if code := runMain(ctx, []string{"submit", "-heartbeat", "3s", manifest}, &out, &errb); code != 0 {
-		t.Fatalf("submit: exit %d: %s", code, errb.String())
-	}
-	sweepID := strings.TrimSpace(out.String())
+	sweepID := lab.submit(ctx, t, manifest)
 
 	lab.waitPastCheckpoint(ctx, t, ckEvery, workerA)
 	workerA.kill(t)
@@ -180,6 +176,16 @@ func newGPULabWith(ctx context.Context, t *testing.T, src string, server func(di
 	t.Cleanup(func() { stopCPU(); <-cpuDone })
 	l.objects = filepath.Join(l.gw.Root(), l.gw.Bucket(), "trials", l.trial.ID)
 	return l
+}
+
+// submit submits a manifest file with a 3 s heartbeat timeout and returns the sweep's ID.
+func (l *gpuLab) submit(ctx context.Context, t *testing.T, file string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := runMain(ctx, []string{"submit", "-heartbeat", "3s", file}, &out, &errb); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, errb.String())
+	}
+	return strings.TrimSpace(out.String())
 }
 
 // waitPastCheckpoint waits for the trial's first checkpoint (at step every) in the bucket,
