@@ -3,8 +3,10 @@ package s3store_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/infra/s3store"
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
 
@@ -57,6 +59,35 @@ func BenchmarkStore(b *testing.B) {
 			for range b.N {
 				if keys, err := st.s.List(ctx, "list/"); err != nil || len(keys) != 100 {
 					b.Fatal(len(keys), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBoundedWrites measures a 16 MiB Put through the SDK's default client with the
+// store's bounds on waits (a deadline set before every write to the connection) against a
+// plain transport without them, the baseline, on the same gateway: compare as a ratio.
+//
+//	go test -run '^$' -bench BoundedWrites -benchtime 40x -count 5 ./infra/s3store
+func BenchmarkBoundedWrites(b *testing.B) {
+	ctx := context.Background()
+	g := startGateway(b)
+	bounded := g.StoreConfig("bounded")
+	bounded.HTTPClient = nil // the SDK's default client, with BoundWaits
+	plain := g.StoreConfig("plain")
+	plain.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	data := make([]byte, 16<<20)
+	for _, c := range []struct {
+		name string
+		cfg  s3store.Config
+	}{{"plain", plain}, {"bounded", bounded}} {
+		s := newStore(b, c.cfg)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for i := range b.N {
+				if err := s.Put(ctx, fmt.Sprintf("obj/%d", i%4), data); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
