@@ -50,6 +50,97 @@ tables:
     label: tab:c_e2e
 `
 
+// runCommand runs `sfsweep run` on a manifest with the state and output directories given
+// and returns what it printed; a non-zero exit fails the test.
+func runCommand(t *testing.T, state, out, manifest string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if code := runMain(ctx, []string{"run", "-ui=false", "-dir", state, "-out", out, manifest}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	return stdout.String() + stderr.String()
+}
+
+// probesManifest is an SF-AdamW and an AdamW trial of the end-to-end model with every probe.
+const probesManifest = `name: probes
+model_config: {arch: llama, vocab: 257, dim: 32, layers: 2, heads: 2, context: 32, hidden: 64, batch: 4}
+data: {default: byte, max_bytes: 300000}
+batch_tokens: 128
+steps: 16
+eval_every: 4
+eval_seqs: 8
+test_seqs: 8
+checkpoint_every: 4
+seeds: [1]
+optimizers:
+  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]]}
+  - {name: adamw, lr: 3e-3, betas: [[0.9, 0.95]], schedule: constant}
+probes:
+  lr_decay: {frac: 0.5, at: [4, 8]}
+  interpolate: {from: 8, to: 12, points: 5, decayed: true}
+`
+
+// Every probe through the run command on the embedded stack: the probes' results land in
+// the bucket and their plots on disk; run again, nothing is recomputed; a manifest that
+// adds a probe to the trained trials runs that probe only (no result is rewritten).
+func TestRunProbesEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server and trains (-short)")
+	}
+	dir := t.TempDir()
+	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "out")
+	run := func(src string) string {
+		t.Helper()
+		manifest := filepath.Join(dir, "probes.yaml")
+		if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return runCommand(t, state, out, manifest)
+	}
+	log := run(probesManifest)
+	if !strings.Contains(log, "2 run now (2 completed") {
+		t.Fatalf("first run:\n%s", log)
+	}
+	bucket := filepath.Join(state, "s3", "sfsweep", "trials")
+	count := func(pattern string) int {
+		m, _ := filepath.Glob(filepath.Join(bucket, "*", "probes", pattern))
+		return len(m)
+	}
+	// the AdamW trial: 2 branches and both interpolations; the SF-AdamW one: its plain interpolation
+	if b, i, d := count("lr-decay-0.5-step-*.json"), count("interp-00000008-00000012-n5.json"), count("interp-*-decayed-n5.json"); b != 2 || i != 2 || d != 1 {
+		t.Errorf("%d branches, %d plain and %d decayed interpolations; want 2, 2, 1", b, i, d)
+	}
+	for _, f := range []string{"lr-decay.png", "interpolation.svg", "curves.png"} {
+		if _, err := os.Stat(filepath.Join(out, "sweeps", "probes", "plots", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	results, _ := filepath.Glob(filepath.Join(bucket, "*", "result.json"))
+	mtimes := map[string]time.Time{}
+	for _, r := range results {
+		fi, _ := os.Stat(r)
+		mtimes[r] = fi.ModTime()
+	}
+	if log := run(probesManifest); !strings.Contains(log, "0 run now") || !strings.Contains(log, "2 had results") {
+		t.Errorf("second run:\n%s", log)
+	}
+	// a decay probe more: the trials run again for it alone
+	log = run(strings.Replace(probesManifest, "probes:\n", "probes:\n  decay: {at: [4], steps: 2}\n", 1))
+	if !strings.Contains(log, "2 run now (2 completed") || count("decay-step-00000004.json") != 2 {
+		t.Errorf("with a decay probe added: %d decay probes\n%s", count("decay-step-00000004.json"), log)
+	}
+	for r, m := range mtimes {
+		if fi, err := os.Stat(r); err != nil || !fi.ModTime().Equal(m) {
+			t.Errorf("%s rewritten when only a probe was added", r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "sweeps", "probes", "plots", "decay-probe.png")); err != nil {
+		t.Error(err)
+	}
+}
+
 // The run command end to end on the embedded stack: a real Temporal server on SQLite, the
 // S3 gateway, in-process workers, real training; the table lands on disk and in the store;
 // running it again resumes and recomputes nothing.
@@ -63,16 +154,7 @@ func TestRunSweepEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "out")
-	run := func() string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		var stdout, stderr bytes.Buffer
-		if code := runMain(ctx, []string{"run", "-ui=false", "-dir", state, "-out", out, manifest}, &stdout, &stderr); code != 0 {
-			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-		}
-		return stdout.String() + stderr.String()
-	}
+	run := func() string { t.Helper(); return runCommand(t, state, out, manifest) }
 	log := run()
 
 	md, err := os.ReadFile(filepath.Join(out, "sweeps", "e2e", "tables", "c_e2e.md"))
