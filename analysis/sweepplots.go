@@ -14,6 +14,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
@@ -650,7 +651,27 @@ func HeatMap(t *Table) (*Figure, error) {
 	}
 	dataH := max(vg.Length(nr)*heatCellH, vg.Length(entries)*vg.Points(13)+vg.Points(6))
 	w := vg.Length(nc)*heatCellW + legendW*1.1 + 0.9*vg.Inch
-	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: w, Height: dataH + 1.1*vg.Inch}, nil
+	lines := wrapTitle(p, w)
+	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: w, Height: dataH + 1.1*vg.Inch + vg.Length(lines-1)*p.Title.TextStyle.Height("M")}, nil
+}
+
+// wrapTitle breaks the plot's title at spaces into lines that fit a figure of the given
+// width (a word longer than a line keeps a line of its own), and returns the number of lines.
+func wrapTitle(p *plot.Plot, width vg.Length) int {
+	room := width - vg.Points(12)
+	var lines []string
+	for _, word := range strings.Fields(p.Title.Text) {
+		if n := len(lines); n > 0 && p.Title.TextStyle.Width(lines[n-1]+" "+word) <= room {
+			lines[n-1] += " " + word
+			continue
+		}
+		lines = append(lines, word)
+	}
+	if len(lines) == 0 {
+		return 1
+	}
+	p.Title.Text = strings.Join(lines, "\n")
+	return len(lines)
 }
 
 // heatCells draws the cells of a C-sensitivity table: column k at x = k, row r at
@@ -831,11 +852,13 @@ func InterpolationPlot(curves []InterpolationCurve, opts InterpolationOptions) (
 	return lineFigure(p), nil
 }
 
-// lineFigure is the figure of one line plot of the sweep, its legend at the top right.
+// lineFigure is the figure of one line plot of the sweep, its legend at the top right and
+// its title wrapped to the width.
 func lineFigure(p *plot.Plot) *Figure {
 	p.Legend.Top = true
 	p.Legend.ThumbnailWidth = vg.Points(28)
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	p.Legend.Padding = vg.Points(1)
+	wrapTitle(p, 7*vg.Inch)
 	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: 7 * vg.Inch, Height: 4.5 * vg.Inch}
 }

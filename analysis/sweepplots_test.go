@@ -557,3 +557,50 @@ func riverProfiles() []InterpolationCurve {
 	}
 	return out
 }
+
+// A title wider than its figure is wrapped at spaces, every line within the figure, and
+// the heat map grows by the lines added; a short title stays one line.
+func TestTitlesWrap(t *testing.T) {
+	long := "Refined SF-AdamW on llama-124m with 0.5M-token batches, LR 2e-3, beta2 0.99, 5,000 steps on SlimPajama-6B (twin of tab:c_sweep_05M)"
+	cells, rows, cols := statusCells()
+	short, err := CSensitivityTable("Every status", "", cells, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide, err := CSensitivityTable(long, "", cells, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1, err := HeatMap(short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, err := HeatMap(wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	title := f2.Plots[0][0].Title
+	lines := strings.Split(title.Text, "\n")
+	if len(lines) < 2 || strings.Join(lines, " ") != long+" (test perplexity)" {
+		t.Fatalf("title %q: want the words of %q on several lines", title.Text, long)
+	}
+	for _, l := range lines {
+		if w := title.TextStyle.Width(l); w > f2.Width {
+			t.Errorf("title line %q is %v wide, the figure %v", l, w, f2.Width)
+		}
+	}
+	if strings.Contains(f1.Plots[0][0].Title.Text, "\n") || f2.Height <= f1.Height {
+		t.Errorf("short title %q, heights %v and %v", f1.Plots[0][0].Title.Text, f1.Height, f2.Height)
+	}
+	fc, err := CurvesPlot(paperCurves(), CurvesOptions{Title: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := fc.Plots[0][0].Title; !strings.Contains(ct.Text, "\n") || ct.TextStyle.Width(strings.Split(ct.Text, "\n")[0]) > fc.Width {
+		t.Errorf("curves title %q not wrapped to %v", ct.Text, fc.Width)
+	}
+	if *sweepPlotsOut != "" {
+		os.WriteFile(filepath.Join(*sweepPlotsOut, "heatmap_long_title.png"), renderFigure(t, f2, FormatPNG), 0o644)
+	}
+	renderFigure(t, f2, FormatPNG)
+}
