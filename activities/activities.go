@@ -549,7 +549,7 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 		pc.PeakLR = in.PeakLR
 	}
 	same := func(r *training.DecayProbeResult) bool {
-		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && (in.Iterate == "" || r.Iterate == in.Iterate)
+		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && sameIterate(r.Iterate, in.Iterate)
 	}
 	what := fmt.Sprintf("decay probe from step %d", in.Step)
 	return fromCheckpoint(ctx, a, in.TrialID, in.Step, decayKey(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, what,
@@ -563,15 +563,25 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 		})
 }
 
+// sameIterate tells whether a probe result from iterate got matches the iterate asked for
+// (a name, or "" and "ewa", which the result's key tells apart).
+func sameIterate(got, asked string) bool {
+	return asked == "" || asked == sweeps.IterEWA || got == asked
+}
+
 // iterateOf returns the weights of one iterate of a checkpoint ("": the evaluated one, x
 // for SF-AdamW and w for AdamW), and its name.
 func iterateOf(cfg training.Config, ck *checkpoint.Checkpoint, iterate string) ([]float32, string, error) {
 	sf := cfg.Optimizer.Name == training.SFAdamW
-	if iterate == "" {
+	switch {
+	case iterate == "" && sf:
+		iterate = training.IterX
+	case iterate == "":
 		iterate = training.IterW
-		if sf {
-			iterate = training.IterX
-		}
+	case iterate == sweeps.IterEWA && sf:
+		iterate = training.IterEWAX
+	case iterate == sweeps.IterEWA:
+		iterate = training.IterEWAW
 	}
 	ewa := func(name string) ([]float32, string, error) {
 		st, err := ck.Optimizer(name)
@@ -938,7 +948,7 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 		if d := m.Probes.Decay; d != nil {
 			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
 			same := func(r *training.DecayProbeResult) bool {
-				return r.Steps == d.Steps && r.PeakLR == peak && (d.Iterate == "" || r.Iterate == d.Iterate)
+				return r.Steps == d.Steps && r.PeakLR == peak && sameIterate(r.Iterate, d.Iterate)
 			}
 			pc, err := probePoints(ctx, a, t, listed, decayKey(t.ID, 0, d.Iterate), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
 				return r.FromStep, r.Before, r.After

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -381,7 +382,7 @@ func TestDecayProbeIterates(t *testing.T) {
 		}
 		at2 := res.Curves[slices.IndexFunc(res.Curves, func(c training.CurvePoint) bool { return c.Step == 2 })].Val
 		cfg, _ := a.trialConfig(ctx, ref.ID)
-		for _, it := range append([]string{""}, sweeps.ProbeIterates[cfg.Optimizer.Name]...) {
+		for _, it := range append([]string{"", sweeps.IterEWA}, sweeps.ProbeIterates[cfg.Optimizer.Name]...) {
 			v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: ref.ID, Step: 2, Steps: 1, Iterate: it})
 			var r training.DecayProbeResult
 			if err == nil {
@@ -390,8 +391,9 @@ func TestDecayProbeIterates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s iterate %q: %v", cfg.Optimizer.Name, it, err)
 			}
+			resolved := map[string]string{"": training.Iterates(cfg.Optimizer.Name)[0], sweeps.IterEWA: "ewa_" + training.Iterates(cfg.Optimizer.Name)[0]}[it]
 			want, ok := at2[r.Iterate]
-			if !ok || r.Before != want || (it != "" && r.Iterate != it) {
+			if !ok || r.Before != want || r.Iterate != cmp.Or(resolved, it) {
 				t.Errorf("%s iterate %q: probe from %s before %v, the run's evaluation %v", cfg.Optimizer.Name, it, r.Iterate, r.Before, want)
 			}
 			if _, err := store.Get(ctx, decayKey(ref.ID, 2, it)); err != nil {

@@ -108,10 +108,14 @@ type DecayProbe struct {
 	Steps   int     `yaml:"steps"`
 	PeakLR  float64 `yaml:"peak_lr,omitempty"` // default 1e-4
 	// Iterate is the weights the probe starts from: "" for the evaluated iterate (x for
-	// SF-AdamW, w for AdamW); x, y, ewa_x or ewa_y for SF-AdamW trials; w or ewa_w for
-	// AdamW trials.
+	// SF-AdamW, w for AdamW), "ewa" for its EWA (ewa_x, ewa_w), whatever the optimizer;
+	// x, y, ewa_x or ewa_y for SF-AdamW trials; w or ewa_w for AdamW trials.
 	Iterate string `yaml:"iterate,omitempty"`
 }
+
+// IterEWA names the EWA of a trial's evaluated iterate (ewa_x for SF-AdamW, ewa_w for
+// AdamW) in a probe, so that a grid of both optimizers can probe from it.
+const IterEWA = "ewa"
 
 // ProbeIterates are the iterates a probe can start from, by optimizer.
 var ProbeIterates = map[string][]string{
@@ -374,8 +378,9 @@ func (m *Manifest) validate() error {
 			return err
 		}
 		for _, g := range m.Optimizers {
-			if its := ProbeIterates[g.Name]; d.Iterate != "" && !slices.Contains(its, d.Iterate) {
-				return &Error{Field: "probes.decay.iterate", Value: fmt.Sprintf("%q", d.Iterate), Reason: fmt.Sprintf("%s trials have %s (or leave it out for the evaluated one)", g.Name, strings.Join(its, ", "))}
+			if its := ProbeIterates[g.Name]; d.Iterate != "" && d.Iterate != IterEWA && !slices.Contains(its, d.Iterate) {
+				return &Error{Field: "probes.decay.iterate", Value: fmt.Sprintf("%q", d.Iterate),
+					Reason: fmt.Sprintf("%s trials have %s (or ewa for the EWA of the evaluated one, or leave it out for that one)", g.Name, strings.Join(its, ", "))}
 			}
 		}
 	}

@@ -196,11 +196,12 @@ func TestParseHostileInput(t *testing.T) {
 	}
 }
 
-// The probes' steps, by hand: checkpoints at 5, 10 and 15 of 20 steps; decay probes of 4
+// The probes' steps, by hand (a grid of both optimizers, probed from the EWA of each one's
+// evaluated iterate): checkpoints at 5, 10 and 15 of 20 steps; decay probes of 4
 // steps from each for both trials (24); LR-decay branches of 0.2 × 5, 10, 15 = 1, 2, 3
 // steps for the AdamW trial (6); its decayed interpolation from 10 to 15 (5).
 func TestProbeCost(t *testing.T) {
-	src := strings.Replace(base, "steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes:\n  decay: {steps: 4}\n  lr_decay: {frac: 0.2}\n  interpolate: {from: 10, to: 15, decayed: true}", 1)
+	src := strings.Replace(base, "steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes:\n  decay: {steps: 4, iterate: ewa}\n  lr_decay: {frac: 0.2}\n  interpolate: {from: 10, to: 15, decayed: true}", 1)
 	src = strings.Replace(src, "seeds: [1, 2]", "seeds: [1]", 1)
 	src = strings.Replace(src, "    lr: [1e-3, 2e-3]\n    betas: [[0.9, 0.99], [0.95, 0.99]]\n    c: [vanilla, 50]\n",
 		"    lr: 1e-3\n    betas: [[0.9, 0.99]]\n  - {name: adamw, lr: 1e-3, betas: [[0.9, 0.95]]}\n", 1)
