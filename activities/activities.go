@@ -945,6 +945,14 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 		if len(sp.curves) > MaxPlottedTrials {
 			return sweepPlots{curves: sp.curves}, nil
 		}
+		// keep adds a trial's probe curve, labelled as its validation curve, if it has points
+		keep := func(dst *[]analysis.DecayProbeCurve, pc analysis.DecayProbeCurve, err error) error {
+			if err == nil && len(pc.Points) > 0 {
+				pc.Label = c.Label
+				*dst = append(*dst, pc)
+			}
+			return err
+		}
 		if d := m.Probes.Decay; d != nil {
 			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
 			same := func(r *training.DecayProbeResult) bool {
@@ -953,12 +961,8 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 			pc, err := probePoints(ctx, a, t, listed, decayKey(t.ID, 0, d.Iterate), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
 				return r.FromStep, r.Before, r.After
 			})
-			if err != nil {
+			if err := keep(&sp.probes, pc, err); err != nil {
 				return sp, err
-			}
-			if len(pc.Points) > 0 {
-				pc.Label = c.Label
-				sp.probes = append(sp.probes, pc)
 			}
 		}
 		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
@@ -966,12 +970,8 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 			pc, err := probePoints(ctx, a, t, listed, branchKey(t.ID, 0, b.Frac), same, func(r *training.DecayBranchResult) (int, float64, training.Loss) {
 				return r.FromStep, r.Before, r.After
 			})
-			if err != nil {
+			if err := keep(&sp.branches, pc, err); err != nil {
 				return sp, err
-			}
-			if len(pc.Points) > 0 {
-				pc.Label = c.Label
-				sp.branches = append(sp.branches, pc)
 			}
 		}
 		if ip := m.Probes.Interpolate; ip != nil {
