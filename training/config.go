@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
 )
 
@@ -24,7 +25,7 @@ type Config struct {
 	// Model is a preset name (model.PresetNames); ModelConfig, if set, overrides it whole.
 	Model       string        `json:"model,omitempty" yaml:"model,omitempty"`
 	ModelConfig *model.Config `json:"model_config,omitempty" yaml:"model_config,omitempty"`
-	Backend     string        `json:"backend,omitempty" yaml:"backend,omitempty"` // "cpu" (default), "cuda" (fp32) or "cuda-tf32"
+	Backend     string        `json:"backend,omitempty" yaml:"backend,omitempty"` // a name of backend.Catalog; "": "cpu"
 
 	Data      DataConfig      `json:"data" yaml:"data"`
 	Optimizer OptimizerConfig `json:"optimizer" yaml:"optimizer"`
@@ -86,6 +87,18 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// backendNames lists the catalog's backends for an error: "cpu" (the native engine: ...), ...
+func backendNames() string {
+	var b strings.Builder
+	for i, info := range backend.Catalog() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q (%s)", info.Name, info.Summary)
+	}
+	return b.String()
 }
 
 func ptr(v float64) *float64 { return &v }
@@ -186,8 +199,8 @@ func (c Config) Validate() error {
 	if err != nil {
 		return err
 	}
-	if c.Backend != "cpu" && c.Backend != "cuda" && c.Backend != "cuda-tf32" {
-		return &ConfigError{"backend", c.Backend, `must be "cpu", "cuda" (float32 GEMMs) or "cuda-tf32" (TF32 tensor cores)`}
+	if _, ok := backend.Lookup(c.Backend); !ok {
+		return &ConfigError{"backend", c.Backend, "must be one of " + backendNames()}
 	}
 	if c.Data.Path != "" && c.Data.Default != "" {
 		return &ConfigError{"data.default", c.Data.Default, "give data.path or data.default, not both"}

@@ -13,8 +13,6 @@ package backend
 
 import (
 	"fmt"
-	"sort"
-	"sync"
 
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -70,48 +68,6 @@ type Optimizer interface {
 	Step() error
 	State() sfadamw.State[float32]
 	Restore(sfadamw.State[float32]) error
-}
-
-// Factory makes an engine for cfg on micro-batches of batch sequences of seqLen tokens.
-type Factory func(cfg model.Config, batch, seqLen int) (Engine, error)
-
-var (
-	mu        sync.Mutex
-	factories = map[string]Factory{}
-)
-
-// Register makes a backend available under name; backends register themselves from an
-// init function of their package. Registering a name twice panics.
-func Register(name string, f Factory) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := factories[name]; dup {
-		panic("backend: " + name + " registered twice")
-	}
-	factories[name] = f
-}
-
-// Names lists the registered backends in sorted order.
-func Names() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	names := make([]string, 0, len(factories))
-	for n := range factories {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// New makes an engine of the named backend.
-func New(name string, cfg model.Config, batch, seqLen int) (Engine, error) {
-	mu.Lock()
-	f, ok := factories[name]
-	mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("backend = %q: not available in this build; available: %v (the cuda backend needs -tags cuda)", name, Names())
-	}
-	return f(cfg, batch, seqLen)
 }
 
 // CheckLen is the length check of ReadParams, WriteParams and ReadGrads, shared by backends.

@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -25,12 +26,72 @@ func TestRegistry(t *testing.T) {
 	if _, err := backend.New("cpu", cfg, 0, 4); err == nil || !strings.Contains(err.Error(), "batch = 0") {
 		t.Errorf("New(cpu, batch 0): error %v, want one naming batch", err)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("registering cpu twice did not panic")
+	for _, name := range []string{"cpu", "tpu"} { // twice; not in the catalog
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register(%s) did not panic", name)
+				}
+			}()
+			backend.Register(name, nil)
+		}()
+	}
+}
+
+// A backend of the catalog that this build lacks (cuda, without the cuda tag) is an
+// *UnavailableError that names it and says how to build it in; the build's devices are
+// those of the backends it carries.
+func TestUnavailable(t *testing.T) {
+	if slices.Contains(backend.Names(), "cuda") {
+		t.Skip("this build carries the cuda backend")
+	}
+	cfg, err := model.Preset("micro-llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"cuda", "cuda-tf32"} {
+		_, err := backend.New(name, cfg, 1, 4)
+		var ue *backend.UnavailableError
+		if !errors.As(err, &ue) || !errors.Is(err, backend.ErrUnavailable) || ue.Backend.Device != backend.DeviceCUDA {
+			t.Fatalf("New(%s) = %v, want an *UnavailableError of device cuda", name, err)
 		}
-	}()
-	backend.Register("cpu", nil)
+		for _, want := range []string{`"` + name + `"`, "not in this build", "it has cpu", "-tags cuda", "docs/gpu.md"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("New(%s): %q does not say %q", name, err, want)
+			}
+		}
+	}
+	if err := backend.Check("cpu"); err != nil {
+		t.Errorf("Check(cpu) = %v", err)
+	}
+	if err := backend.Check("tpu"); err == nil || errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "cpu, cuda, cuda-tf32") {
+		t.Errorf("Check(tpu) = %v, want an error listing the catalog", err)
+	}
+	if d := backend.Devices(); !slices.Equal(d, []string{"cpu"}) {
+		t.Errorf("Devices() = %v, want [cpu]", d)
+	}
+	for _, b := range backend.Catalog() {
+		if b.Device != backend.DeviceCPU && b.Device != backend.DeviceCUDA || b.Summary == "" {
+			t.Errorf("catalog entry %+v", b)
+		}
+	}
+}
+
+func TestOutOfMemoryError(t *testing.T) {
+	cause := errors.New("CUDA_ERROR_OUT_OF_MEMORY")
+	big := &backend.OutOfMemoryError{Backend: "cuda", Need: 90 << 30, Total: 80 << 30, Free: 79 << 30, What: "llama of 124M parameters", Err: cause}
+	if big.Fits() || !errors.Is(big, cause) {
+		t.Errorf("%+v: Fits or Unwrap wrong", big)
+	}
+	for _, want := range []string{"cuda: out of device memory", "needs 90.00 GiB", "has 80.00 GiB of which 79.00 GiB free", "does not fit", "micro_batch"} {
+		if !strings.Contains(big.Error(), want) {
+			t.Errorf("%q does not say %q", big, want)
+		}
+	}
+	busy := &backend.OutOfMemoryError{Backend: "cuda", Need: 10 << 30, Total: 80 << 30, Free: 2 << 30, Err: cause}
+	if !busy.Fits() || !strings.Contains(busy.Error(), "other processes hold the rest") {
+		t.Errorf("%q: Fits %v", busy, busy.Fits())
+	}
 }
 
 // The cpu engine through the interface: a host engine whose Read/Write copy its buffers,

@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -381,6 +382,57 @@ func TestErrors(t *testing.T) {
 	if _, err := e.Forward(toks, toks); err == nil {
 		t.Error("Forward after Close: no error")
 	}
+}
+
+// NeedBytes counts exactly what an engine and its optimizer allocate, for both
+// architectures and both optimizers.
+func TestNeedBytes(t *testing.T) {
+	for _, name := range []string{"micro-llama", "micro-gpt2"} {
+		cfg := preset(t, name)
+		for _, sf := range []bool{true, false} {
+			e, err := New(cfg, 3, 8, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sf {
+				_, err = e.NewSFAdamW(sfadamw.Config{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8})
+			} else {
+				_, err = e.NewAdamW(sfadamw.DefaultAdamWConfig(10))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := NeedBytes(cfg, 3, 8), int64(e.DeviceBytes()); got != want {
+				t.Errorf("%s, SF-AdamW %v: NeedBytes = %d, the engine and its optimizer hold %d", name, sf, got, want)
+			}
+			e.Close()
+		}
+	}
+}
+
+// A trial larger than the GPU is an *backend.OutOfMemoryError that gives what it needs and
+// what the device has, and says it does not fit.
+func TestOutOfMemory(t *testing.T) {
+	cfg := model.Config{Arch: model.LLaMA, Vocab: 50304, Dim: 8192, Layers: 48, Heads: 64, Context: 4096, Hidden: 22016, Batch: 64}.WithDefaults()
+	_, err := backend.New("cuda", cfg, 64, 4096)
+	var oom *backend.OutOfMemoryError
+	if !errors.As(err, &oom) {
+		t.Fatalf("New(a model larger than the GPU) = %v, want an *backend.OutOfMemoryError", err)
+	}
+	if !errors.Is(err, cu.OutOfMemory) || oom.Fits() || oom.Need != NeedBytes(cfg, 64, 4096) || oom.Total <= 0 || oom.Free <= 0 || oom.Free > oom.Total {
+		t.Errorf("out of memory: %+v", oom)
+	}
+	for _, want := range []string{"out of device memory", "needs", "GiB", "does not fit"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	// the device is usable afterwards: nothing of the failed engine is left allocated
+	e, err := New(preset(t, "micro-llama"), 2, 8, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
 }
 
 // hostOpt is an sfadamw optimizer over host parameters, stepped with a given gradient.

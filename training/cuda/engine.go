@@ -49,6 +49,8 @@ type Engine struct {
 	ready  bool // a Forward has run whose activations Backward may use
 	closed bool
 	bytes  int // device memory held
+
+	counting bool // NeedBytes: mk adds up sizes and allocates nothing
 }
 
 // weights are the device addresses of the tensors of one flat buffer in Layout order; qkv
@@ -139,16 +141,59 @@ func New(cfg model.Config, batch, seqLen int, opt Options) (*Engine, error) {
 		lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
 	if err := e.allocate(); err != nil {
 		e.free()
-		return nil, err
+		return nil, e.oom(err)
 	}
 	return e, nil
 }
 
-// mk allocates n elements of size bytes (4 unless given) and records the allocation.
+// optimizerVectors is the number of parameter-sized state vectors of the device
+// optimizers: z and v for SF-AdamW, m and v for AdamW.
+const optimizerVectors = 2
+
+// NeedBytes is the device memory an engine for cfg on micro-batches of batch sequences of
+// seqLen tokens allocates, with the state and scratch of a device optimizer: what a trial
+// of that shape needs on the GPU, beyond the CUDA context and cuBLAS's workspace.
+func NeedBytes(cfg model.Config, batch, seqLen int) int64 {
+	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true}
+	_ = c.allocBuffers()
+	size := c.layout.Size
+	_, _ = c.mk(blocks(size, normChunk), 8) // the gradient-norm scratch
+	for range optimizerVectors {
+		_, _ = c.mk(size)
+	}
+	return int64(c.bytes)
+}
+
+// oom turns a failed allocation into a *backend.OutOfMemoryError that says what the trial
+// needs and what the device has; any other error is returned as it is.
+func (e *Engine) oom(err error) error {
+	if !errors.Is(err, cu.OutOfMemory) {
+		return err
+	}
+	name := "cuda"
+	if e.opt.TF32 {
+		name = "cuda-tf32"
+	}
+	free, total, merr := cu.MemInfo()
+	if merr != nil {
+		free, total = -1, -1
+	}
+	return &backend.OutOfMemoryError{
+		Backend: name, Need: NeedBytes(e.cfg, e.b, e.t), Total: total, Free: free, Err: err,
+		What: fmt.Sprintf("%s of %d parameters at micro-batch %d×%d, with its optimizer,", e.cfg.Arch, e.cfg.NumParams(), e.b, e.t),
+	}
+}
+
+// mk allocates n elements of size bytes (4 unless given) and records the allocation; an
+// engine that is counting (NeedBytes) only adds up the bytes.
 func (e *Engine) mk(n int, size ...int) (cu.DevicePtr, error) {
 	s := 4
 	if len(size) > 0 {
 		s = size[0]
+	}
+	if e.counting {
+		e.bytes += max(n, 1) * s
+		return 0, nil
 	}
 	p, err := alloc(n, s)
 	if err != nil {
@@ -160,6 +205,37 @@ func (e *Engine) mk(n int, size ...int) (cu.DevicePtr, error) {
 }
 
 func (e *Engine) allocate() error {
+	if err := e.allocBuffers(); err != nil {
+		return err
+	}
+	size := e.layout.Size
+	if e.gpt2 {
+		return e.zeroAll(size)
+	}
+	// RoPE tables in float64, rounded once, as training/native computes them.
+	d, h := e.cfg.HeadDim(), e.cfg.HeadDim()/2
+	cos, sin, nsin := make([]float32, e.t*h), make([]float32, e.t*h), make([]float32, e.t*h)
+	for p := range e.t {
+		for i := range h {
+			ang := float64(p) * math.Pow(e.cfg.RopeTheta, -float64(2*i)/float64(d))
+			cos[p*h+i], sin[p*h+i] = float32(math.Cos(ang)), float32(math.Sin(ang))
+			nsin[p*h+i] = -sin[p*h+i]
+		}
+	}
+	for _, t := range []struct {
+		dst cu.DevicePtr
+		src []float32
+	}{{e.cos, cos}, {e.sin, sin}, {e.nsin, nsin}} {
+		if err := htod(t.dst, t.src); err != nil {
+			return err
+		}
+	}
+	return e.zeroAll(size)
+}
+
+// allocBuffers allocates the parameters, the gradients, the activations and the RoPE
+// tables.
+func (e *Engine) allocBuffers() error {
 	n, c, f, v, nl := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab, e.cfg.Layers
 	bhtt := e.b * e.cfg.Heads * e.t * e.t
 	var err error
@@ -209,29 +285,7 @@ func (e *Engine) allocate() error {
 		return err
 	}
 	e.p, e.g = e.views(e.params), e.views(e.grads)
-
-	if e.gpt2 {
-		return e.zeroAll(size)
-	}
-	// RoPE tables in float64, rounded once, as training/native computes them.
-	d := e.cfg.HeadDim()
-	cos, sin, nsin := make([]float32, e.t*h), make([]float32, e.t*h), make([]float32, e.t*h)
-	for p := range e.t {
-		for i := range h {
-			ang := float64(p) * math.Pow(e.cfg.RopeTheta, -float64(2*i)/float64(d))
-			cos[p*h+i], sin[p*h+i] = float32(math.Cos(ang)), float32(math.Sin(ang))
-			nsin[p*h+i] = -sin[p*h+i]
-		}
-	}
-	for _, t := range []struct {
-		dst cu.DevicePtr
-		src []float32
-	}{{e.cos, cos}, {e.sin, sin}, {e.nsin, nsin}} {
-		if err := htod(t.dst, t.src); err != nil {
-			return err
-		}
-	}
-	return e.zeroAll(size)
+	return nil
 }
 
 // zeroAll clears the parameters and gradients: cuMemAlloc does not, and the gradients must

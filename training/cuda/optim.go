@@ -98,9 +98,9 @@ func (e *Engine) NewSFAdamW(cfg sfadamw.Config) (backend.Optimizer, error) {
 	}
 	unlock := e.d.lock()
 	defer unlock()
-	o, vecs, err := e.newOptimizer(cfg.GradClip, 2)
+	o, vecs, err := e.newOptimizer(cfg.GradClip, optimizerVectors)
 	if err != nil {
-		return nil, err
+		return nil, e.oom(err)
 	}
 	s := &SFAdamW{optimizer: o, cfg: cfg, z: vecs[0], v: vecs[1]}
 	if err := dtod(s.z, e.params, e.layout.Size); err != nil {
@@ -225,9 +225,9 @@ func (e *Engine) NewAdamW(cfg sfadamw.AdamWConfig) (backend.Optimizer, error) {
 	}
 	unlock := e.d.lock()
 	defer unlock()
-	o, vecs, err := e.newOptimizer(cfg.GradClip, 2)
+	o, vecs, err := e.newOptimizer(cfg.GradClip, optimizerVectors)
 	if err != nil {
-		return nil, err
+		return nil, e.oom(err)
 	}
 	return &AdamW{optimizer: o, cfg: cfg, m: vecs[0], v: vecs[1]}, nil
 }

@@ -1,0 +1,134 @@
+package backend
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// Info describes a backend sfsweep has, whether or not this build carries it.
+type Info struct {
+	// Name is the backend's name in a config or manifest (backend: cuda).
+	Name string
+	// Device is what the backend computes on. Trials are routed to workers by device: a
+	// worker serves the devices of the backends its build carries.
+	Device string
+	// Summary says in a few words what the backend is.
+	Summary string
+	// Build says how to build a binary that carries the backend; "" for every build.
+	Build string
+}
+
+// Devices a backend runs on.
+const (
+	DeviceCPU  = "cpu"
+	DeviceCUDA = "cuda"
+)
+
+const cudaBuild = "build sfsweep with -tags cuda against the CUDA toolkit (docs/gpu.md) and run it on a machine with an NVIDIA driver"
+
+// catalog lists every backend of sfsweep, built in or not: the one place that says which
+// backend names exist, what they run on and how to get them.
+var catalog = []Info{
+	{Name: "cpu", Device: DeviceCPU, Summary: "the native engine: pure Go and assembly"},
+	{Name: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, float32 GEMMs", Build: cudaBuild},
+	{Name: "cuda-tf32", Device: DeviceCUDA, Summary: "NVIDIA GPU, TF32 tensor-core GEMMs", Build: cudaBuild},
+}
+
+// Catalog lists every backend sfsweep has, whether this build carries it or not.
+func Catalog() []Info { return slices.Clone(catalog) }
+
+// Lookup returns the catalog entry of a backend name.
+func Lookup(name string) (Info, bool) {
+	i := slices.IndexFunc(catalog, func(b Info) bool { return b.Name == name })
+	if i < 0 {
+		return Info{}, false
+	}
+	return catalog[i], true
+}
+
+// Factory makes an engine for cfg on micro-batches of batch sequences of seqLen tokens.
+type Factory func(cfg model.Config, batch, seqLen int) (Engine, error)
+
+var (
+	mu        sync.Mutex
+	factories = map[string]Factory{}
+)
+
+// Register makes a backend of the catalog available in this build under its name; a
+// backend registers itself from an init function of its package, and a binary carries the
+// backends whose packages it imports. Registering a name twice, or one the catalog does
+// not list, panics.
+func Register(name string, f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ok := Lookup(name); !ok {
+		panic("backend: " + name + " is not in the catalog (training/backend/registry.go)")
+	}
+	if _, dup := factories[name]; dup {
+		panic("backend: " + name + " registered twice")
+	}
+	factories[name] = f
+}
+
+// Names lists the backends this build carries, in sorted order.
+func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Devices lists the devices of the backends this build carries, in sorted order: the
+// devices whose trials a worker of this build can train.
+func Devices() []string {
+	var devs []string
+	for _, n := range Names() {
+		b, _ := Lookup(n)
+		if !slices.Contains(devs, b.Device) {
+			devs = append(devs, b.Device)
+		}
+	}
+	slices.Sort(devs)
+	return devs
+}
+
+// Check tells whether this build can run the named backend: nil if it carries it, an
+// *UnavailableError if the backend exists but this build lacks it, and an error naming the
+// backends that exist for a name the catalog does not list.
+func Check(name string) error {
+	b, ok := Lookup(name)
+	if !ok {
+		names := make([]string, len(catalog))
+		for i, b := range catalog {
+			names[i] = b.Name
+		}
+		return fmt.Errorf("backend = %q: no such backend; sfsweep has %s", name, strings.Join(names, ", "))
+	}
+	mu.Lock()
+	_, have := factories[name]
+	mu.Unlock()
+	if !have {
+		return &UnavailableError{Backend: b, Have: Names()}
+	}
+	return nil
+}
+
+// New makes an engine of the named backend; a backend this build lacks is an
+// *UnavailableError.
+func New(name string, cfg model.Config, batch, seqLen int) (Engine, error) {
+	if err := Check(name); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	f := factories[name]
+	mu.Unlock()
+	return f(cfg, batch, seqLen)
+}
