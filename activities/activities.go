@@ -163,6 +163,31 @@ func keepAlive(ctx context.Context, detail func() any) (stop func()) {
 // FailedKey is the object that marks a trial failed after its retries.
 const FailedKey = "failed.json"
 
+// ErrorOutOfMemory is the error type of a trial too large for its device: never retried.
+const ErrorOutOfMemory = "OutOfMemory"
+
+// OutOfMemoryRetryDelay is how long a trial that fits on its device, but found too little
+// of it free, waits before its next attempt.
+const OutOfMemoryRetryDelay = time.Minute
+
+// classify maps a failed attempt's error to what Temporal should do with it: an invalid
+// configuration (a field the trainer refuses, a backend this build lacks) and a trial
+// larger than its device are never retried; a device whose memory other processes hold is
+// retried after OutOfMemoryRetryDelay; anything else is retried with the trial's backoff.
+func classify(err error) error {
+	var ce *training.ConfigError
+	var oom *backend.OutOfMemoryError
+	switch {
+	case errors.As(err, &ce), errors.Is(err, backend.ErrUnavailable):
+		return invalid(err)
+	case errors.As(err, &oom):
+		return temporal.NewApplicationErrorWithOptions(err.Error(), ErrorOutOfMemory, temporal.ApplicationErrorOptions{
+			NonRetryable: !oom.Fits(), NextRetryDelay: OutOfMemoryRetryDelay, Cause: err,
+		})
+	}
+	return err
+}
+
 // invalid is a non-retryable error: the same input would fail again.
 func invalid(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrorInvalidConfig, err)
@@ -207,7 +232,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		}
 	}
 	for i, t := range trials {
-		ref := workflows.TrialRef{ID: t.ID}
+		ref := workflows.TrialRef{ID: t.ID, Queue: trainQueue(t.Config)}
 		if d := m.Probes.Decay; d != nil {
 			ref.DecayAt, ref.DecaySteps, ref.DecayLR, ref.DecayIterate = d.At, d.Steps, d.PeakLR, d.Iterate
 			if ref.DecayLR == 0 {
@@ -245,6 +270,13 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		return a.storePlan(ctx, in.SweepID, out.Trials)
 	}
 	return out, nil
+}
+
+// trainQueue is the task queue of a trial's training and probes: that of its backend's
+// device.
+func trainQueue(cfg training.Config) string {
+	b, _ := backend.Lookup(cfg.WithDefaults().Backend) // the config was validated
+	return workflows.TrainQueue(b.Device)
 }
 
 // checkpointOf tells the trial and the step of a checkpoint's key.
@@ -356,6 +388,11 @@ func (a *Activities) trialConfig(ctx context.Context, id string) (training.Confi
 	if h := cfg.Hash()[:sweeps.IDLen]; h != id {
 		return cfg, invalid(fmt.Errorf("trial %s: config.json hashes to %s", id, h))
 	}
+	if err := backend.Check(cfg.Backend); err != nil {
+		// a trial reaches a worker without its backend only through the queue of sweeps
+		// planned before trials were routed by device (workflows.QueueGPU)
+		return cfg, invalid(fmt.Errorf("trial %s: %w", id, err))
+	}
 	return cfg, nil
 }
 
@@ -427,11 +464,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		if a.AttemptFailed != nil && ctx.Err() == nil {
 			a.AttemptFailed(in.TrialID, int(activity.GetInfo(ctx).Attempt), err)
 		}
-		var ce *training.ConfigError
-		if errors.As(err, &ce) {
-			return workflows.TrainOutput{}, invalid(err)
-		}
-		return workflows.TrainOutput{}, err
+		return workflows.TrainOutput{}, classify(err)
 	}
 	return a.trainOutput(ctx, in.TrialID, res), nil
 }
@@ -710,12 +743,8 @@ func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, s
 	res, err := watched(ctx, a, stall, func() string { return "in the " + what }, func(ctx context.Context) (*R, error) {
 		return run(ctx, cfg, ck, b)
 	})
-	var ce *training.ConfigError
-	if errors.As(err, &ce) {
-		return zero, invalid(err)
-	}
 	if err != nil {
-		return zero, err
+		return zero, classify(err)
 	}
 	out, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {

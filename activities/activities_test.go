@@ -18,6 +18,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	_ "github.com/sfsweep/sfsweep/training/native"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -469,4 +470,62 @@ func execPlan(t *testing.T, env *testsuite.TestActivityEnvironment, in workflows
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Plan routes each trial to the training queue of its backend's device; a trial whose
+// backend this build lacks (reached through the queue of older plans) is one attempt, not
+// retried, with an error that names the backend and how to build it in.
+func TestBackendRouting(t *testing.T) {
+	_, env, store := setup(t)
+	ctx := context.Background()
+	cuda := strings.Replace(manifest, "name: act\n", "name: act\nbackend: cuda-tf32\n", 1)
+	if cuda == manifest {
+		t.Fatal("the test manifest has no name line")
+	}
+	if err := store.Put(ctx, "sweeps/cuda/manifest.yaml", []byte(cuda)); err != nil {
+		t.Fatal(err)
+	}
+	for key, queue := range map[string]string{"sweeps/s/manifest.yaml": "train-cpu", "sweeps/cuda/manifest.yaml": "train-cuda"} {
+		plan := execPlan(t, env, workflows.PlanInput{SweepID: "s", ManifestKey: key})
+		for _, tr := range plan.Trials {
+			if tr.Queue != queue {
+				t.Errorf("%s: trial %s planned on queue %q, want %q", key, tr.ID, tr.Queue, queue)
+			}
+		}
+		if key != "sweeps/cuda/manifest.yaml" {
+			continue
+		}
+		_, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: plan.Trials[0].ID})
+		var ae *temporal.ApplicationError
+		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != workflows.ErrorInvalidConfig ||
+			!strings.Contains(err.Error(), `backend = "cuda-tf32": not in this build`) || !strings.Contains(err.Error(), "-tags cuda") {
+			t.Errorf("Train of a cuda trial on a cpu build: %v, want a non-retryable error naming the backend and the build", err)
+		}
+		if keys, err := store.List(ctx, "trials/"+plan.Trials[0].ID+"/checkpoints/"); err != nil || len(keys) > 0 {
+			t.Errorf("the refused trial wrote checkpoints %v (%v)", keys, err)
+		}
+	}
+}
+
+// Out of device memory: a trial larger than the device is never retried; one that fits
+// but found the memory taken is retried after OutOfMemoryRetryDelay. Both keep the error.
+func TestClassifyOutOfMemory(t *testing.T) {
+	for _, fits := range []bool{false, true} {
+		oom := &backend.OutOfMemoryError{Backend: "cuda", Need: 10 << 30, Total: 8 << 30, Free: 7 << 30, What: "llama", Err: errors.New("CUDA_ERROR_OUT_OF_MEMORY")}
+		if fits {
+			oom.Total = 80 << 30
+		}
+		err := classify(fmt.Errorf("engine: %w", oom))
+		var ae *temporal.ApplicationError
+		if !errors.As(err, &ae) || ae.Type() != ErrorOutOfMemory || ae.NonRetryable() == fits || ae.NextRetryDelay() != OutOfMemoryRetryDelay {
+			t.Errorf("fits %v: %v (%+v)", fits, err, ae)
+		}
+		if !strings.Contains(err.Error(), "needs 10.00 GiB") {
+			t.Errorf("fits %v: %v does not say what the trial needs", fits, err)
+		}
+	}
+	plain := errors.New("connection reset")
+	if classify(plain) != plain {
+		t.Error("classify changed a transient error")
+	}
 }

@@ -6,6 +6,7 @@ package sweeps
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
 )
 
@@ -260,6 +262,21 @@ func Parse(src []byte) (*Manifest, error) {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// CheckBackend tells whether this build of sfsweep carries the manifest's backend, whose
+// text is src: nil if it does, else an *Error naming the field, its line, and how to build
+// a binary that has it. A worker that lacks it never receives its trials: they wait for
+// one that has it.
+func (m *Manifest) CheckBackend(src []byte) error {
+	name := cmp.Or(m.Backend, "cpu")
+	var ue *backend.UnavailableError
+	if err := backend.Check(name); !errors.As(err, &ue) {
+		return err // nil, or a name Parse already refused
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(src, &root) // Parse read it
+	return &Error{Field: "backend", Value: name, Reason: ue.Reason(), Line: lineOf(&root, "backend")}
 }
 
 // checkNode rejects what YAML allows but a manifest never needs: deep nesting, aliases

@@ -20,9 +20,17 @@ import (
 
 // Task queues.
 const (
-	QueueGPU = "gpu" // training and probes: one activity slot per GPU
 	QueueCPU = "cpu" // workflows, planning, tables
+	// QueueGPU is the one training queue of sweeps planned before trials were routed by
+	// device (their TrialRef has no Queue): training workers still serve it.
+	QueueGPU = "gpu"
 )
+
+// TrainQueue is the task queue of the training and probe activities of trials whose
+// backend computes on device ("cpu", "cuda"): only a worker that carries a backend of
+// that device polls it, so a trial never lands on a worker that cannot run it, and one
+// that no worker serves waits.
+func TrainQueue(device string) string { return "train-" + device }
 
 // Activity names, as the activities package registers them.
 const (
@@ -122,6 +130,9 @@ type SweepInput struct {
 type TrialRef struct {
 	ID   string `json:"id"`
 	Done bool   `json:"done,omitempty"` // a result exists: never recomputed
+	// Queue is the task queue of the trial's training and probes: TrainQueue of its
+	// backend's device ("": QueueGPU, as planned before routing by device).
+	Queue string `json:"queue,omitempty"`
 	// Probe steps: the checkpoints the decay probe runs from.
 	DecayAt    []int   `json:"decay_at,omitempty"`
 	DecaySteps int     `json:"decay_steps,omitempty"`
@@ -451,7 +462,7 @@ type TrialResult struct {
 	Probes     int    `json:"probes,omitempty"`
 }
 
-// Trial trains one trial on the gpu queue, runs its probes (decay probes, LR-decay
+// Trial trains one trial on the training queue of its device, runs its probes (decay probes, LR-decay
 // branches, checkpoint interpolation), and tells the Tables
 // workflow that its result landed. A trial that fails after its retries is recorded as
 // failed (and the workflow still completes, so the sweep goes on); a diverged one is a
@@ -461,8 +472,13 @@ func Trial(ctx workflow.Context, in TrialInput) (TrialResult, error) {
 	if hb <= 0 {
 		hb = 2 * time.Minute
 	}
+	queue := in.Trial.Queue
+	if queue == "" {
+		queue = QueueGPU
+	}
+	// no schedule-to-start limit: a trial whose device no worker serves waits for one
 	gpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: QueueGPU, StartToCloseTimeout: 7 * 24 * time.Hour, HeartbeatTimeout: hb, RetryPolicy: in.Retry.Policy(),
+		TaskQueue: queue, StartToCloseTimeout: 7 * 24 * time.Hour, HeartbeatTimeout: hb, RetryPolicy: in.Retry.Policy(),
 	})
 	cpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue: QueueCPU, StartToCloseTimeout: time.Minute, RetryPolicy: RetryQuick,

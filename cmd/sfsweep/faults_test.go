@@ -79,7 +79,7 @@ func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activi
 		acts.Store = through(st.gw)
 	}
 	acts.Client, acts.CacheDir = st.client, fs.cache
-	stopWorkers, err := startWorkers(st.client, acts, 1, slog.New(slog.DiscardHandler))
+	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: backend.Devices()}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

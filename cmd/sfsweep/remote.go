@@ -1,10 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,16 +12,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/sfsweep/sfsweep/activities"
 	"github.com/sfsweep/sfsweep/infra/s3store"
 	"github.com/sfsweep/sfsweep/infra/temporalclient"
 	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -74,7 +75,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("worker", stderr)
 	var r remote
 	r.flags(fs)
-	queue := fs.String("queue", "gpu", "task queue: gpu (training, probes), cpu (workflows, planning, tables) or all")
+	queue := fs.String("queue", "gpu", "role: gpu (training and probes, on the task queue of each device served), cpu (workflows, planning, tables) or all")
+	devices := fs.String("devices", strings.Join(backend.Devices(), ","), "devices whose trials the gpu role trains, comma-separated: those of the backends this build has")
 	slots := fs.Int("slots", 1, "trials trained at once (one per GPU)")
 	cache := fs.String("cache", filepath.Join(".sfsweep", "data"), "directory of prepared default corpora")
 	exitOnStall := fs.Bool("exit-on-stall", true, "exit (status 1) when a training attempt is abandoned as stuck, so that the supervisor restarts the worker with a fresh device; its other trials resume elsewhere")
@@ -83,8 +85,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	if *queue != "gpu" && *queue != "cpu" && *queue != "all" {
-		return &usageError{msg: fmt.Sprintf("-queue = %q: must be gpu, cpu or all", *queue)}
+	roles, err := parseRoles(*queue, *devices)
+	if err != nil {
+		return err
 	}
 	if *slots < 1 {
 		return &usageError{msg: fmt.Sprintf("-slots = %d: must be ≥ 1", *slots)}
@@ -105,24 +108,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			time.AfterFunc(2*time.Second, func() { stop(fmt.Errorf("worker: exiting to get a fresh device: %w", err)) })
 		}
 	}
-	var ws []worker.Worker
-	if *queue != "cpu" {
-		w := worker.New(c, workflows.QueueGPU, worker.Options{MaxConcurrentActivityExecutionSize: *slots})
-		acts.RegisterGPU(w)
-		ws = append(ws, w)
+	stopWorkers, err := startWorkers(c, acts, roles, *slots)
+	if err != nil {
+		return err
 	}
-	if *queue != "gpu" {
-		w := worker.New(c, workflows.QueueCPU, worker.Options{})
-		acts.RegisterCPU(w)
-		ws = append(ws, w)
-	}
-	for _, w := range ws {
-		if err := w.Start(); err != nil {
-			return err
-		}
-		defer w.Stop()
-	}
-	fmt.Fprintf(stderr, "worker: queue %s, %d slot(s), Temporal %s, bucket %s\n", *queue, *slots, r.temporal.Address, r.s3.Bucket)
+	defer stopWorkers()
+	fmt.Fprintf(stderr, "worker: %s, %d slot(s) per device, Temporal %s, bucket %s\n", roles, *slots, r.temporal.Address, r.s3.Bucket)
 	<-ctx.Done()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -153,6 +144,9 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer c.Close()
+	if err := warnUnserved(ctx, c, m, stderr); err != nil {
+		return err
+	}
 	id, key := sweepKeys(m, src)
 	if err := store.Put(ctx, key, src); err != nil {
 		return err
@@ -170,6 +164,25 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// warnUnserved tells, before a sweep is scheduled, if no worker polls the training queue
+// of its backend's device: its trials will wait (they do not fail) until one does.
+func warnUnserved(ctx context.Context, c client.Client, m *sweeps.Manifest, stderr io.Writer) error {
+	b, _ := backend.Lookup(cmp.Or(m.Backend, "cpu")) // Parse checked the name
+	queue := workflows.TrainQueue(b.Device)
+	q, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	if err != nil {
+		return fmt.Errorf("submit: task queue %s: %w", queue, err)
+	}
+	if len(q.GetPollers()) == 0 {
+		hint := "sfsweep worker -queue gpu"
+		if b.Build != "" {
+			hint += ", " + strings.Replace(b.Build, "build sfsweep", "built", 1)
+		}
+		fmt.Fprintf(stderr, "submit: no worker serves backend %s now (none polls task queue %s): its trials wait until one does (%s)\n", b.Name, queue, hint)
+	}
+	return nil
+}
+
 // sweepKeys are a manifest's sweep ID (its name and the hash of its bytes: the same
 // manifest submitted twice is one sweep) and its key in the store.
 func sweepKeys(m *sweeps.Manifest, src []byte) (id, key string) {
@@ -178,57 +191,22 @@ func sweepKeys(m *sweeps.Manifest, src []byte) (id, key string) {
 	return id, "sweeps/" + id + "/manifest.yaml"
 }
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", stderr)
-	var r remote
-	r.flags(fs)
-	asJSON := fs.Bool("json", false, "print the progress as JSON")
-	follow := fs.Bool("follow", false, "print the progress every few seconds until the sweep ends")
-	id, err := parseWithArg(fs, args, "a sweep ID: sfsweep status SWEEP-ID")
+// sweepClient parses the flags of a command (name) that takes a sweep ID and connects to
+// Temporal.
+func (r *remote) sweepClient(ctx context.Context, fs *flag.FlagSet, args []string, name string) (string, client.Client, error) {
+	id, err := parseWithArg(fs, args, "a sweep ID: sfsweep "+name+" SWEEP-ID")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	c, err := temporalclient.Dial(ctx, r.temporal)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	for {
-		v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress)
-		if err != nil {
-			return fmt.Errorf("status %s: %w", id, err)
-		}
-		var p workflows.SweepProgress
-		if err := v.Get(&p); err != nil {
-			return err
-		}
-		if *asJSON {
-			b, _ := json.Marshal(p)
-			fmt.Fprintln(stdout, string(b))
-		} else {
-			fmt.Fprintf(stdout, "%s: %d/%d trials done (%d completed, %d diverged, %d failed, %d had results), %d running\n",
-				id, p.Completed+p.Diverged+p.Failed+p.Skipped, p.Total, p.Completed, p.Diverged, p.Failed, p.Skipped, len(p.Running))
-		}
-		if !*follow || p.Done() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(5 * time.Second):
-		}
-	}
+	return id, c, err
 }
 
 func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cancel", stderr)
 	var r remote
 	r.flags(fs)
-	id, err := parseWithArg(fs, args, "a sweep ID: sfsweep cancel SWEEP-ID")
-	if err != nil {
-		return err
-	}
-	c, err := temporalclient.Dial(ctx, r.temporal)
+	id, c, err := r.sweepClient(ctx, fs, args, "cancel")
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/sfsweep/sfsweep/activities"
@@ -28,6 +27,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -69,6 +69,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := m.CheckBackend(src); err != nil {
+		return fmt.Errorf("%s: %w (sfsweep run trains in this process; a sweep given to sfsweep submit waits for workers that have it)", file, err)
+	}
 	cost := sweeps.TotalCost(trials)
 	fmt.Fprintf(stderr, "sweep %s: %d trials, %d steps, %.3g tokens, %.3g FLOPs\n", m.Name, cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
 
@@ -106,7 +109,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bars := newProgressBars(stderr, isTerminal(stderr))
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
 		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe}
-	stopWorkers, err := startWorkers(st.client, acts, *slots, logger)
+	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: backend.Devices()}, *slots)
 	if err != nil {
 		return err
 	}
@@ -223,23 +226,6 @@ func (st *stack) stop() {
 	if st.server != nil {
 		st.server.Stop()
 	}
-}
-
-// startWorkers starts the cpu worker (workflows, planning, tables) and the gpu worker
-// (training and probes, slots at once).
-func startWorkers(c client.Client, acts *activities.Activities, slots int, logger *slog.Logger) (func(), error) {
-	cpu := worker.New(c, workflows.QueueCPU, worker.Options{})
-	acts.RegisterCPU(cpu)
-	gpu := worker.New(c, workflows.QueueGPU, worker.Options{MaxConcurrentActivityExecutionSize: slots})
-	acts.RegisterGPU(gpu)
-	if err := cpu.Start(); err != nil {
-		return nil, fmt.Errorf("cpu worker: %w", err)
-	}
-	if err := gpu.Start(); err != nil {
-		cpu.Stop()
-		return nil, fmt.Errorf("gpu worker: %w", err)
-	}
-	return func() { gpu.Stop(); cpu.Stop() }, nil
 }
 
 // copyTables copies the sweep's tables and plots from the store to dir and prints the

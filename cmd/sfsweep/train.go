@@ -16,7 +16,6 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/training"
-	_ "github.com/sfsweep/sfsweep/training/native" // the cpu backend
 )
 
 func init() {

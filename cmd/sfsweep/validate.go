@@ -26,9 +26,12 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	_, m, trials, err := loadManifest(file)
+	src, m, trials, err := loadManifest(file)
 	if err != nil {
 		return err
+	}
+	if err := m.CheckBackend(src); err != nil {
+		fmt.Fprintf(stderr, "%s: %v (sfsweep run cannot train it with this build; sfsweep submit queues its trials for workers that have it)\n", file, err)
 	}
 	cost, probes := sweeps.TotalCost(trials), m.ProbeCost(trials)
 	if *asJSON {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sfsweep/sfsweep/activities"
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// workerRoles says what a worker process serves: the cpu role (workflows, planning,
+// tables) and the training of trials on the devices listed (the gpu role), each on the
+// task queue of its device.
+type workerRoles struct {
+	cpu     bool
+	devices []string
+}
+
+func (r workerRoles) String() string {
+	var parts []string
+	if r.cpu {
+		parts = append(parts, "queue "+workflows.QueueCPU)
+	}
+	for _, d := range r.devices {
+		parts = append(parts, "queue "+workflows.TrainQueue(d))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// parseRoles reads worker's -queue and -devices: a device this build has no backend for
+// is refused, naming the flag.
+func parseRoles(queue, devices string) (workerRoles, error) {
+	var r workerRoles
+	switch queue {
+	case "cpu", "gpu", "all":
+	default:
+		return r, &usageError{msg: fmt.Sprintf("-queue = %q: must be gpu, cpu or all", queue)}
+	}
+	r.cpu = queue != "gpu"
+	if queue == "cpu" {
+		return r, nil
+	}
+	have := backend.Devices()
+	for d := range strings.SplitSeq(devices, ",") {
+		d = strings.TrimSpace(d)
+		if d == "" || slices.Contains(r.devices, d) {
+			continue
+		}
+		if !slices.Contains(have, d) {
+			return r, &usageError{msg: fmt.Sprintf("-devices = %q: this build has no backend on device %q (it has %s: backends %s); %s",
+				devices, d, strings.Join(have, ", "), strings.Join(backend.Names(), ", "), buildHint(d))}
+		}
+		r.devices = append(r.devices, d)
+	}
+	if len(r.devices) == 0 {
+		return r, &usageError{msg: fmt.Sprintf("-devices = %q: name at least one device of %s", devices, strings.Join(have, ", "))}
+	}
+	return r, nil
+}
+
+// buildHint says how to get a build with a backend on device d.
+func buildHint(d string) string {
+	for _, b := range backend.Catalog() {
+		if b.Device == d && b.Build != "" {
+			return "to train on it, " + b.Build
+		}
+	}
+	return "no backend of sfsweep runs on it"
+}
+
+// startWorkers starts the workers of roles: a cpu worker, and for training a worker on
+// the task queue of each device (slots activities at once each, so trials on different
+// devices do not wait for one another) and one on workflows.QueueGPU, the queue of sweeps
+// planned before trials were routed by device. It returns a function that stops them.
+func startWorkers(c client.Client, acts *activities.Activities, roles workerRoles, slots int) (func(), error) {
+	var ws []worker.Worker
+	stop := func() {
+		for _, w := range slices.Backward(ws) {
+			w.Stop()
+		}
+	}
+	start := func(queue string, opt worker.Options, register func(worker.Registry)) error {
+		w := worker.New(c, queue, opt)
+		register(w)
+		if err := w.Start(); err != nil {
+			stop()
+			return fmt.Errorf("worker of task queue %s: %w", queue, err)
+		}
+		ws = append(ws, w)
+		return nil
+	}
+	if roles.cpu {
+		if err := start(workflows.QueueCPU, worker.Options{}, acts.RegisterCPU); err != nil {
+			return nil, err
+		}
+	}
+	if len(roles.devices) > 0 {
+		queues := []string{workflows.QueueGPU}
+		for _, d := range roles.devices {
+			queues = append(queues, workflows.TrainQueue(d))
+		}
+		for _, q := range queues {
+			if err := start(q, worker.Options{MaxConcurrentActivityExecutionSize: slots}, acts.RegisterGPU); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return stop, nil
+}
