@@ -425,7 +425,7 @@ type trialFlags struct {
 
 func (t *trialFlags) register(fs *flag.FlagSet) {
 	def := workflows.RetryTransient
-	fs.DurationVar(&t.heartbeat, "heartbeat", 2*time.Minute, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
+	fs.DurationVar(&t.heartbeat, "heartbeat", workflows.DefaultHeartbeatTimeout, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
 	fs.DurationVar(&t.stall, "stall-timeout", workflows.DefaultStallTimeout, "a training attempt whose forward and backward passes stop returning for this long is abandoned as stuck (a hung GPU) and retried")
 	fs.IntVar(&t.retry.MaxAttempts, "attempts", int(def.MaximumAttempts), "attempts of a trial's training (lost workers, GPU and storage errors) before it is recorded failed")
 	fs.DurationVar(&t.retry.InitialInterval, "retry-initial", def.InitialInterval, "wait before a trial's first retry; it doubles with each retry")

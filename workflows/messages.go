@@ -1,0 +1,239 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+)
+
+// SweepInput starts a sweep, or continues it after continue-as-new (Trials set).
+type SweepInput struct {
+	SweepID     string `json:"sweep_id"`
+	ManifestKey string `json:"manifest_key"` // the manifest's key in the object store
+	Window      int    `json:"window"`       // trials in flight; 0: DefaultWindow
+	// HeartbeatTimeout of the Train activity; zero: DefaultHeartbeatTimeout.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	// Retry bounds the retries of each trial's training; zero fields: RetryTransient's.
+	Retry TrainRetry `json:"retry,omitzero"`
+	// StallTimeout of the Train activity; zero: DefaultStallTimeout.
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
+
+	// State carried across continue-as-new.
+	Planned bool `json:"planned,omitempty"`
+	// The plan: in the store (PlanPrefix, PlanPageSize trials a page) or, for sweeps
+	// planned before plans were stored, inline in Trials.
+	PlanPrefix   string        `json:"plan_prefix,omitempty"`
+	PlanPageSize int           `json:"plan_page_size,omitempty"`
+	Trials       []TrialRef    `json:"trials,omitempty"`
+	Next         int           `json:"next,omitempty"`
+	Progress     SweepProgress `json:"progress"`
+}
+
+// TrialRef is one trial of a sweep as the plan gives it.
+type TrialRef struct {
+	ID   string `json:"id"`
+	Done bool   `json:"done,omitempty"` // a result exists: never recomputed
+	// Queue is the task queue of the trial's training and probes: TrainQueue of its
+	// backend's device ("": QueueGPU, as planned before routing by device).
+	Queue string `json:"queue,omitempty"`
+	// Probe steps: the checkpoints the decay probe runs from.
+	DecayAt    []int   `json:"decay_at,omitempty"`
+	DecaySteps int     `json:"decay_steps,omitempty"`
+	DecayLR    float64 `json:"decay_lr,omitempty"`
+	// DecayIterate is the iterate the decay probe starts from; "": the evaluated one.
+	DecayIterate string `json:"decay_iterate,omitempty"`
+	// The LR-decay branch (AdamW trials): the checkpoints it runs from (every one if
+	// empty) and the fraction of the run before it over which it decays; 0: none.
+	BranchAt   []int   `json:"branch_at,omitempty"`
+	BranchFrac float64 `json:"branch_frac,omitempty"`
+	// Checkpoint interpolation (nil: none).
+	Interp *InterpolateRef `json:"interp,omitempty"`
+}
+
+// InterpolateRef is a trial's checkpoint interpolation: between its checkpoints at From
+// and To, at Points values of α; Decayed adds the segment to the end of an LR-decay branch
+// from From (AdamW trials).
+type InterpolateRef struct {
+	From    int  `json:"from"`
+	To      int  `json:"to"`
+	Points  int  `json:"points"`
+	Decayed bool `json:"decayed,omitempty"`
+}
+
+// PlanInput is the Plan activity's input: it reads and expands the manifest, writes each
+// missing trial's config to the store and says which results exist (PlanOutput).
+type PlanInput struct {
+	SweepID     string `json:"sweep_id"`
+	ManifestKey string `json:"manifest_key"`
+	// Paged asks for the plan in the store, in pages of PlanPageSize trials, rather than
+	// inline: a workflow's input and an activity's result are payloads Temporal bounds
+	// (2 MB), which an inline plan of some 30,000 trials would exceed.
+	Paged bool `json:"paged,omitempty"`
+}
+
+// PlanOutput is the Plan activity's result: the plan, inline or in the store (Paged).
+type PlanOutput struct {
+	Trials []TrialRef `json:"trials,omitempty"` // inline (not Paged)
+	// Paged: page n (0, 1, ...) of the plan is the object PlanPage(Prefix, n), PageSize
+	// trials but the last.
+	Prefix   string `json:"prefix,omitempty"`
+	PageSize int    `json:"page_size,omitempty"`
+	Total    int    `json:"total,omitempty"`
+	Skipped  int    `json:"skipped,omitempty"` // trials whose result exists
+}
+
+// PlanPage is the key of page n of the stored plan under prefix.
+func PlanPage(prefix string, n int) string { return fmt.Sprintf("%s/page-%06d.json", prefix, n) }
+
+// ReadPlanInput asks the ReadPlan activity for page Page of a stored plan; it returns
+// []TrialRef.
+type ReadPlanInput struct {
+	Prefix string `json:"prefix"`
+	Page   int    `json:"page"`
+}
+
+// SweepProgress is the answer to QueryProgress.
+type SweepProgress struct {
+	Total     int      `json:"total"`
+	Skipped   int      `json:"skipped"` // results that existed before the sweep started
+	Completed int      `json:"completed"`
+	Diverged  int      `json:"diverged"`
+	Failed    int      `json:"failed"`
+	Running   []string `json:"running"`
+	Canceled  bool     `json:"canceled,omitempty"`
+	Runs      int      `json:"runs"` // workflow runs so far (continue-as-new)
+}
+
+// Done reports whether every trial has an outcome.
+func (p SweepProgress) Done() bool {
+	return p.Skipped+p.Completed+p.Diverged+p.Failed == p.Total
+}
+
+// SweepResult is the Sweep workflow's result.
+type SweepResult struct {
+	Progress SweepProgress `json:"progress"`
+}
+
+// TablesWorkflowID is the ID of a sweep's Tables workflow.
+func TablesWorkflowID(sweepID string) string { return sweepID + "/tables" }
+
+// TrialWorkflowID is the ID of a trial's workflow within a sweep.
+func TrialWorkflowID(sweepID, trialID string) string { return sweepID + "/trial-" + trialID }
+
+// TablesScheduleID is the ID of a sweep's tables schedule: the safety net that rebuilds
+// the tables periodically whatever became of the signals.
+func TablesScheduleID(sweepID string) string { return sweepID + "/tables-schedule" }
+
+// TrialInput is one trial of a sweep.
+type TrialInput struct {
+	SweepID          string        `json:"sweep_id"`
+	ManifestKey      string        `json:"manifest_key"`
+	Trial            TrialRef      `json:"trial"`
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"` // 0: DefaultHeartbeatTimeout
+	Retry            TrainRetry    `json:"retry,omitzero"`
+	StallTimeout     time.Duration `json:"stall_timeout,omitempty"` // 0: DefaultStallTimeout
+}
+
+// TrainInput is the Train activity's input. The activity resumes from the newest valid
+// checkpoint of the trial, so a retried attempt continues where the last one stopped.
+type TrainInput struct {
+	TrialID string `json:"trial_id"`
+	// StallTimeout: an attempt whose compute makes no call for this long is abandoned as
+	// stuck and retried; 0: DefaultStallTimeout.
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
+}
+
+// TrainOutput is the Train activity's result.
+type TrainOutput struct {
+	Status      string `json:"status"`
+	DivergedAt  int    `json:"diverged_at,omitempty"`
+	Checkpoints []int  `json:"checkpoints,omitempty"` // steps with a checkpoint kept
+}
+
+// TrainHeartbeat is the Train activity's heartbeat detail.
+type TrainHeartbeat struct {
+	Step int     `json:"step"`
+	Loss float64 `json:"loss"`
+}
+
+// DecayProbeInput is one decay probe from a trial's checkpoint.
+type DecayProbeInput struct {
+	TrialID      string        `json:"trial_id"`
+	Step         int           `json:"step"`
+	Steps        int           `json:"steps"`
+	PeakLR       float64       `json:"peak_lr"`
+	Iterate      string        `json:"iterate,omitempty"`       // as TrialRef.DecayIterate
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
+}
+
+// DecayBranchInput is one LR-decay branch from an AdamW trial's checkpoint.
+type DecayBranchInput struct {
+	TrialID      string        `json:"trial_id"`
+	Step         int           `json:"step"`
+	Frac         float64       `json:"frac"`
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
+}
+
+// InterpolateInput is one checkpoint interpolation of a trial: plain, or to the end of
+// an LR-decay branch (Decayed).
+type InterpolateInput struct {
+	TrialID      string        `json:"trial_id"`
+	From         int           `json:"from"`
+	To           int           `json:"to"`
+	Points       int           `json:"points"`
+	Decayed      bool          `json:"decayed,omitempty"`
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
+}
+
+// RecordFailedInput marks a trial failed in the store, so tables show it.
+type RecordFailedInput struct {
+	TrialID string `json:"trial_id"`
+	Reason  string `json:"reason"`
+}
+
+// NotifyInput signals a sweep's Tables workflow, starting it if needed.
+type NotifyInput struct {
+	SweepID     string `json:"sweep_id"`
+	ManifestKey string `json:"manifest_key"`
+	TrialID     string `json:"trial_id,omitempty"`
+	Done        bool   `json:"done,omitempty"` // the sweep finished
+}
+
+// TrialResult is the Trial workflow's result.
+type TrialResult struct {
+	TrialID    string `json:"trial_id"`
+	Status     string `json:"status"`
+	DivergedAt int    `json:"diverged_at,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Probes     int    `json:"probes,omitempty"`
+}
+
+// TablesInput is a sweep's Tables workflow, or its continuation.
+type TablesInput struct {
+	SweepID     string        `json:"sweep_id"`
+	ManifestKey string        `json:"manifest_key"`
+	Debounce    time.Duration `json:"debounce"` // quiet time after a signal before building; 0: DefaultDebounce
+	// MaxWait bounds how long landed results wait for a build while new ones keep coming
+	// sooner than Debounce (a fast sweep); 0: DefaultTablesMaxWait.
+	MaxWait time.Duration `json:"max_wait,omitempty"`
+	State   TablesState   `json:"state"`
+}
+
+// TablesState is what the Tables workflow has done (QueryTablesStatus).
+type TablesState struct {
+	Builds   int  `json:"builds"`   // BuildTables activities run
+	Signals  int  `json:"signals"`  // results signalled
+	Pending  bool `json:"pending"`  // results landed since the last build
+	Finished bool `json:"finished"` // the sweep signalled it is done
+}
+
+// BuildTablesInput is the BuildTables activity's input, and RegenerateTables'.
+type BuildTablesInput struct {
+	SweepID     string `json:"sweep_id"`
+	ManifestKey string `json:"manifest_key"`
+}
+
+// RetireInput names a sweep and its schedule (the RetireSchedule activity's input).
+type RetireInput struct {
+	SweepID    string `json:"sweep_id"`
+	ScheduleID string `json:"schedule_id"`
+}
