@@ -33,8 +33,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/sfsweep/sfsweep/analysis"
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
@@ -42,6 +42,8 @@ import (
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/training/data"
 	"github.com/sfsweep/sfsweep/workflows"
+
+	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
 // Activities carries what the activities share: the object store, a Temporal client (to
@@ -827,9 +829,9 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 	for _, k := range listed {
 		exists[k] = true
 	}
-	outcomes := make(map[string]sweeps.Outcome, len(trials))
+	outcomes := make(map[string]report.Outcome, len(trials))
 	for i, t := range trials {
-		var o sweeps.Outcome
+		var o report.Outcome
 		if exists[trialKey(t.ID, training.ResultKey)] {
 			if o.Result, err = a.storedResult(ctx, t.ID); err != nil {
 				return TablesOutput{}, err
@@ -850,7 +852,7 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 		}
 		outcomes[t.ID] = o
 	}
-	tables, err := sweeps.BuildTables(m, trials, outcomes)
+	tables, err := report.BuildTables(m, trials, outcomes)
 	if err != nil {
 		return TablesOutput{}, invalid(err)
 	}
@@ -867,8 +869,8 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 		return nil
 	}
 	plots := OutputPrefix(m) + "/plots/"
-	figure := func(name string, fig *analysis.Figure) error {
-		for _, f := range []string{analysis.FormatPNG, analysis.FormatSVG} {
+	figure := func(name string, fig *figure.Figure) error {
+		for _, f := range []string{figure.FormatPNG, figure.FormatSVG} {
 			if err := put(plots+name+"."+f, func(b *bytes.Buffer) error { return fig.Write(b, f) }); err != nil {
 				return err
 			}
@@ -876,8 +878,8 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 		return nil
 	}
 	for _, nt := range tables {
-		if nt.Table.Kind == analysis.TableCSensitivity {
-			if fig, err := analysis.HeatMap(nt.Table); err == nil {
+		if nt.Table.Kind == report.TableCSensitivity {
+			if fig, err := report.HeatMap(nt.Table); err == nil {
 				if err := figure(nt.Name+"-heatmap", fig); err != nil {
 					return out, err
 				}
@@ -895,31 +897,31 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 		return out, err
 	}
 	curves := sp.curves
-	opts := analysis.CurvesOptions{Title: m.Name + ": validation loss"}
+	opts := report.CurvesOptions{Title: m.Name + ": validation loss"}
 	if len(curves) > 4 {
 		opts.Iterates = []string{training.IterX, training.IterW} // the primary iterate only
 	}
 	if len(curves) > MaxPlottedTrials {
 		return out, nil // a plot of more curves reads as noise; the tables hold the results
 	}
-	if fig, err := analysis.CurvesPlot(curves, opts); err == nil {
+	if fig, err := report.CurvesPlot(curves, opts); err == nil {
 		if err := figure("curves", fig); err != nil {
 			return out, err
 		}
 	}
-	if fig, err := analysis.DecayProbePlot(sp.probes, analysis.DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
+	if fig, err := report.DecayProbePlot(sp.probes, report.DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
 		if err := figure("decay-probe", fig); err != nil {
 			return out, err
 		}
 	}
-	if fig, err := analysis.DecayProbePlot(sp.branches, analysis.DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay"}); err == nil {
+	if fig, err := report.DecayProbePlot(sp.branches, report.DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay"}); err == nil {
 		if err := figure("lr-decay", fig); err != nil {
 			return out, err
 		}
 	}
 	if ip := m.Probes.Interpolate; ip != nil {
 		title := fmt.Sprintf("%s: α·w(%d) + (1−α)·w(%d)", m.Name, ip.From, ip.To)
-		if fig, err := analysis.InterpolationPlot(sp.interpolations, analysis.InterpolationOptions{Title: title}); err == nil {
+		if fig, err := report.InterpolationPlot(sp.interpolations, report.InterpolationOptions{Title: title}); err == nil {
 			if err := figure("interpolation", fig); err != nil {
 				return out, err
 			}
@@ -950,15 +952,15 @@ const MaxPlottedTrials = 64
 
 // sweepPlots are the series a sweep's plots draw.
 type sweepPlots struct {
-	curves           []analysis.Curve
-	probes, branches []analysis.DecayProbeCurve
-	interpolations   []analysis.InterpolationCurve
+	curves           []report.Curve
+	probes, branches []report.DecayProbeCurve
+	interpolations   []report.InterpolationCurve
 }
 
 // sweepCurves gathers the validation curves of the finished trials, their decay probes,
 // LR-decay branches and interpolations, as the manifest asks for them (listed: the keys
 // under trials/).
-func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]sweeps.Outcome, listed []string) (sweepPlots, error) {
+func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]report.Outcome, listed []string) (sweepPlots, error) {
 	var sp sweepPlots
 	has := func(k string) bool { _, found := slices.BinarySearch(listed, k); return found }
 	for _, t := range trials {
@@ -966,16 +968,16 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 		if r == nil || len(r.Curves) == 0 {
 			continue
 		}
-		c := analysis.Curve{Label: trialLabel(t)}
+		c := report.Curve{Label: trialLabel(t)}
 		for _, p := range r.Curves {
-			c.Points = append(c.Points, analysis.CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
+			c.Points = append(c.Points, report.CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
 		}
 		sp.curves = append(sp.curves, c)
 		if len(sp.curves) > MaxPlottedTrials {
 			return sweepPlots{curves: sp.curves}, nil
 		}
 		// keep adds a trial's probe curve, labelled as its validation curve, if it has points
-		keep := func(dst *[]analysis.DecayProbeCurve, pc analysis.DecayProbeCurve, err error) error {
+		keep := func(dst *[]report.DecayProbeCurve, pc report.DecayProbeCurve, err error) error {
 			if err == nil && len(pc.Points) > 0 {
 				pc.Label = c.Label
 				*dst = append(*dst, pc)
@@ -1017,12 +1019,12 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 				if json.Unmarshal(b, &res) != nil {
 					continue
 				}
-				ic := analysis.InterpolationCurve{Label: c.Label}
+				ic := report.InterpolationCurve{Label: c.Label}
 				if decayed {
 					ic.Label += ", LR decayed to step " + strconv.Itoa(ip.To)
 				}
 				for _, q := range res.Points {
-					ic.Points = append(ic.Points, analysis.InterpolationPoint{Alpha: q.Alpha, Loss: float64(q.Loss)})
+					ic.Points = append(ic.Points, report.InterpolationPoint{Alpha: q.Alpha, Loss: float64(q.Loss)})
 				}
 				sp.interpolations = append(sp.interpolations, ic)
 			}
@@ -1035,8 +1037,8 @@ func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials
 // up to its step, the key of step 0) that same accepts, in the order of their steps.
 func probePoints[R any](ctx context.Context, a *Activities, t sweeps.Trial, listed []string, key0 string, same func(*R) bool,
 	point func(*R) (step int, before float64, after training.Loss),
-) (analysis.DecayProbeCurve, error) {
-	var pc analysis.DecayProbeCurve
+) (report.DecayProbeCurve, error) {
+	var pc report.DecayProbeCurve
 	prefix := strings.TrimSuffix(key0, fmt.Sprintf("%08d.json", 0))
 	lo, _ := slices.BinarySearch(listed, prefix)
 	for _, k := range listed[lo:] {
@@ -1052,7 +1054,7 @@ func probePoints[R any](ctx context.Context, a *Activities, t sweeps.Trial, list
 			continue
 		}
 		step, before, after := point(&r)
-		pc.Points = append(pc.Points, analysis.DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
+		pc.Points = append(pc.Points, report.DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
 	}
 	return pc, nil
 }

@@ -4,56 +4,14 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/sfsweep/sfsweep/internal/figure"
 )
-
-// Figure is a grid of plots rendered together as one image, such as the two panels of the
-// paper's toy-model figure.
-type Figure struct {
-	Plots         [][]*plot.Plot // rows of panels; a nil entry leaves its tile empty
-	Width, Height vg.Length
-}
-
-// Save renders the figure to path; the extension (".png" or ".svg") selects the format.
-func (f *Figure) Save(path string) (err error) {
-	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
-	if format != FormatPNG && format != FormatSVG {
-		return fmt.Errorf("analysis: save figure %s: unsupported format (want .png or .svg)", path)
-	}
-	file, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("analysis: save figure: %w", err)
-	}
-	defer func() {
-		if cerr := file.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("analysis: save figure: %w", cerr)
-		}
-	}()
-	if err := f.Write(file, format); err != nil {
-		return fmt.Errorf("analysis: save figure %s: %w", path, err)
-	}
-	return nil
-}
-
-// SaveAll renders the figure as dir/base.png and dir/base.svg and returns the paths written.
-func (f *Figure) SaveAll(dir, base string) ([]string, error) {
-	var paths []string
-	for _, ext := range []string{".png", ".svg"} {
-		p := filepath.Join(dir, base+ext)
-		if err := f.Save(p); err != nil {
-			return paths, err
-		}
-		paths = append(paths, p)
-	}
-	return paths, nil
-}
 
 // Region is a rectangle [XMin, XMax] × [YMin, YMax] of the toy model's parameter space.
 type Region struct{ XMin, XMax, YMin, YMax float64 }
@@ -144,19 +102,19 @@ func riverLine(r Region) (*plotter.Line, error) {
 
 // RiverValleyFigure returns the paper's fig:river-valley: the contour plot of the toy loss with its
 // river.
-func RiverValleyFigure(r Region) (*Figure, error) {
+func RiverValleyFigure(r Region) (*figure.Figure, error) {
 	p, err := landscapePlot(r)
 	if err != nil {
 		return nil, err
 	}
 	p.Title.Text = "River-valley toy landscape (contours of log10 f)"
 	p.Legend.Top = true
-	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: 6 * vg.Inch, Height: 4.5 * vg.Inch}, nil
+	return &figure.Figure{Plots: [][]*plot.Plot{{p}}, Width: 6 * vg.Inch, Height: 4.5 * vg.Inch}, nil
 }
 
 // ToyFigure returns the paper's fig:toy_model: the x iterates (left) and y iterates (right) of the
 // given runs over the loss landscape, one colour per run.
-func ToyFigure(runs []*ToyRun, r Region) (*Figure, error) {
+func ToyFigure(runs []*ToyRun, r Region) (*figure.Figure, error) {
 	var panels [2]*plot.Plot
 	for k, name := range []string{"x", "y"} {
 		p, err := landscapePlot(r)
@@ -186,13 +144,13 @@ func ToyFigure(runs []*ToyRun, r Region) (*Figure, error) {
 		}
 		panels[k] = p
 	}
-	return &Figure{Plots: [][]*plot.Plot{panels[:]}, Width: 12 * vg.Inch, Height: 4.8 * vg.Inch}, nil
+	return &figure.Figure{Plots: [][]*plot.Plot{panels[:]}, Width: 12 * vg.Inch, Height: 4.8 * vg.Inch}, nil
 }
 
 // WeightsFigure returns a grid of histograms of averaging weights (the paper's
 // fig:weights_histogram and fig:modified_weights_histogram*), cols panels per row: each panel shows the mass of α_t in bins equal-width bins of t
 // and, as a line, the same binning of the closed form (C/T)(t/T)^{C−1}.
-func WeightsFigure(sets []WeightSet, cols, bins int) (*Figure, error) {
+func WeightsFigure(sets []WeightSet, cols, bins int) (*figure.Figure, error) {
 	if cols < 1 || bins < 1 {
 		return nil, fmt.Errorf("analysis: weights figure: cols = %d, bins = %d, both must be ≥ 1", cols, bins)
 	}
@@ -238,7 +196,7 @@ func WeightsFigure(sets []WeightSet, cols, bins int) (*Figure, error) {
 		p.Legend.Top, p.Legend.Left = true, true
 		grid[i/cols][i%cols] = p
 	}
-	return &Figure{Plots: grid, Width: vg.Length(cols) * 4 * vg.Inch, Height: vg.Length(rows) * 3 * vg.Inch}, nil
+	return &figure.Figure{Plots: grid, Width: vg.Length(cols) * 4 * vg.Inch, Height: vg.Length(rows) * 3 * vg.Inch}, nil
 }
 
 // binWeights sums α_t and the closed form over bins equal-width bins of t ∈ [0.5, T+0.5].
@@ -255,7 +213,7 @@ func binWeights(s WeightSet, bins int) (mass, approx []float64, width float64) {
 
 // EoSFigure returns the paper's fig:eos (left panel): the preconditioned sharpness at y_t against
 // step, with the stability threshold dashed.
-func EoSFigure(run *EoSRun) (*Figure, error) {
+func EoSFigure(run *EoSRun) (*figure.Figure, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("SF-AdamW on the toy model, (β1, β2) = (%g, %g)", run.Config.Beta1, run.Config.Beta2)
 	p.X.Label.Text = "step t"
@@ -284,13 +242,13 @@ func EoSFigure(run *EoSRun) (*Figure, error) {
 	p.Legend.Add("threshold 2/((1-β1)γ) - λ", lt)
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
-	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: 6 * vg.Inch, Height: 4.5 * vg.Inch}, nil
+	return &figure.Figure{Plots: [][]*plot.Plot{{p}}, Width: 6 * vg.Inch, Height: 4.5 * vg.Inch}, nil
 }
 
 // CentralFlowFigure plots, for each run, the measured variance of the oscillation along the
 // top Hessian eigenvector (solid) and the central-flow prediction σ² at the time-averaged
 // iterate (dashed), on a logarithmic scale; points where either is not positive are omitted.
-func CentralFlowFigure(runs []*CentralFlowRun) (*Figure, error) {
+func CentralFlowFigure(runs []*CentralFlowRun) (*figure.Figure, error) {
 	p := plot.New()
 	p.Title.Text = "SF-ScalarAdam on the toy model: oscillation variance"
 	p.X.Label.Text = "step t"
@@ -327,7 +285,7 @@ func CentralFlowFigure(runs []*CentralFlowRun) (*Figure, error) {
 		p.Legend.Add(fmt.Sprintf("β1 = %g central flow σ²", run.Config.Beta1), lp)
 	}
 	p.Add(plotter.NewGrid())
-	return &Figure{Plots: [][]*plot.Plot{{p}}, Width: 7 * vg.Inch, Height: 5 * vg.Inch}, nil
+	return &figure.Figure{Plots: [][]*plot.Plot{{p}}, Width: 7 * vg.Inch, Height: 5 * vg.Inch}, nil
 }
 
 // decadeTicks marks the integers of an axis holding log₁₀ of the data, labelled as the

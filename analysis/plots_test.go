@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
 // checkImages checks that paths hold a decodable PNG of the figure's size at 150 dpi and an
 // SVG document.
-func checkImages(t *testing.T, f *Figure, paths []string) {
+func checkImages(t *testing.T, f *figure.Figure, paths []string) {
 	t.Helper()
 	if len(paths) != 2 {
 		t.Fatalf("wrote %v, want a PNG and an SVG", paths)
@@ -60,12 +62,12 @@ func TestFigures(t *testing.T) {
 	}
 	v, _ := VanillaWeights(100, 0.9)
 	r, _ := RefinedWeights(100, 0.5, 10)
-	figs := map[string]func() (*Figure, error){
-		"river":   func() (*Figure, error) { return RiverValleyFigure(DefaultToyRegion) },
-		"toy":     func() (*Figure, error) { return ToyFigure([]*ToyRun{toy}, DefaultToyRegion) },
-		"weights": func() (*Figure, error) { return WeightsFigure([]WeightSet{v, r, v}, 2, 20) },
-		"eos":     func() (*Figure, error) { return EoSFigure(eos) },
-		"cf":      func() (*Figure, error) { return CentralFlowFigure([]*CentralFlowRun{cfr}) },
+	figs := map[string]func() (*figure.Figure, error){
+		"river":   func() (*figure.Figure, error) { return RiverValleyFigure(DefaultToyRegion) },
+		"toy":     func() (*figure.Figure, error) { return ToyFigure([]*ToyRun{toy}, DefaultToyRegion) },
+		"weights": func() (*figure.Figure, error) { return WeightsFigure([]WeightSet{v, r, v}, 2, 20) },
+		"eos":     func() (*figure.Figure, error) { return EoSFigure(eos) },
+		"cf":      func() (*figure.Figure, error) { return CentralFlowFigure([]*CentralFlowRun{cfr}) },
 	}
 	for name, mk := range figs {
 		f, err := mk()

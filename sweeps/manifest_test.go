@@ -152,8 +152,7 @@ func TestHugeGridRefused(t *testing.T) {
 	}
 }
 
-// Every example manifest parses, expands, and its tables build from no results (all cells
-// "--").
+// Every example manifest parses and expands (report.TestExampleTables builds their tables).
 func TestExamples(t *testing.T) {
 	files, err := filepath.Glob("examples/*.yaml")
 	if err != nil || len(files) < 12 {
@@ -173,9 +172,6 @@ func TestExamples(t *testing.T) {
 		if err != nil || len(trials) == 0 {
 			t.Errorf("%s: %d trials, %v", f, len(trials), err)
 			continue
-		}
-		if _, err := BuildTables(m, trials, map[string]Outcome{}); err != nil {
-			t.Errorf("%s: tables: %v", f, err)
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/sfsweep/sfsweep/analysis"
 	"github.com/sfsweep/sfsweep/sfadamw"
+
+	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
 // The analysis commands reproduce the paper's analytical figures (package analysis): each
@@ -200,7 +202,7 @@ func (a *artifacts) data(name string, write func(io.Writer) error) error {
 }
 
 // figure writes a figure as PNG and SVG.
-func (a *artifacts) figure(base string, f *analysis.Figure, err error) error {
+func (a *artifacts) figure(base string, f *figure.Figure, err error) error {
 	if err != nil {
 		return err
 	}

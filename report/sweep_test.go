@@ -1,13 +1,14 @@
-package sweeps
+package report
 
 import (
 	"bytes"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/sfsweep/sfsweep/analysis"
+	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -18,8 +19,8 @@ func finished(ppl float64) Outcome {
 // The C-sensitivity twin's table from outcomes: the vanilla trial fills both its cells,
 // a diverged trial reads as such, a failed one as failed, a missing one as --.
 func TestBuildCSensitivity(t *testing.T) {
-	src, _ := os.ReadFile("examples/c-sensitivity-tiny.yaml")
-	m, err := Parse(src)
+	src, _ := os.ReadFile("../sweeps/examples/c-sensitivity-tiny.yaml")
+	m, err := sweeps.Parse(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,28 +44,28 @@ func TestBuildCSensitivity(t *testing.T) {
 		t.Fatalf("%d tables, %v", len(tables), err)
 	}
 	tb := tables[0].Table
-	cell := func(row float64, col string) analysis.TableCell {
+	cell := func(row float64, col string) TableCell {
 		for _, c := range tb.Cells {
 			if c.Row == row && c.Col == col {
 				return c
 			}
 		}
 		t.Fatalf("no cell (%v, %s)", row, col)
-		return analysis.TableCell{}
+		return TableCell{}
 	}
-	if a, b := cell(0.95, "vanilla"), cell(0.95, "20"); a.Status != analysis.StatusOK || a.Value != b.Value {
+	if a, b := cell(0.95, "vanilla"), cell(0.95, "20"); a.Status != StatusOK || a.Value != b.Value {
 		t.Errorf("β1 = 0.95: vanilla %+v and C = 20 %+v must be the same trial", a, b)
 	}
-	if c := cell(0.1, "5"); c.Status != analysis.StatusDiverged || c.Step != 17 {
+	if c := cell(0.1, "5"); c.Status != StatusDiverged || c.Step != 17 {
 		t.Errorf("diverged cell %+v", c)
 	}
-	if c := cell(0.5, "200"); c.Status != analysis.StatusFailed || c.Reason != "CUDA error" {
+	if c := cell(0.5, "200"); c.Status != StatusFailed || c.Reason != "CUDA error" {
 		t.Errorf("failed cell %+v", c)
 	}
-	if c := cell(0.95, "500"); c.Status != analysis.StatusMissing {
+	if c := cell(0.95, "500"); c.Status != StatusMissing {
 		t.Errorf("missing cell %+v", c)
 	}
-	if c := cell(0.1, "200"); c.Status != analysis.StatusMissing {
+	if c := cell(0.1, "200"); c.Status != StatusMissing {
 		t.Errorf("cell (0.1, 200), not in the grid: %+v", c)
 	}
 	var md bytes.Buffer
@@ -73,9 +74,22 @@ func TestBuildCSensitivity(t *testing.T) {
 	}
 }
 
+// seedsManifest is a grid of 2 learning rates, 2 β1 and 2 C values over three seeds.
+const seedsManifest = `name: t
+model: micro-llama
+data: {default: byte}
+batch_tokens: 32
+steps: 10
+seeds: [1, 2, 3]
+optimizers:
+  - {name: sfadamw, lr: [1e-3, 2e-3], betas: [[0.9, 0.99], [0.95, 0.99]], c: [vanilla, 50]}
+tables:
+  - {kind: c_sensitivity, name: t, lr: 1e-3, beta2: 0.99}
+`
+
 // Seeds of one cell are averaged over those that completed.
 func TestBuildSeedsMean(t *testing.T) {
-	m, err := Parse([]byte(strings.Replace(base, "seeds: [1, 2]", "seeds: [1, 2, 3]", 1) + "tables:\n  - {kind: c_sensitivity, name: t, lr: 1e-3, beta2: 0.99}\n"))
+	m, err := sweeps.Parse([]byte(seedsManifest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +110,36 @@ func TestBuildSeedsMean(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range tables[0].Table.Cells {
-		if c.Status != analysis.StatusOK || math.Abs(c.Value-35) > 1e-12 {
+		if c.Status != StatusOK || math.Abs(c.Value-35) > 1e-12 {
 			t.Errorf("cell %+v, want the mean 35 of the completed seeds", c)
 		}
 	}
 	if n := len(tables[0].Table.Cells); n != 4 {
 		t.Errorf("%d cells, want 2 β1 × 2 C at lr 1e-3", n)
+	}
+}
+
+// Every example manifest's tables build from a sweep with no results yet.
+func TestExampleTables(t *testing.T) {
+	files, err := filepath.Glob("../sweeps/examples/*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("%d example manifests (%v)", len(files), err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := sweeps.Parse(src)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		trials, err := m.Expand()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, err := BuildTables(m, trials, map[string]Outcome{}); err != nil {
+			t.Errorf("%s: tables: %v", f, err)
+		}
 	}
 }

@@ -1,11 +1,11 @@
-package sweeps
+package report
 
 import (
 	"fmt"
 	"math"
 	"slices"
 
-	"github.com/sfsweep/sfsweep/analysis"
+	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -19,16 +19,16 @@ type Outcome struct {
 // NamedTable is a built table and the name its files take.
 type NamedTable struct {
 	Name  string
-	Table *analysis.Table
+	Table *Table
 }
 
 // BuildTables builds every table of the manifest from the trials' outcomes (by trial ID).
 // A cell with several seeds shows their mean over the seeds that completed.
-func BuildTables(m *Manifest, trials []Trial, outcomes map[string]Outcome) ([]NamedTable, error) {
+func BuildTables(m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]Outcome) ([]NamedTable, error) {
 	var out []NamedTable
 	for i, spec := range m.Tables {
 		var (
-			t   *analysis.Table
+			t   *Table
 			err error
 		)
 		switch spec.Kind {
@@ -47,7 +47,7 @@ func BuildTables(m *Manifest, trials []Trial, outcomes map[string]Outcome) ([]Na
 
 // metric returns the table's number of a finished result: the test perplexity (or the
 // final validation loss) at the run's primary iterate.
-func metric(spec Table, r *training.Result) float64 {
+func metric(spec sweeps.Table, r *training.Result) float64 {
 	if spec.Metric == "val_loss" {
 		return r.Val[r.Primary]
 	}
@@ -55,7 +55,7 @@ func metric(spec Table, r *training.Result) float64 {
 }
 
 // cellOf merges the outcomes of one grid cell (several seeds) into a value and status.
-func cellOf(spec Table, os []Outcome) (float64, analysis.Status, int, string) {
+func cellOf(spec sweeps.Table, os []Outcome) (float64, Status, int, string) {
 	var sum float64
 	var ok, div, step int
 	reason := ""
@@ -78,16 +78,16 @@ func cellOf(spec Table, os []Outcome) (float64, analysis.Status, int, string) {
 	}
 	switch {
 	case ok > 0:
-		return sum / float64(ok), analysis.StatusOK, 0, ""
+		return sum / float64(ok), StatusOK, 0, ""
 	case div > 0:
-		return 0, analysis.StatusDiverged, step, ""
+		return 0, StatusDiverged, step, ""
 	case reason != "":
-		return 0, analysis.StatusFailed, 0, reason
+		return 0, StatusFailed, 0, reason
 	}
-	return 0, analysis.StatusMissing, 0, ""
+	return 0, StatusMissing, 0, ""
 }
 
-func cSensitivity(spec Table, trials []Trial, outcomes map[string]Outcome) (*analysis.Table, error) {
+func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]Outcome) (*Table, error) {
 	opt := spec.Optimizer
 	if opt == "" {
 		opt = training.SFAdamW
@@ -125,17 +125,17 @@ func cSensitivity(spec Table, trials []Trial, outcomes map[string]Outcome) (*ana
 	slices.Sort(colsC)
 	cols := make([]string, len(colsC))
 	for i, c := range colsC {
-		cols[i] = Point{C: c}.CLabel()
+		cols[i] = sweeps.Point{C: c}.CLabel()
 	}
-	cells := make([]analysis.Cell, 0, len(keys))
+	cells := make([]Cell, 0, len(keys))
 	for _, k := range keys {
 		v, st, step, reason := cellOf(spec, groups[k])
-		cells = append(cells, analysis.Cell{Row: k.row, Col: k.col, Value: v, Status: st, Step: step, Reason: reason})
+		cells = append(cells, Cell{Row: k.row, Col: k.col, Value: v, Status: st, Step: step, Reason: reason})
 	}
-	return analysis.CSensitivityTable(spec.Title, spec.Label, cells, rows, cols)
+	return CSensitivityTable(spec.Title, spec.Label, cells, rows, cols)
 }
 
-func hyperparameters(m *Manifest, spec Table, trials []Trial, outcomes map[string]Outcome) (*analysis.Table, error) {
+func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]Outcome) (*Table, error) {
 	type key struct {
 		opt, sched    string
 		lr, b1, b2, c float64
@@ -165,11 +165,11 @@ func hyperparameters(m *Manifest, spec Table, trials []Trial, outcomes map[strin
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("no trial matches the table")
 	}
-	trs := make([]analysis.TrialSummary, 0, len(keys))
+	trs := make([]TrialSummary, 0, len(keys))
 	for _, k := range keys {
 		v, st, step, reason := cellOf(spec, groups[k])
-		trs = append(trs, analysis.TrialSummary{Optimizer: k.opt, Schedule: k.sched, LR: k.lr, Beta1: k.b1, Beta2: k.b2, C: k.c,
+		trs = append(trs, TrialSummary{Optimizer: k.opt, Schedule: k.sched, LR: k.lr, Beta1: k.b1, Beta2: k.b2, C: k.c,
 			Value: v, Status: st, Step: step, Reason: reason})
 	}
-	return analysis.HyperparameterTable(spec.Title, spec.Label, trs)
+	return HyperparameterTable(spec.Title, spec.Label, trs)
 }

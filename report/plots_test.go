@@ -1,17 +1,15 @@
-package analysis
+package report
 
 import (
 	"bytes"
 	"encoding/xml"
 	"errors"
 	"flag"
-	"image/color"
 	"image/png"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +17,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/sfsweep/sfsweep/sfadamw"
+
+	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
 var sweepPlotsOut = flag.String("sweepplots.out", "", "also write the sweep plots of TestSweepPlotsRender to this folder")
@@ -104,7 +104,7 @@ func statusHeatTable(t *testing.T) *Table {
 }
 
 // renderFigure renders f in format and fails the test on error.
-func renderFigure(t *testing.T, f *Figure, format string) []byte {
+func renderFigure(t *testing.T, f *figure.Figure, format string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := f.Write(&b, format); err != nil {
@@ -147,24 +147,24 @@ func checkSVG(t *testing.T, b []byte) {
 func TestSweepPlotsRender(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		build  func() (*Figure, error)
+		build  func() (*figure.Figure, error)
 		legend []string // texts the SVG must hold
 	}{
-		{"curves", func() (*Figure, error) { return CurvesPlot(paperCurves(), CurvesOptions{}) },
+		{"curves", func() (*figure.Figure, error) { return CurvesPlot(paperCurves(), CurvesOptions{}) },
 			[]string{"SF-AdamW β1 = 0.1", "SF-AdamW β1 = 0.5", "SF-AdamW β1 = 0.95", "AdamW", "x", "y", "EWA of x", "EWA of y", "w", "EWA of w", "tokens (B)"}},
-		{"curves_y_steps", func() (*Figure, error) {
+		{"curves_y_steps", func() (*figure.Figure, error) {
 			return CurvesPlot(paperCurves()[:3], CurvesOptions{Title: "x, y and the EWA of y", Iterates: []string{"x", "y", "ewa_y"}, Steps: true, YMin: 3, YMax: 4})
 		}, []string{"x, y and the EWA of y", "SF-AdamW β1 = 0.1", "EWA of y", "step"}},
-		{"decay_probe", func() (*Figure, error) { return DecayProbePlot(paperProbes(), DecayProbeOptions{}) },
+		{"decay_probe", func() (*figure.Figure, error) { return DecayProbePlot(paperProbes(), DecayProbeOptions{}) },
 			[]string{"AdamW", "SF-AdamW β1 = 0.95", "at the checkpoint", "after the decay probe"}},
-		{"lr_decay_branch", func() (*Figure, error) {
+		{"lr_decay_branch", func() (*figure.Figure, error) {
 			return DecayProbePlot(paperProbes()[:1], DecayProbeOptions{Title: "LR-decay branch", After: "after the LR decay"})
 		}, []string{"LR-decay branch", "AdamW", "after the LR decay"}},
-		{"interpolation", func() (*Figure, error) { return InterpolationPlot(riverProfiles(), InterpolationOptions{}) },
+		{"interpolation", func() (*figure.Figure, error) { return InterpolationPlot(riverProfiles(), InterpolationOptions{}) },
 			[]string{"AdamW, constant LR", "AdamW, LR decayed", "SF-AdamW, constant LR", "Validation loss between two checkpoints"}},
-		{"heatmap_c_sweep_05M", func() (*Figure, error) { return HeatMap(paperHeatTable(t)) },
+		{"heatmap_c_sweep_05M", func() (*figure.Figure, error) { return HeatMap(paperHeatTable(t)) },
 			[]string{"Refined SF-AdamW, 0.5M-token batches (test perplexity)", "vanilla", "500", "0.95", "not run"}},
-		{"heatmap_statuses", func() (*Figure, error) { return HeatMap(statusHeatTable(t)) },
+		{"heatmap_statuses", func() (*figure.Figure, error) { return HeatMap(statusHeatTable(t)) },
 			[]string{"failed", "step 1200", "diverged (step)", "110.8"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,7 +176,7 @@ func TestSweepPlotsRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, format := range []string{FormatPNG, FormatSVG} {
+			for _, format := range []string{figure.FormatPNG, figure.FormatSVG} {
 				b := renderFigure(t, f1, format)
 				if again := renderFigure(t, f1, format); !bytes.Equal(b, again) {
 					t.Errorf("%s: rendering the same figure twice gives different bytes", format)
@@ -185,7 +185,7 @@ func TestSweepPlotsRender(t *testing.T) {
 					t.Errorf("%s: two figures built from the same data render differently", format)
 				}
 				switch format {
-				case FormatPNG:
+				case figure.FormatPNG:
 					img, err := png.Decode(bytes.NewReader(b))
 					if err != nil {
 						t.Fatal(err)
@@ -194,7 +194,7 @@ func TestSweepPlotsRender(t *testing.T) {
 					if w := img.Bounds().Dx(); w < want-2 || w > want+2 {
 						t.Errorf("PNG width %d px, want %d", w, want)
 					}
-				case FormatSVG:
+				case figure.FormatSVG:
 					checkSVG(t, b)
 					for _, s := range tc.legend {
 						if !bytes.Contains(b, []byte(">"+s+"<")) {
@@ -259,7 +259,7 @@ func TestCurvesPlotNonFinite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svg := renderFigure(t, f, FormatSVG)
+	svg := renderFigure(t, f, figure.FormatSVG)
 	checkSVG(t, svg)
 	if got := bytes.Count(svg, []byte("stroke:#1F77B4")); got != 3 {
 		t.Errorf("%d stroked paths in the trial's colour, want 3 (two lines and the legend)", got)
@@ -274,7 +274,7 @@ func TestCurvesPlotNonFinite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSVG(t, renderFigure(t, f, FormatSVG))
+	checkSVG(t, renderFigure(t, f, figure.FormatSVG))
 
 	probe := DecayProbeCurve{Label: "probe", Points: []DecayProbePoint{
 		{Tokens: 1e6, Before: 4, After: math.NaN()}, {Tokens: 2e6, Before: math.Inf(1), After: 3.5},
@@ -284,7 +284,7 @@ func TestCurvesPlotNonFinite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSVG(t, renderFigure(t, f, FormatSVG))
+	checkSVG(t, renderFigure(t, f, figure.FormatSVG))
 }
 
 // TestCurvesPlotOrder checks that points given out of order draw the same figure as
@@ -303,130 +303,8 @@ func TestCurvesPlotOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(renderFigure(t, a, FormatSVG), renderFigure(t, b, FormatSVG)) {
+	if !bytes.Equal(renderFigure(t, a, figure.FormatSVG), renderFigure(t, b, figure.FormatSVG)) {
 		t.Error("reversed points draw a different figure")
-	}
-}
-
-// TestHeatScale checks the colour scale against its closed form: linear in log
-// perplexity, so the geometric mean of the extremes takes the middle viridis stop.
-func TestHeatScale(t *testing.T) {
-	lo, hi := 23.60, 67.20
-	s := heatScale{lo: math.Log(lo), hi: math.Log(hi)}
-	for _, tc := range []struct {
-		ppl  float64
-		want int // viridis stop
-	}{
-		{lo, 8}, {hi, 0},
-		{math.Sqrt(lo * hi), 4},
-		{math.Exp(math.Log(lo) + 0.25*(math.Log(hi)-math.Log(lo))), 6},
-		{math.Exp(math.Log(lo) + 0.875*(math.Log(hi)-math.Log(lo))), 1},
-	} {
-		if got := s.color(tc.ppl); got != viridis[tc.want] {
-			t.Errorf("color(%v) = %v, want stop %d %v", tc.ppl, got, tc.want, viridis[tc.want])
-		}
-	}
-	a, b := viridis[0], viridis[1]
-	half := func(u, v uint8) uint8 { return uint8(math.Round((float64(u) + float64(v)) / 2)) }
-	want := color.RGBA{half(a.R, b.R), half(a.G, b.G), half(a.B, b.B), 255}
-	if got := viridisAt(1.0 / 16); got != want {
-		t.Errorf("viridisAt(1/16) = %v, want the midpoint of the first two stops %v", got, want)
-	}
-}
-
-var boldText = regexp.MustCompile(`font-weight:bold[^>]*>([^<]*)</text>`)
-
-// TestHeatMapCells checks the cells of the paper's tab:c_sweep_05M in the SVG: every value
-// written, the row minima read off the paper in bold, one light grey fill per "--" cell
-// (and the legend's), the lowest and highest perplexity at the ends of the scale.
-func TestHeatMapCells(t *testing.T) {
-	tab := paperHeatTable(t)
-	f, err := HeatMap(tab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svg := renderFigure(t, f, FormatSVG)
-	notRun := 0
-	for _, c := range tab.Cells {
-		switch c.Status {
-		case StatusOK:
-			if s := ">" + formatPerplexity(c.Value) + "<"; !bytes.Contains(svg, []byte(s)) {
-				t.Errorf("no cell text %s", s)
-			}
-		case StatusMissing:
-			notRun++
-		}
-	}
-	if notRun != 9 {
-		t.Fatalf("%d cells not run, the paper has 9", notRun)
-	}
-	if got := bytes.Count(svg, []byte(">--<")); got != notRun {
-		t.Errorf("%d cells read --, want %d", got, notRun)
-	}
-	if got := bytes.Count(svg, []byte("fill:#D9D9D9")); got != notRun+1 {
-		t.Errorf("%d light grey fills, want %d cells and the legend", got, notRun+1)
-	}
-	var bold []string
-	for _, m := range boldText.FindAllSubmatch(svg, -1) {
-		bold = append(bold, string(m[1]))
-	}
-	slices.Sort(bold)
-	if want := []string{"23.60", "23.97", "29.32", "35.80"}; !slices.Equal(bold, want) {
-		t.Errorf("bold cells %q, want the paper's row minima %q", bold, want)
-	}
-	// 23.60 (best) and 67.20 (worst) fill a cell and a legend swatch each.
-	for _, fill := range []string{"fill:#FDE725", "fill:#440154"} {
-		if got := bytes.Count(svg, []byte(fill)); got != 2 {
-			t.Errorf("%d paths with %s, want 2", got, fill)
-		}
-	}
-
-	// Shrunk to a fifth of its width, the cells are too narrow for their values.
-	f.Width /= 5
-	small := renderFigure(t, f, FormatSVG)
-	if bytes.Contains(small, []byte(">36.62<")) {
-		t.Error("value written in a cell too narrow for it")
-	}
-	checkSVG(t, small)
-}
-
-// TestHeatMapStatuses checks the cells without a finished value: failed dark grey, each
-// diverged cell a red cross (two strokes) with its step when known, and a finished cell
-// holding a non-finite value (possible only in a table edited by hand) drawn as not run.
-func TestHeatMapStatuses(t *testing.T) {
-	tab := statusHeatTable(t)
-	f, err := HeatMap(tab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svg := renderFigure(t, f, FormatSVG)
-	for _, tc := range []struct {
-		what string
-		want int
-	}{
-		{"fill:#8C8C8C", 2},   // the failed cell and its legend swatch
-		{">failed<", 2},       // its text and its legend entry
-		{"stroke:#C81E1E", 6}, // two diverged cells and the legend swatch, two strokes each
-		{">step 1200<", 1},
-		{"fill:#D9D9D9", 3}, // two cells not run and the legend swatch
-	} {
-		if got := bytes.Count(svg, []byte(tc.what)); got != tc.want {
-			t.Errorf("%d × %s, want %d", got, tc.what, tc.want)
-		}
-	}
-
-	tab.Cells[0].Value = math.NaN() // 110.8, finished
-	f, err = HeatMap(tab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svg = renderFigure(t, f, FormatSVG)
-	checkSVG(t, svg)
-	if got := bytes.Count(svg, []byte("fill:#D9D9D9")); got != 4 {
-		t.Errorf("%d light grey fills with a NaN cell, want 4", got)
-	}
-	if bytes.Contains(svg, []byte(">110.8<")) {
-		t.Error("the replaced value is still drawn")
 	}
 }
 
@@ -514,7 +392,9 @@ func TestSweepPlotErrors(t *testing.T) {
 		}, "Rows"},
 		{"no columns", func() error { _, err := HeatMap(&Table{Kind: TableCSensitivity, Rows: []string{"0.9"}}); return err }, "Columns"},
 		{"bad format", func() error { f, _ := CurvesPlot([]Curve{good}, CurvesOptions{}); return f.Write(io.Discard, "gif") }, "format"},
-		{"empty figure", func() error { return (&Figure{Width: vg.Inch, Height: vg.Inch}).Write(io.Discard, FormatSVG) }, "Plots"},
+		{"empty figure", func() error {
+			return (&figure.Figure{Width: vg.Inch, Height: vg.Inch}).Write(io.Discard, figure.FormatSVG)
+		}, "Plots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.err()
@@ -600,7 +480,7 @@ func TestTitlesWrap(t *testing.T) {
 		t.Errorf("curves title %q not wrapped to %v", ct.Text, fc.Width)
 	}
 	if *sweepPlotsOut != "" {
-		os.WriteFile(filepath.Join(*sweepPlotsOut, "heatmap_long_title.png"), renderFigure(t, f2, FormatPNG), 0o644)
+		os.WriteFile(filepath.Join(*sweepPlotsOut, "heatmap_long_title.png"), renderFigure(t, f2, figure.FormatPNG), 0o644)
 	}
-	renderFigure(t, f2, FormatPNG)
+	renderFigure(t, f2, figure.FormatPNG)
 }

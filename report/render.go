@@ -1,0 +1,528 @@
+package report
+
+// Rendering a Table as Markdown, LaTeX (booktabs), CSV and JSON: each a pure function of
+// the Table.
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+)
+
+// formatPerplexity formats a perplexity as the paper does: two decimals below 100 (67.20),
+// one decimal at or above (110.8), so four significant digits from 10 to 1000. Non-finite
+// values, which a validated table never holds, come out as "n/a".
+func formatPerplexity(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	if math.Abs(v) >= 100 || strings.HasPrefix(strings.TrimPrefix(s, "-"), "100.") {
+		s = strconv.FormatFloat(v, 'f', 1, 64) // 99.996 rounds to 100.0, not 100.00
+	}
+	if s == "-0.00" {
+		s = "0.00"
+	}
+	return s
+}
+
+// formatLR formats a learning rate as the paper does: 5e-4, 2e-3, 1e-2.
+func formatLR(v float64) string {
+	s := strconv.FormatFloat(v, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	e, _ := strconv.Atoi(exp)
+	return mant + "e" + strconv.Itoa(e)
+}
+
+// formatG formats a number in the shortest form that parses back to it: 0.95, 200.
+func formatG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// Plain text of a cell: the number, div@N, failed or --.
+func (c Cell) text() string {
+	switch c.Status {
+	case StatusOK:
+		return formatPerplexity(c.Value)
+	case StatusDiverged:
+		if c.Step > 0 {
+			return "div@" + strconv.Itoa(c.Step)
+		}
+		return "div"
+	case StatusFailed:
+		return "failed"
+	}
+	return "--"
+}
+
+func (c TableCell) markdown() string {
+	switch c.Status {
+	case StatusOK:
+		return bold(formatPerplexity(c.Value), c.Best, "**", "**")
+	case StatusDiverged:
+		if c.Step > 0 {
+			return "diverged (step " + strconv.Itoa(c.Step) + ")"
+		}
+		return "diverged"
+	}
+	return c.text()
+}
+
+func (c TableCell) latex() string {
+	switch c.Status {
+	case StatusOK:
+		return bold(formatPerplexity(c.Value), c.Best, `\textbf{`, `}`)
+	case StatusDiverged:
+		if c.Step > 0 {
+			return `$\dagger$\,` + strconv.Itoa(c.Step)
+		}
+		return `$\dagger$`
+	}
+	return c.text()
+}
+
+func bold(s string, on bool, open, close string) string {
+	if on {
+		return open + s + close
+	}
+	return s
+}
+
+// style holds what differs between the Markdown and the LaTeX rendering of a table.
+type style struct {
+	latex               bool
+	boldOpen, boldClose string
+	setOpen, setClose   string
+	escape              func(string) string
+}
+
+var (
+	markdownStyle = style{boldOpen: "**", boldClose: "**", setOpen: "{", setClose: "}", escape: escapeMarkdown}
+	latexStyle    = style{latex: true, boldOpen: `\textbf{`, boldClose: `}`, setOpen: `\{`, setClose: `\}`, escape: escapeLaTeX}
+)
+
+// grid renders a table as its header row and body rows, each a row heading and its cells.
+func (t *Table) grid(st style) (header []string, body [][]string) {
+	switch t.Kind {
+	case TableCSensitivity:
+		header = []string{"β1"}
+		if st.latex {
+			header[0] = `\textbf{$\beta_1$}`
+		}
+		first := true
+		for _, k := range t.Columns {
+			switch {
+			case k == "vanilla":
+				header = append(header, "Vanilla")
+			case first && st.latex:
+				header = append(header, "$C="+k+"$")
+			case first:
+				header = append(header, "C="+k)
+			default:
+				header = append(header, k)
+			}
+			if k != "vanilla" {
+				first = false
+			}
+		}
+		for r, key := range t.Rows {
+			line := []string{key}
+			for _, c := range t.Cells[r*len(t.Columns) : (r+1)*len(t.Columns)] {
+				if st.latex {
+					line = append(line, c.latex())
+				} else {
+					line = append(line, c.markdown())
+				}
+			}
+			body = append(body, line)
+		}
+	case TableHyperparameters:
+		header = []string{"Optimizer", "Learning Rate", "(β1, β2)", "C (Refined SF)"}
+		if st.latex {
+			header = []string{"Optimizer", "Learning Rate", `$(\beta_1, \beta_2)$`, `$C$ (Refined \texttt{SF})`}
+		}
+		for _, g := range t.Grids {
+			o := optimizers[optimizerRank(g.Optimizer)]
+			name := o.text
+			if st.latex {
+				name = o.latex
+			}
+			if g.Schedule != "" {
+				name += " (" + st.escape(g.Schedule) + ")"
+			}
+			var best *TrialSummary
+			if g.Best >= 0 {
+				best = &t.Trials[g.Best]
+			}
+			lr := make([]string, len(g.LR))
+			lrBest := -1
+			for i, v := range g.LR {
+				lr[i] = formatLR(v)
+				if best != nil && v == best.LR {
+					lrBest = i
+				}
+			}
+			betas := make([]string, len(g.Betas))
+			betasBest := -1
+			for i, b := range g.Betas {
+				betas[i] = "(" + formatG(b[0]) + ", " + formatG(b[1]) + ")"
+				if best != nil && b == [2]float64{best.Beta1, best.Beta2} {
+					betasBest = i
+				}
+			}
+			cs := make([]string, len(g.C))
+			cBest := -1
+			for i, v := range g.C {
+				cs[i] = formatG(v)
+				if best != nil && v == best.C {
+					cBest = i
+				}
+			}
+			body = append(body, []string{name, st.set(lr, lrBest), st.set(betas, betasBest), st.set(cs, cBest)})
+		}
+	}
+	return header, body
+}
+
+// set renders a list of grid values as the paper does: "--" when empty, the bare value when
+// single, else {a, b, c} with the best one in bold.
+func (st style) set(items []string, best int) string {
+	switch len(items) {
+	case 0:
+		return "--"
+	case 1:
+		return items[0]
+	}
+	var b strings.Builder
+	b.WriteString(st.setOpen)
+	for i, s := range items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(bold(s, i == best, st.boldOpen, st.boldClose))
+	}
+	b.WriteString(st.setClose)
+	return b.String()
+}
+
+// note returns the caption text after the title.
+func (t *Table) note(st style) string {
+	if t.Kind == TableHyperparameters {
+		return "Bold entries indicate the best-performing configuration for each optimizer."
+	}
+	c := "C"
+	if st.latex {
+		c = "$C$"
+	}
+	s := "Test perplexity under varying " + c + " values. Bold: the best value in each row; --: not run."
+	if st.latex {
+		for _, cell := range t.Cells {
+			if cell.Status == StatusDiverged {
+				s += ` $\dagger$\,$N$: diverged at step $N$.`
+				break
+			}
+		}
+	}
+	return s
+}
+
+// check reports whether the table's parts fit together, so that a Table assembled or
+// edited by hand fails to render instead of panicking.
+func (t *Table) check() error {
+	switch t.Kind {
+	case TableCSensitivity:
+		if len(t.Cells) != len(t.Rows)*len(t.Columns) {
+			return fmt.Errorf("%d cells for %d rows × %d columns", len(t.Cells), len(t.Rows), len(t.Columns))
+		}
+	case TableHyperparameters:
+		if len(t.Grids) != len(t.Rows) {
+			return fmt.Errorf("%d grids for %d rows", len(t.Grids), len(t.Rows))
+		}
+		for i, g := range t.Grids {
+			if optimizerRank(g.Optimizer) < 0 {
+				return fmt.Errorf("grid %d: %w", i, &sfadamw.ConfigError{Field: "Optimizer", Value: strconv.Quote(g.Optimizer), Reason: "must be adamw, sfadamw or refined"})
+			}
+			if g.Best < -1 || g.Best >= len(t.Trials) {
+				return fmt.Errorf("grid %d: best trial %d out of range [-1, %d)", i, g.Best, len(t.Trials))
+			}
+		}
+	default:
+		return &sfadamw.ConfigError{Field: "Kind", Value: strconv.Quote(string(t.Kind)), Reason: "unknown table kind"}
+	}
+	return nil
+}
+
+// WriteMarkdown writes the table as a GitHub pipe table, the title in bold above it and
+// the caption note below. Best values are **bold**.
+func (t *Table) WriteMarkdown(w io.Writer) error {
+	if err := t.check(); err != nil {
+		return fmt.Errorf("report: write table markdown: %w", err)
+	}
+	header, body := t.grid(markdownStyle)
+	var b strings.Builder
+	if t.Title != "" {
+		b.WriteString("**" + escapeMarkdown(t.Title) + "**\n\n")
+	}
+	writePipeRow(&b, header)
+	align := make([]string, len(header))
+	for i := range align {
+		align[i] = ":---:"
+	}
+	if t.Kind == TableHyperparameters {
+		align[0] = "---:"
+		for i := 1; i < len(align); i++ {
+			align[i] = ":---"
+		}
+	}
+	writePipeRow(&b, align)
+	for _, row := range body {
+		writePipeRow(&b, row)
+	}
+	b.WriteString("\n" + t.note(markdownStyle) + "\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("report: write table markdown: %w", err)
+	}
+	return nil
+}
+
+func writePipeRow(b *strings.Builder, cells []string) {
+	b.WriteString("|")
+	for _, c := range cells {
+		b.WriteString(" " + c + " |")
+	}
+	b.WriteString("\n")
+}
+
+// WriteLaTeX writes the table as a booktabs table environment like the paper's source:
+// tabular, \toprule, \midrule, \bottomrule, best values in \textbf{}, the title in bold
+// leading the caption, and the label.
+func (t *Table) WriteLaTeX(w io.Writer) error {
+	if err := t.check(); err != nil {
+		return fmt.Errorf("report: write table latex: %w", err)
+	}
+	header, body := t.grid(latexStyle)
+	var b strings.Builder
+	placement, spec := "[h]", "@{}c|"+strings.Repeat("c", len(t.Columns))+"@{}"
+	if t.Kind == TableHyperparameters {
+		placement, spec = "[!htp]", "@{}r|lll@{}"
+	}
+	b.WriteString(`\begin{table}` + placement + "\n")
+	b.WriteString("    \\centering\n    \\small\n")
+	b.WriteString(`    \begin{tabular}{` + spec + "}\n")
+	b.WriteString("        \\toprule\n")
+	b.WriteString("        " + strings.Join(header, " & ") + ` \\` + "\n")
+	b.WriteString("        \\midrule\n")
+	for _, row := range body {
+		b.WriteString("        " + strings.Join(row, " & ") + ` \\` + "\n")
+	}
+	b.WriteString("        \\bottomrule\n")
+	b.WriteString("    \\end{tabular}\n")
+	b.WriteString("    \\vspace{5pt}\n")
+	caption := t.note(latexStyle)
+	if t.Title != "" {
+		caption = `\textbf{` + escapeLaTeX(t.Title) + `} ` + caption
+	}
+	b.WriteString(`    \caption{` + caption + "}\n")
+	if t.Label != "" {
+		b.WriteString(`    \label{` + t.Label + "}\n")
+	}
+	b.WriteString(`\end{table}` + "\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("report: write table latex: %w", err)
+	}
+	return nil
+}
+
+// WriteCSV writes the table's data in long form (RFC 4180, one header line), numbers with
+// full precision and empty fields where a value does not apply.
+//
+// C-sensitivity: one record per cell, row-major in display order, with columns
+// beta1, c, value, status, step, reason, best (c is "vanilla" or the number; value only for
+// status ok; step only for diverged with a known step; reason only for failed).
+//
+// Hyperparameters: one record per trial in canonical order, with columns optimizer,
+// schedule, lr, beta1, beta2, c, value, status, step, reason, best (best: the trial whose
+// values are bold in its row).
+func (t *Table) WriteCSV(w io.Writer) error {
+	if err := t.check(); err != nil {
+		return fmt.Errorf("report: write table csv: %w", err)
+	}
+	cw := csv.NewWriter(w)
+	outcome := func(value float64, s Status, step int, reason string) []string {
+		v, st := "", ""
+		if s == StatusOK {
+			v = formatG(value)
+		}
+		if s == StatusDiverged && step > 0 {
+			st = strconv.Itoa(step)
+		}
+		return []string{v, s.String(), st, reason}
+	}
+	switch t.Kind {
+	case TableCSensitivity:
+		cw.Write([]string{"beta1", "c", "value", "status", "step", "reason", "best"})
+		for _, c := range t.Cells {
+			rec := append([]string{formatG(c.Row), c.Col}, outcome(c.Value, c.Status, c.Step, c.Reason)...)
+			cw.Write(append(rec, strconv.FormatBool(c.Best)))
+		}
+	case TableHyperparameters:
+		cw.Write([]string{"optimizer", "schedule", "lr", "beta1", "beta2", "c", "value", "status", "step", "reason", "best"})
+		best := t.bestTrials()
+		for i, tr := range t.Trials {
+			rec := []string{tr.Optimizer, tr.Schedule, formatG(tr.LR), formatG(tr.Beta1), formatG(tr.Beta2), formatG(tr.C)}
+			rec = append(rec, outcome(tr.Value, tr.Status, tr.Step, tr.Reason)...)
+			cw.Write(append(rec, strconv.FormatBool(best[i])))
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("report: write table csv: %w", err)
+	}
+	return nil
+}
+
+func (t *Table) bestTrials() []bool {
+	best := make([]bool, len(t.Trials))
+	for _, g := range t.Grids {
+		if g.Best >= 0 {
+			best[g.Best] = true
+		}
+	}
+	return best
+}
+
+type tableJSON struct {
+	Kind    TableKind   `json:"kind"`
+	Title   string      `json:"title"`
+	Label   string      `json:"label"`
+	Rows    []string    `json:"rows"`
+	Columns []string    `json:"columns"`
+	Cells   []cellJSON  `json:"cells,omitempty"`
+	Grids   []gridJSON  `json:"grids,omitempty"`
+	Trials  []trialJSON `json:"trials,omitempty"`
+}
+
+type cellJSON struct {
+	Row    float64  `json:"beta1"`
+	Col    string   `json:"c"`
+	Text   string   `json:"text"`
+	Value  *float64 `json:"value,omitempty"`
+	Status Status   `json:"status"`
+	Step   int      `json:"step,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	Best   bool     `json:"best"`
+}
+
+type gridJSON struct {
+	Row       string       `json:"row"`
+	Optimizer string       `json:"optimizer"`
+	Schedule  string       `json:"schedule"`
+	LR        []float64    `json:"lr"`
+	Betas     [][2]float64 `json:"betas"`
+	C         []float64    `json:"c"`
+	Best      *int         `json:"best"`
+}
+
+type trialJSON struct {
+	Optimizer string   `json:"optimizer"`
+	Schedule  string   `json:"schedule"`
+	LR        float64  `json:"lr"`
+	Beta1     float64  `json:"beta1"`
+	Beta2     float64  `json:"beta2"`
+	C         float64  `json:"c"`
+	Value     *float64 `json:"value,omitempty"`
+	Status    Status   `json:"status"`
+	Step      int      `json:"step,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	Best      bool     `json:"best"`
+}
+
+// WriteJSON writes the table as indented JSON (two spaces): kind, title, label, rows and
+// columns (the keys), then for a C-sensitivity table "cells" (row-major; beta1, c, text as
+// in plain text, value only for status ok, status, step, reason, best), and for a
+// hyperparameter table "grids" (per row: lr, betas, c lists and best, the index of the best
+// trial or null) and "trials" (as in WriteCSV).
+func (t *Table) WriteJSON(w io.Writer) error {
+	if err := t.check(); err != nil {
+		return fmt.Errorf("report: write table json: %w", err)
+	}
+	doc := tableJSON{Kind: t.Kind, Title: t.Title, Label: t.Label, Rows: t.Rows, Columns: t.Columns}
+	for _, c := range t.Cells {
+		j := cellJSON{Row: c.Row, Col: c.Col, Text: c.text(), Status: c.Status, Step: c.Step, Reason: c.Reason, Best: c.Best}
+		if c.Status == StatusOK {
+			j.Value = &c.Value
+		}
+		doc.Cells = append(doc.Cells, j)
+	}
+	for i, g := range t.Grids {
+		j := gridJSON{Row: t.Rows[i], Optimizer: g.Optimizer, Schedule: g.Schedule, LR: nonNil(g.LR), Betas: nonNil(g.Betas), C: nonNil(g.C)}
+		if g.Best >= 0 {
+			j.Best = &g.Best
+		}
+		doc.Grids = append(doc.Grids, j)
+	}
+	best := t.bestTrials()
+	for i, tr := range t.Trials {
+		j := trialJSON{Optimizer: tr.Optimizer, Schedule: tr.Schedule, LR: tr.LR, Beta1: tr.Beta1, Beta2: tr.Beta2, C: tr.C,
+			Status: tr.Status, Step: tr.Step, Reason: tr.Reason, Best: best[i]}
+		if tr.Status == StatusOK {
+			j.Value = &tr.Value
+		}
+		doc.Trials = append(doc.Trials, j)
+	}
+	doc.Rows, doc.Columns = nonNil(doc.Rows), nonNil(doc.Columns)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("report: write table json: %w", err)
+	}
+	return nil
+}
+
+func nonNil[S ~[]E, E any](s S) S {
+	if s == nil {
+		return S{}
+	}
+	return s
+}
+
+// Write writes the table in the named format: FormatMarkdown, FormatCSV, FormatLaTeX or
+// FormatJSON.
+func (t *Table) Write(w io.Writer, format string) error {
+	switch format {
+	case FormatMarkdown:
+		return t.WriteMarkdown(w)
+	case FormatCSV:
+		return t.WriteCSV(w)
+	case FormatLaTeX:
+		return t.WriteLaTeX(w)
+	case FormatJSON:
+		return t.WriteJSON(w)
+	}
+	return fmt.Errorf("report: write table: %w",
+		&sfadamw.ConfigError{Field: "format", Value: strconv.Quote(format), Reason: "must be markdown, csv, latex or json"})
+}
+
+// escapeMarkdown escapes the characters that would end a pipe-table cell or start emphasis
+// or code.
+func escapeMarkdown(s string) string {
+	return markdownEscaper.Replace(s)
+}
+
+var markdownEscaper = strings.NewReplacer(`\`, `\\`, `|`, `\|`, `*`, `\*`, `_`, `\_`, "`", "\\`")
+
+// escapeLaTeX escapes LaTeX's special characters in plain text. Other Unicode (β) is
+// written as is, for engines with Unicode input (pdfLaTeX with inputenc, XeLaTeX, LuaLaTeX).
+func escapeLaTeX(s string) string {
+	return latexEscaper.Replace(s)
+}
+
+var latexEscaper = strings.NewReplacer(
+	`\`, `\textbackslash{}`, `&`, `\&`, `%`, `\%`, `$`, `\$`, `#`, `\#`, `_`, `\_`,
+	`{`, `\{`, `}`, `\}`, `~`, `\textasciitilde{}`, `^`, `\textasciicircum{}`,
+)
