@@ -1,14 +1,7 @@
 // Package activities holds sfsweep's Temporal activities: thin adapters that read and
-// write the object store and call training, sweeps and analysis. Each method of
-// Activities is registered under the name the workflows package refers to it by.
-//
-// Object keys (DESIGN.md's storage layout):
-//
-//	sweeps/<sweep-id>/manifest.yaml
-//	trials/<trial-id>/config.json, curves.jsonl, result.json, failed.json
-//	trials/<trial-id>/checkpoints/step-NNNNNNNN.safetensors (+ .json)
-//	trials/<trial-id>/probes/decay-step-NNNNNNNN.json
-//	<output prefix>/tables/<name>.{md,csv,tex,json}
+// write the object store (at the keys of internal/keys) and call training, sweeps and
+// report. Each method of Activities is registered under the name the workflows package
+// refers to it by.
 package activities
 
 import (
@@ -19,31 +12,26 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/training/data"
 	"github.com/sfsweep/sfsweep/workflows"
-
-	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
 // Activities carries what the activities share: the object store, a Temporal client (to
@@ -104,34 +92,6 @@ func (a *Activities) log() *slog.Logger {
 	return a.Log
 }
 
-// Keys of the store layout.
-func trialPrefix(id string) string    { return "trials/" + id }
-func trialKey(id, name string) string { return trialPrefix(id) + "/" + name }
-func decayKey(id string, step int, iterate string) string {
-	if iterate != "" { // the evaluated iterate keeps the key it always had
-		iterate += "-"
-	}
-	return fmt.Sprintf("%s/probes/decay-%sstep-%08d.json", trialPrefix(id), iterate, step)
-}
-func interpKey(id string, in workflows.InterpolateInput) string {
-	kind := ""
-	if in.Decayed {
-		kind = "-decayed"
-	}
-	return fmt.Sprintf("%s/probes/interp-%08d-%08d%s-n%d.json", trialPrefix(id), in.From, in.To, kind, in.Points)
-}
-func branchKey(id string, step int, frac float64) string {
-	return fmt.Sprintf("%s/probes/lr-decay-%s-step-%08d.json", trialPrefix(id), strconv.FormatFloat(frac, 'g', -1, 64), step)
-}
-
-// heartbeat records a heartbeat when ctx is an activity's (BuildTables also runs outside
-// Temporal, from sfsweep tables regenerate).
-func heartbeat(ctx context.Context, details ...any) {
-	if activity.IsActivity(ctx) {
-		activity.RecordHeartbeat(ctx, details...)
-	}
-}
-
 // KeepAliveEvery is how often a long activity heartbeats between its own progress reports
 // (preparing data, restoring a checkpoint, evaluating, probing), well inside the shortest
 // heartbeat timeout a sweep may set.
@@ -141,9 +101,6 @@ const KeepAliveEvery = time.Second
 // so a live worker is never taken for a lost one; a killed worker stops heartbeating and
 // its activity is retried elsewhere.
 func keepAlive(ctx context.Context, detail func() any) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {}
-	}
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(KeepAliveEvery)
@@ -161,9 +118,6 @@ func keepAlive(ctx context.Context, detail func() any) (stop func()) {
 	}()
 	return func() { close(done) }
 }
-
-// FailedKey is the object that marks a trial failed after its retries.
-const FailedKey = "failed.json"
 
 // ErrorOutOfMemory is the error type of a trial too large for its device: never retried.
 const ErrorOutOfMemory = "OutOfMemory"
@@ -221,7 +175,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		return workflows.PlanOutput{}, invalid(err)
 	}
 	out := workflows.PlanOutput{Trials: make([]workflows.TrialRef, 0, len(trials))}
-	done, err := a.Store.List(ctx, "trials/")
+	done, err := a.Store.List(ctx, keys.Trials)
 	if err != nil {
 		return out, err
 	}
@@ -229,7 +183,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 	checkpoints := map[string][]int{} // by trial: the steps of its checkpoints in the store
 	for _, k := range done {
 		exists[k] = true
-		if id, step, ok := checkpointOf(k); ok {
+		if id, step, ok := keys.CheckpointOf(k); ok {
 			checkpoints[id] = append(checkpoints[id], step)
 		}
 	}
@@ -248,7 +202,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 			ref.Interp = &workflows.InterpolateRef{From: ip.From, To: ip.To, Points: cmp.Or(ip.Points, sweeps.DefaultInterpolationPoints),
 				Decayed: ip.Decayed && t.Config.Optimizer.Name == training.AdamW}
 		}
-		if ref.Done = exists[trialKey(t.ID, training.ResultKey)]; ref.Done && !probesStored(ref, exists, checkpoints[t.ID]) {
+		if ref.Done = exists[keys.RunResult(keys.Trial(t.ID))]; ref.Done && !probesStored(ref, exists, checkpoints[t.ID]) {
 			// probes asked for and missing: the trial runs again (Train finds its result)
 			// to add them, unless it did not complete, which has no probes
 			r, err := a.storedResult(ctx, t.ID)
@@ -257,15 +211,15 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 			}
 			ref.Done = r != nil && r.Status != training.StatusCompleted
 		}
-		if !exists[trialKey(t.ID, training.ConfigKey)] {
+		if !exists[keys.RunConfig(keys.Trial(t.ID))] {
 			b, _ := json.MarshalIndent(t.Config, "", "  ")
-			if err := a.Store.Put(ctx, trialKey(t.ID, training.ConfigKey), b); err != nil {
+			if err := a.Store.Put(ctx, keys.RunConfig(keys.Trial(t.ID)), b); err != nil {
 				return out, err
 			}
 		}
 		out.Trials = append(out.Trials, ref)
 		if i%64 == 0 {
-			heartbeat(ctx, i)
+			activity.RecordHeartbeat(ctx, i)
 		}
 	}
 	if in.Paged {
@@ -279,24 +233,6 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 func trainQueue(cfg training.Config) string {
 	b, _ := backend.Lookup(cfg.WithDefaults().Backend) // the config was validated
 	return workflows.TrainQueue(b.Device)
-}
-
-// checkpointOf tells the trial and the step of a checkpoint's key.
-func checkpointOf(key string) (id string, step int, ok bool) {
-	rest, ok := strings.CutPrefix(key, "trials/")
-	if !ok {
-		return "", 0, false
-	}
-	id, name, ok := strings.Cut(rest, "/"+training.CheckpointsDir+"/step-")
-	if !ok || strings.Contains(id, "/") {
-		return "", 0, false
-	}
-	digits, ok := strings.CutSuffix(name, ".safetensors")
-	if !ok {
-		return "", 0, false
-	}
-	step, err := strconv.Atoi(digits)
-	return id, step, err == nil && step >= 0
 }
 
 // probesStored tells whether every probe the trial asks for has its result in the store:
@@ -313,19 +249,17 @@ func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []
 		}
 		return true
 	}
-	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return decayKey(ref.ID, s, ref.DecayIterate) }) {
+	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return keys.DecayProbe(ref.ID, s, ref.DecayIterate) }) {
 		return false
 	}
-	if ref.BranchFrac > 0 && !all(ref.BranchAt, func(s int) string { return branchKey(ref.ID, s, ref.BranchFrac) }) {
+	if ref.BranchFrac > 0 && !all(ref.BranchAt, func(s int) string { return keys.LRDecay(ref.ID, s, ref.BranchFrac) }) {
 		return false
 	}
 	if ip := ref.Interp; ip != nil {
-		in := workflows.InterpolateInput{From: ip.From, To: ip.To, Points: ip.Points}
-		if !exists[interpKey(ref.ID, in)] {
+		if !exists[keys.Interpolation(ref.ID, ip.From, ip.To, ip.Points, false)] {
 			return false
 		}
-		in.Decayed = true
-		return !ip.Decayed || exists[interpKey(ref.ID, in)]
+		return !ip.Decayed || exists[keys.Interpolation(ref.ID, ip.From, ip.To, ip.Points, true)]
 	}
 	return true
 }
@@ -335,7 +269,7 @@ func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []
 // rewrites the pages a running sweep reads).
 func (a *Activities) storePlan(ctx context.Context, sweepID string, trials []workflows.TrialRef) (workflows.PlanOutput, error) {
 	out := workflows.PlanOutput{
-		Prefix:   "sweeps/" + sweepID + "/plans/" + activity.GetInfo(ctx).WorkflowExecution.RunID,
+		Prefix:   keys.PlanPrefix(sweepID, activity.GetInfo(ctx).WorkflowExecution.RunID),
 		PageSize: workflows.PlanPageSize, Total: len(trials),
 	}
 	for _, t := range trials {
@@ -348,7 +282,7 @@ func (a *Activities) storePlan(ctx context.Context, sweepID string, trials []wor
 		if err != nil {
 			return workflows.PlanOutput{}, err
 		}
-		if err := a.Store.Put(ctx, workflows.PlanPage(out.Prefix, n), b); err != nil {
+		if err := a.Store.Put(ctx, keys.PlanPage(out.Prefix, n), b); err != nil {
 			return workflows.PlanOutput{}, err
 		}
 	}
@@ -357,20 +291,20 @@ func (a *Activities) storePlan(ctx context.Context, sweepID string, trials []wor
 
 // ReadPlan returns a page of a stored plan.
 func (a *Activities) ReadPlan(ctx context.Context, in workflows.ReadPlanInput) ([]workflows.TrialRef, error) {
-	b, err := a.Store.Get(ctx, workflows.PlanPage(in.Prefix, in.Page))
+	b, err := a.Store.Get(ctx, keys.PlanPage(in.Prefix, in.Page))
 	if err != nil {
 		return nil, err
 	}
 	var page []workflows.TrialRef
 	if err := json.Unmarshal(b, &page); err != nil {
-		return nil, fmt.Errorf("plan page %s: %w", workflows.PlanPage(in.Prefix, in.Page), err)
+		return nil, fmt.Errorf("plan page %s: %w", keys.PlanPage(in.Prefix, in.Page), err)
 	}
 	return page, nil
 }
 
 // trialConfig reads a trial's config.json.
 func (a *Activities) trialConfig(ctx context.Context, id string) (training.Config, error) {
-	b, err := a.Store.Get(ctx, trialKey(id, training.ConfigKey))
+	b, err := a.Store.Get(ctx, keys.RunConfig(keys.Trial(id)))
 	if err != nil {
 		if errors.Is(err, blob.ErrNotFound) {
 			return training.Config{}, invalid(fmt.Errorf("trial %s: %w", id, err))
@@ -440,7 +374,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		return workflows.TrainOutput{}, err
 	}
 	opt := training.Options{
-		Store: a.Store, Prefix: trialPrefix(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID),
+		Store: a.Store, Prefix: keys.Trial(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID),
 		Progress: func(p training.Progress) {
 			mu.Lock()
 			last = workflows.TrainHeartbeat{Step: p.Step, Loss: p.TrainLoss}
@@ -535,7 +469,7 @@ func (a *Activities) storedResult(ctx context.Context, id string) (*training.Res
 	if ok {
 		return r, nil
 	}
-	r, err := a.readResult(ctx, id)
+	r, err := report.ReadResult(ctx, a.Store, id)
 	if r != nil {
 		a.resultsMu.Lock()
 		if a.results == nil {
@@ -547,27 +481,12 @@ func (a *Activities) storedResult(ctx context.Context, id string) (*training.Res
 	return r, err
 }
 
-func (a *Activities) readResult(ctx context.Context, id string) (*training.Result, error) {
-	b, err := a.Store.Get(ctx, trialKey(id, training.ResultKey))
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var r training.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, nil // a damaged result is recomputed
-	}
-	return &r, nil
-}
-
 func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Result) workflows.TrainOutput {
 	if r == nil {
 		return workflows.TrainOutput{}
 	}
 	out := workflows.TrainOutput{Status: r.Status, DivergedAt: r.DivergedAt}
-	if infos, err := checkpoint.List(ctx, a.Store, trialKey(id, training.CheckpointsDir)); err == nil {
+	if infos, err := checkpoint.List(ctx, a.Store, keys.Checkpoints(keys.Trial(id))); err == nil {
 		for _, i := range infos {
 			out.Checkpoints = append(out.Checkpoints, int(i.Step))
 		}
@@ -587,7 +506,7 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && sameIterate(r.Iterate, in.Iterate)
 	}
 	what := fmt.Sprintf("decay probe from step %d", in.Step)
-	return fromCheckpoint(ctx, a, in.TrialID, in.Step, decayKey(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, what,
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.DecayProbe(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, what,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayProbeResult, error) {
 			w, iterate, err := iterateOf(cfg, ck, in.Iterate)
 			if err != nil {
@@ -647,7 +566,7 @@ func iterateOf(cfg training.Config, ck *checkpoint.Checkpoint, iterate string) (
 func (a *Activities) DecayBranch(ctx context.Context, in workflows.DecayBranchInput) (training.DecayBranchResult, error) {
 	same := func(*training.DecayBranchResult) bool { return true } // the key names the branch's fraction
 	what := fmt.Sprintf("LR-decay branch from step %d", in.Step)
-	return fromCheckpoint(ctx, a, in.TrialID, in.Step, branchKey(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, what,
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.LRDecay(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, what,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayBranchResult, error) {
 			st, err := ck.Optimizer("optimizer")
 			if err != nil {
@@ -667,7 +586,7 @@ func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateIn
 	if in.Decayed {
 		what += " (decayed)"
 	}
-	return fromCheckpoint(ctx, a, in.TrialID, in.From, interpKey(in.TrialID, in), same, in.StallTimeout, what,
+	return fromCheckpoint(ctx, a, in.TrialID, in.From, keys.Interpolation(in.TrialID, in.From, in.To, in.Points, in.Decayed), same, in.StallTimeout, what,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.InterpolationResult, error) {
 			if in.Points < 2 {
 				return nil, &training.ConfigError{Field: "interpolate.points", Value: in.Points, Reason: "must be ≥ 2"}
@@ -704,7 +623,7 @@ func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateIn
 // loadCheckpoint reads a trial's checkpoint at step. One that is missing or corrupt is a
 // non-retryable error; a store that fails is retried.
 func (a *Activities) loadCheckpoint(ctx context.Context, trialID string, step int) (*checkpoint.Checkpoint, error) {
-	ck, err := checkpoint.Load(ctx, a.Store, trialKey(trialID, training.CheckpointsDir), int64(step))
+	ck, err := checkpoint.Load(ctx, a.Store, keys.Checkpoints(keys.Trial(trialID)), int64(step))
 	if checkpoint.IsBad(err) || errors.Is(err, blob.ErrNotFound) {
 		return nil, invalid(err)
 	}
@@ -777,7 +696,7 @@ func iterateX(cfg training.Config, ck *checkpoint.Checkpoint) ([]float32, error)
 // RecordFailed marks a trial failed, so its table cells say so.
 func (a *Activities) RecordFailed(ctx context.Context, in workflows.RecordFailedInput) error {
 	b, _ := json.Marshal(map[string]string{"trial_id": in.TrialID, "reason": in.Reason})
-	return a.Store.Put(ctx, trialKey(in.TrialID, FailedKey), b)
+	return a.Store.Put(ctx, keys.TrialFailed(in.TrialID), b)
 }
 
 // NotifyTables signals the sweep's Tables workflow that a result landed (or that the
@@ -798,303 +717,21 @@ type TablesOutput struct {
 	Keys []string `json:"keys"`
 }
 
-// Formats are the table formats written, with their file extensions.
-var Formats = []struct{ Format, Ext string }{{"markdown", "md"}, {"csv", "csv"}, {"latex", "tex"}, {"json", "json"}}
-
-// OutputPrefix is where a manifest's tables go.
-func OutputPrefix(m *sweeps.Manifest) string {
-	if m.Output.Prefix != "" {
-		return m.Output.Prefix
-	}
-	return "sweeps/" + m.Name
-}
-
-// BuildTables rebuilds every table of the sweep from the results in the store.
+// BuildTables rebuilds every table and plot of the sweep from the results in the store.
 func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesInput) (TablesOutput, error) {
 	defer keepAlive(ctx, func() any { return "tables" })()
 	m, err := a.readManifest(ctx, in.ManifestKey)
 	if err != nil {
 		return TablesOutput{}, err
 	}
-	trials, err := m.Expand()
-	if err != nil {
-		return TablesOutput{}, invalid(err)
+	written, err := report.Build(ctx, a.Store, m, report.Options{Result: a.storedResult, Progress: func(n int) { activity.RecordHeartbeat(ctx, n) }})
+	if errors.Is(err, report.ErrInvalid) {
+		err = invalid(err)
 	}
-	// one listing tells which objects exist; only those are read
-	listed, err := a.Store.List(ctx, "trials/")
-	if err != nil {
-		return TablesOutput{}, err
-	}
-	exists := make(map[string]bool, len(listed))
-	for _, k := range listed {
-		exists[k] = true
-	}
-	outcomes := make(map[string]report.Outcome, len(trials))
-	for i, t := range trials {
-		var o report.Outcome
-		if exists[trialKey(t.ID, training.ResultKey)] {
-			if o.Result, err = a.storedResult(ctx, t.ID); err != nil {
-				return TablesOutput{}, err
-			}
-		}
-		if i%256 == 0 {
-			heartbeat(ctx, i)
-		}
-		if o.Result == nil && exists[trialKey(t.ID, FailedKey)] {
-			if b, err := a.Store.Get(ctx, trialKey(t.ID, FailedKey)); err == nil {
-				var f map[string]string
-				_ = json.Unmarshal(b, &f)
-				o.Failed = f["reason"]
-				if o.Failed == "" {
-					o.Failed = "failed"
-				}
-			}
-		}
-		outcomes[t.ID] = o
-	}
-	tables, err := report.BuildTables(m, trials, outcomes)
-	if err != nil {
-		return TablesOutput{}, invalid(err)
-	}
-	var out TablesOutput
-	put := func(key string, write func(*bytes.Buffer) error) error {
-		var buf bytes.Buffer
-		if err := write(&buf); err != nil {
-			return err
-		}
-		if err := a.Store.Put(ctx, key, buf.Bytes()); err != nil {
-			return err
-		}
-		out.Keys = append(out.Keys, key)
-		return nil
-	}
-	plots := OutputPrefix(m) + "/plots/"
-	figure := func(name string, fig *figure.Figure) error {
-		for _, f := range []string{figure.FormatPNG, figure.FormatSVG} {
-			if err := put(plots+name+"."+f, func(b *bytes.Buffer) error { return fig.Write(b, f) }); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, nt := range tables {
-		if nt.Table.Kind == report.TableCSensitivity {
-			if fig, err := report.HeatMap(nt.Table); err == nil {
-				if err := figure(nt.Name+"-heatmap", fig); err != nil {
-					return out, err
-				}
-			}
-		}
-		for _, f := range Formats {
-			key := OutputPrefix(m) + "/tables/" + nt.Name + "." + f.Ext
-			if err := put(key, func(b *bytes.Buffer) error { return nt.Table.Write(b, f.Format) }); err != nil {
-				return out, err
-			}
-		}
-	}
-	sp, err := a.sweepCurves(ctx, m, trials, outcomes, listed)
-	if err != nil {
-		return out, err
-	}
-	curves := sp.curves
-	opts := report.CurvesOptions{Title: m.Name + ": validation loss"}
-	if len(curves) > 4 {
-		opts.Iterates = []string{training.IterX, training.IterW} // the primary iterate only
-	}
-	if len(curves) > MaxPlottedTrials {
-		return out, nil // a plot of more curves reads as noise; the tables hold the results
-	}
-	if fig, err := report.CurvesPlot(curves, opts); err == nil {
-		if err := figure("curves", fig); err != nil {
-			return out, err
-		}
-	}
-	if fig, err := report.DecayProbePlot(sp.probes, report.DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
-		if err := figure("decay-probe", fig); err != nil {
-			return out, err
-		}
-	}
-	if fig, err := report.DecayProbePlot(sp.branches, report.DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay"}); err == nil {
-		if err := figure("lr-decay", fig); err != nil {
-			return out, err
-		}
-	}
-	if ip := m.Probes.Interpolate; ip != nil {
-		title := fmt.Sprintf("%s: α·w(%d) + (1−α)·w(%d)", m.Name, ip.From, ip.To)
-		if fig, err := report.InterpolationPlot(sp.interpolations, report.InterpolationOptions{Title: title}); err == nil {
-			if err := figure("interpolation", fig); err != nil {
-				return out, err
-			}
-		}
-	}
-	return out, nil
-}
-
-// trialLabel names a trial in plots by its grid point.
-func trialLabel(t sweeps.Trial) string {
-	p := t.Points[0]
-	name := p.Optimizer
-	if p.Label != "" {
-		name = p.Label
-	}
-	l := fmt.Sprintf("%s lr=%g β=(%g, %g)", name, p.LR, p.Beta1, p.Beta2)
-	if p.Optimizer == training.SFAdamW {
-		l += " C=" + p.CLabel()
-	}
-	if len(t.Points) > 1 || p.Seed != 0 {
-		l += fmt.Sprintf(" seed %d", p.Seed)
-	}
-	return l
-}
-
-// MaxPlottedTrials bounds the trials drawn in a sweep's curve plots.
-const MaxPlottedTrials = 64
-
-// sweepPlots are the series a sweep's plots draw.
-type sweepPlots struct {
-	curves           []report.Curve
-	probes, branches []report.DecayProbeCurve
-	interpolations   []report.InterpolationCurve
-}
-
-// sweepCurves gathers the validation curves of the finished trials, their decay probes,
-// LR-decay branches and interpolations, as the manifest asks for them (listed: the keys
-// under trials/).
-func (a *Activities) sweepCurves(ctx context.Context, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]report.Outcome, listed []string) (sweepPlots, error) {
-	var sp sweepPlots
-	has := func(k string) bool { _, found := slices.BinarySearch(listed, k); return found }
-	for _, t := range trials {
-		r := outcomes[t.ID].Result
-		if r == nil || len(r.Curves) == 0 {
-			continue
-		}
-		c := report.Curve{Label: trialLabel(t)}
-		for _, p := range r.Curves {
-			c.Points = append(c.Points, report.CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
-		}
-		sp.curves = append(sp.curves, c)
-		if len(sp.curves) > MaxPlottedTrials {
-			return sweepPlots{curves: sp.curves}, nil
-		}
-		// keep adds a trial's probe curve, labelled as its validation curve, if it has points
-		keep := func(dst *[]report.DecayProbeCurve, pc report.DecayProbeCurve, err error) error {
-			if err == nil && len(pc.Points) > 0 {
-				pc.Label = c.Label
-				*dst = append(*dst, pc)
-			}
-			return err
-		}
-		if d := m.Probes.Decay; d != nil {
-			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
-			same := func(r *training.DecayProbeResult) bool {
-				return r.Steps == d.Steps && r.PeakLR == peak && sameIterate(r.Iterate, d.Iterate)
-			}
-			pc, err := probePoints(ctx, a, t, listed, decayKey(t.ID, 0, d.Iterate), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
-				return r.FromStep, r.Before, r.After
-			})
-			if err := keep(&sp.probes, pc, err); err != nil {
-				return sp, err
-			}
-		}
-		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
-			same := func(*training.DecayBranchResult) bool { return true }
-			pc, err := probePoints(ctx, a, t, listed, branchKey(t.ID, 0, b.Frac), same, func(r *training.DecayBranchResult) (int, float64, training.Loss) {
-				return r.FromStep, r.Before, r.After
-			})
-			if err := keep(&sp.branches, pc, err); err != nil {
-				return sp, err
-			}
-		}
-		if ip := m.Probes.Interpolate; ip != nil {
-			for _, decayed := range []bool{false, true} {
-				key := interpKey(t.ID, workflows.InterpolateInput{From: ip.From, To: ip.To, Points: cmp.Or(ip.Points, sweeps.DefaultInterpolationPoints), Decayed: decayed})
-				if !has(key) {
-					continue
-				}
-				b, err := a.Store.Get(ctx, key)
-				if err != nil {
-					return sp, err
-				}
-				var res training.InterpolationResult
-				if json.Unmarshal(b, &res) != nil {
-					continue
-				}
-				ic := report.InterpolationCurve{Label: c.Label}
-				if decayed {
-					ic.Label += ", LR decayed to step " + strconv.Itoa(ip.To)
-				}
-				for _, q := range res.Points {
-					ic.Points = append(ic.Points, report.InterpolationPoint{Alpha: q.Alpha, Loss: float64(q.Loss)})
-				}
-				sp.interpolations = append(sp.interpolations, ic)
-			}
-		}
-	}
-	return sp, nil
-}
-
-// probePoints reads a trial's probe results of one kind (the keys that share key0's name
-// up to its step, the key of step 0) that same accepts, in the order of their steps.
-func probePoints[R any](ctx context.Context, a *Activities, t sweeps.Trial, listed []string, key0 string, same func(*R) bool,
-	point func(*R) (step int, before float64, after training.Loss),
-) (report.DecayProbeCurve, error) {
-	var pc report.DecayProbeCurve
-	prefix := strings.TrimSuffix(key0, fmt.Sprintf("%08d.json", 0))
-	lo, _ := slices.BinarySearch(listed, prefix)
-	for _, k := range listed[lo:] {
-		if !strings.HasPrefix(k, prefix) {
-			break
-		}
-		b, err := a.Store.Get(ctx, k)
-		if err != nil {
-			return pc, err
-		}
-		var r R
-		if json.Unmarshal(b, &r) != nil || !same(&r) {
-			continue
-		}
-		step, before, after := point(&r)
-		pc.Points = append(pc.Points, report.DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
-	}
-	return pc, nil
-}
-
-// TablesEvery is how often a sweep's tables schedule rebuilds its tables.
-const TablesEvery = 15 * time.Minute
-
-// EnsureTablesSchedule creates the sweep's tables schedule if it does not exist: every
-// TablesEvery it runs RegenerateTables, so the tables catch up even if a result's signal
-// was lost. The schedule retires itself once the sweep has ended.
-func EnsureTablesSchedule(ctx context.Context, c client.Client, sweepID, manifestKey string) error {
-	id := workflows.TablesScheduleID(sweepID)
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      id,
-		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: TablesEvery}}},
-		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		Action: &client.ScheduleWorkflowAction{
-			ID: id + "/run", Workflow: workflows.RegenerateTables, TaskQueue: workflows.QueueCPU,
-			Args: []any{workflows.BuildTablesInput{SweepID: sweepID, ManifestKey: manifestKey}},
-		},
-	})
-	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return nil
-	}
-	return err
+	return TablesOutput{Keys: written}, err
 }
 
 // RetireSchedule deletes the sweep's tables schedule when the sweep is no longer running.
 func (a *Activities) RetireSchedule(ctx context.Context, in workflows.RetireInput) error {
-	d, err := a.Client.DescribeWorkflowExecution(ctx, in.SweepID, "")
-	if err != nil {
-		return err
-	}
-	if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return nil
-	}
-	err = a.Client.ScheduleClient().GetHandle(ctx, in.ScheduleID).Delete(ctx)
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return nil
-	}
-	return err
+	return sweepclient.RetireSchedule(ctx, a.Client, in.SweepID, in.ScheduleID)
 }

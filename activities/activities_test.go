@@ -16,6 +16,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
@@ -377,7 +379,7 @@ func TestDecayProbeIterates(t *testing.T) {
 		if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: ref.ID}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := a.readResult(ctx, ref.ID)
+		res, err := report.ReadResult(ctx, store, ref.ID)
 		if err != nil || res == nil {
 			t.Fatal(res, err)
 		}
@@ -397,7 +399,7 @@ func TestDecayProbeIterates(t *testing.T) {
 			if !ok || r.Before != want || r.Iterate != cmp.Or(resolved, it) {
 				t.Errorf("%s iterate %q: probe from %s before %v, the run's evaluation %v", cfg.Optimizer.Name, it, r.Iterate, r.Before, want)
 			}
-			if _, err := store.Get(ctx, decayKey(ref.ID, 2, it)); err != nil {
+			if _, err := store.Get(ctx, keys.DecayProbe(ref.ID, 2, it)); err != nil {
 				t.Errorf("%s iterate %q: %v", cfg.Optimizer.Name, it, err)
 			}
 		}
@@ -440,8 +442,11 @@ func TestBuildTablesReadsResultsOnce(t *testing.T) {
 	}
 	var gets int
 	fresh := &Activities{Store: countingStore{store, "/result.json", &gets}}
+	var suite testsuite.WorkflowTestSuite
+	freshEnv := suite.NewTestActivityEnvironment()
+	freshEnv.RegisterActivity(fresh.BuildTables)
 	in := workflows.BuildTablesInput{SweepID: "s", ManifestKey: "sweeps/s/manifest.yaml"}
-	if _, err := fresh.BuildTables(ctx, in); err != nil {
+	if _, err := freshEnv.ExecuteActivity(workflows.ActivityBuildTables, in); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := store.Get(ctx, "sweeps/act/tables/act.md")
@@ -449,7 +454,7 @@ func TestBuildTablesReadsResultsOnce(t *testing.T) {
 		t.Errorf("the first build read %d results, want %d", gets, len(plan.Trials))
 	}
 	gets = 0
-	if _, err := fresh.BuildTables(ctx, in); err != nil {
+	if _, err := freshEnv.ExecuteActivity(workflows.ActivityBuildTables, in); err != nil {
 		t.Fatal(err)
 	}
 	second, _ := store.Get(ctx, "sweeps/act/tables/act.md")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -111,21 +112,6 @@ type Result struct {
 	Seconds    float64            `json:"seconds"`
 }
 
-// Keys of a run's objects under its prefix.
-const (
-	ConfigKey      = "config.json"
-	CurvesKey      = "curves.jsonl"
-	ResultKey      = "result.json"
-	CheckpointsDir = "checkpoints"
-)
-
-func join(prefix, key string) string {
-	if prefix == "" {
-		return key
-	}
-	return prefix + "/" + key
-}
-
 // Run trains cfg (defaults applied and valid) to the end, resuming from the newest valid
 // checkpoint under opt.Prefix when there is one. A loss that is not finite ends the run
 // as a result with Status "diverged", not as an error.
@@ -148,7 +134,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	defer r.eng.Close()
 	if opt.Store != nil {
 		b, _ := json.MarshalIndent(cfg.Canonical(), "", "  ")
-		if err := opt.Store.Put(ctx, join(opt.Prefix, ConfigKey), b); err != nil {
+		if err := opt.Store.Put(ctx, keys.RunConfig(opt.Prefix), b); err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
 		if err := r.resume(ctx, log); err != nil {
@@ -229,7 +215,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 			return nil, err
 		}
 		b, _ := json.MarshalIndent(res, "", "  ")
-		if err := opt.Store.Put(ctx, join(opt.Prefix, ResultKey), b); err != nil {
+		if err := opt.Store.Put(ctx, keys.RunResult(opt.Prefix), b); err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
 	}
@@ -454,7 +440,7 @@ func (r *runner) writeCurves(ctx context.Context) error {
 		line, _ := json.Marshal(c)
 		b = append(append(b, line...), '\n')
 	}
-	if err := r.opt.Store.Put(ctx, join(r.opt.Prefix, CurvesKey), b); err != nil {
+	if err := r.opt.Store.Put(ctx, keys.RunCurves(r.opt.Prefix), b); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil

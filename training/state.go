@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 )
@@ -27,7 +28,7 @@ const (
 	ckEWA2      = "ewa2" // EWA(y) for SF-AdamW
 )
 
-func (r *runner) ckPrefix() string { return join(r.opt.Prefix, CheckpointsDir) }
+func (r *runner) ckPrefix() string { return keys.Checkpoints(r.opt.Prefix) }
 
 // checkpoint saves the run's state after r.step steps and prunes old checkpoints.
 func (r *runner) checkpoint(ctx context.Context) error {

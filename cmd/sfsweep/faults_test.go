@@ -22,8 +22,9 @@ import (
 	"github.com/sfsweep/sfsweep/infra/s3store"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/faultproxy"
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweeps"
-	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -84,7 +85,8 @@ func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activi
 		t.Fatal(err)
 	}
 	t.Cleanup(stopWorkers)
-	id, key := sweepKeys(m, []byte(src))
+	id := keys.SweepID(m.Name, []byte(src))
+	key := keys.Manifest(id)
 	fs.sweepID = id
 	if err := acts.Store.Put(ctx, key, []byte(src)); err != nil {
 		t.Fatal(err)
@@ -217,7 +219,7 @@ func TestComputeFaults(t *testing.T) {
 	}
 
 	// transient: two faults, resumed from checkpoint 6, bitwise the uninterrupted run
-	got := readResult(t, fs.objectPath("trials/"+transient.ID+"/"+training.ResultKey))
+	got := readResult(t, fs.objectPath(keys.RunResult(keys.Trial(transient.ID))))
 	if got.Resumed != 6 {
 		t.Errorf("transient trial resumed from step %d, want 6", got.Resumed)
 	}
@@ -228,7 +230,7 @@ func TestComputeFaults(t *testing.T) {
 	}
 
 	// hung: the watchdog abandons attempt 1 after the stall timeout; attempt 2 resumes bitwise
-	got = readResult(t, fs.objectPath("trials/"+hung.ID+"/"+training.ResultKey))
+	got = readResult(t, fs.objectPath(keys.RunResult(keys.Trial(hung.ID))))
 	if got.Resumed != 6 {
 		t.Errorf("hung trial resumed from step %d, want 6", got.Resumed)
 	}
@@ -244,7 +246,7 @@ func TestComputeFaults(t *testing.T) {
 	if n := len(log.started[permanent.ID]); n != int(policy.MaximumAttempts) {
 		t.Errorf("the permanently failing trial ran %d attempts, want %d", n, policy.MaximumAttempts)
 	}
-	b, err := os.ReadFile(fs.objectPath("trials/" + permanent.ID + "/" + activities.FailedKey))
+	b, err := os.ReadFile(fs.objectPath(keys.TrialFailed(permanent.ID)))
 	if err != nil {
 		t.Fatalf("no failed record for the trial that exhausted its retries: %v", err)
 	}
@@ -252,12 +254,12 @@ func TestComputeFaults(t *testing.T) {
 	if err := json.Unmarshal(b, &rec); err != nil || !strings.Contains(rec.Reason, "device unavailable (attempt 8)") {
 		t.Errorf("failed record %s (%v): want the last attempt's error", b, err)
 	}
-	if _, err := os.Stat(fs.objectPath("trials/" + permanent.ID + "/" + training.ResultKey)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(fs.objectPath(keys.RunResult(keys.Trial(permanent.ID)))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the failed trial has a result (%v)", err)
 	}
 
 	// the healthy trial is untouched by the others' faults
-	if got := readResult(t, fs.objectPath("trials/"+healthy.ID+"/"+training.ResultKey)); got.Resumed != 0 {
+	if got := readResult(t, fs.objectPath(keys.RunResult(keys.Trial(healthy.ID)))); got.Resumed != 0 {
 		t.Errorf("healthy trial resumed from %d", got.Resumed)
 	} else {
 		_, want := trainDirect(ctx, t, healthy, filepath.Join(fs.dir, "ref"), fs.cache)
@@ -276,7 +278,7 @@ func TestComputeFaults(t *testing.T) {
 		}
 	}
 	t.Logf("permanent fault: %d attempts, waits between a failure and the next attempt %v (policy %v doubling to %v); first fault → failed record %v",
-		len(starts), waits, policy.InitialInterval, policy.MaximumInterval, lastModified(t, fs.objectPath("trials/"+permanent.ID+"/"+activities.FailedKey)).Sub(fails[0]).Round(time.Millisecond))
+		len(starts), waits, policy.InitialInterval, policy.MaximumInterval, lastModified(t, fs.objectPath(keys.TrialFailed(permanent.ID))).Sub(fails[0]).Round(time.Millisecond))
 	t.Logf("transient faults: attempts started %d, resumed from %d", len(log.started[transient.ID]), got.Resumed)
 
 	// the table: numbers for the two completed trials, "failed" for the third
@@ -344,7 +346,7 @@ func TestObjectStoreFaults(t *testing.T) {
 	turn := map[string]int{}
 	classOf := func(key string) string {
 		switch {
-		case strings.Contains(key, "/"+training.CheckpointsDir+"/"):
+		case strings.Contains(key, "/"+keys.CheckpointsDir+"/"):
 			return "checkpoint"
 		case strings.Contains(key, "/tables/") || strings.Contains(key, "/plots/"):
 			return "table"
@@ -404,7 +406,7 @@ func TestObjectStoreFaults(t *testing.T) {
 		if tr.Config.Optimizer.LR > 1 {
 			continue // the diverging one
 		}
-		got := readResult(t, fs.objectPath("trials/"+tr.ID+"/"+training.ResultKey))
+		got := readResult(t, fs.objectPath(keys.RunResult(keys.Trial(tr.ID))))
 		_, want := trainDirect(ctx, t, tr, filepath.Join(fs.dir, "ref"), fs.cache)
 		sameResult(t, got, want)
 		// the store's own retries absorbed every fault: no Train attempt failed
@@ -445,9 +447,7 @@ func TestObjectStoreFaults(t *testing.T) {
 		}
 		before[k] = b
 	}
-	direct := &activities.Activities{Store: fs.store}
-	_, key := sweepKeys(fs.manifest, []byte(src))
-	if _, err := direct.BuildTables(ctx, workflows.BuildTablesInput{SweepID: fs.sweepID, ManifestKey: key}); err != nil {
+	if _, err := report.Build(ctx, fs.store, fs.manifest, report.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range tableKeys {
@@ -489,7 +489,7 @@ func TestObjectStoreFaults(t *testing.T) {
 // each must verify against its digest.
 func checkpointsVerify(ctx context.Context, t *testing.T, store blob.Store, trialID string) {
 	t.Helper()
-	prefix := "trials/" + trialID + "/" + training.CheckpointsDir
+	prefix := keys.Checkpoints(keys.Trial(trialID))
 	infos, err := checkpoint.List(ctx, store, prefix)
 	if err != nil || len(infos) == 0 {
 		t.Fatalf("checkpoints of %s: %v, %v", trialID, infos, err)

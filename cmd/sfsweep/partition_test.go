@@ -15,7 +15,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/infra/devserver"
 	"github.com/sfsweep/sfsweep/internal/blob"
-	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -144,13 +144,13 @@ func TestWorkerPartitioned(t *testing.T) {
 	if !strings.Contains(workerA.output(), "msg=finished") {
 		ended = "had it cancelled"
 	}
-	got := readResult(t, filepath.Join(lab.objects, training.ResultKey))
+	got := readResult(t, filepath.Join(lab.objects, keys.ResultName))
 	sameResult(t, got, lab.want)
-	wantCurves, err := lab.refStore.Get(ctx, "trials/"+lab.trial.ID+"/"+training.CurvesKey)
+	wantCurves, err := lab.refStore.Get(ctx, keys.RunCurves(keys.Trial(lab.trial.ID)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotCurves, err := os.ReadFile(filepath.Join(lab.objects, training.CurvesKey)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
+	if gotCurves, err := os.ReadFile(filepath.Join(lab.objects, keys.CurvesName)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
 		t.Errorf("curves.jsonl differs from the uninterrupted run's (%v)", err)
 	}
 	bucket, err := blob.NewDir(filepath.Join(lab.gw.Root(), lab.gw.Bucket()))
@@ -223,7 +223,7 @@ func TestServerRestartedUnderWorkers(t *testing.T) {
 	if worker.exited() {
 		t.Fatalf("the gpu worker exited:\n%s", worker.output())
 	}
-	got := readResult(t, filepath.Join(lab.objects, training.ResultKey))
+	got := readResult(t, filepath.Join(lab.objects, keys.ResultName))
 	sameResult(t, got, lab.want)
 	attempt, cause := trainAttempt(ctx, t, lab.tc, workflows.TrialWorkflowID(sweepID, lab.trial.ID))
 	t.Logf("server stopping at step %d, down %.1f s; sweep done %.1f s after the stop; Train completed on attempt %d (%s), resumed from step %d",

@@ -20,10 +20,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/sfsweep/sfsweep/activities"
 	"github.com/sfsweep/sfsweep/infra/devserver"
 	"github.com/sfsweep/sfsweep/infra/s3gw"
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
@@ -99,17 +99,17 @@ func TestWorkerKilledMidTrain(t *testing.T) {
 		t.Fatalf("worker B never resumed the trial:\n%s", workerB.output())
 	}
 
-	got := readResult(t, filepath.Join(objects, training.ResultKey))
+	got := readResult(t, filepath.Join(objects, keys.ResultName))
 	if got.Resumed <= 0 || got.Resumed > killStep {
 		t.Errorf("resumed_from = %d, want a checkpoint step in (0, %d] (the kill's step)", got.Resumed, killStep)
 	}
 	sameResult(t, got, want)
 	// every object of the run, not only the result: the curves as written
-	wantCurves, err := refStore.Get(ctx, "trials/"+trial.ID+"/"+training.CurvesKey)
+	wantCurves, err := refStore.Get(ctx, keys.RunCurves(keys.Trial(trial.ID)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotCurves, err := os.ReadFile(filepath.Join(objects, training.CurvesKey)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
+	if gotCurves, err := os.ReadFile(filepath.Join(objects, keys.CurvesName)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
 		t.Errorf("curves.jsonl differs from the uninterrupted run's (%v)", err)
 	}
 	attempt, cause := trainAttempt(ctx, t, tc, workflows.TrialWorkflowID(sweepID, trial.ID))
@@ -192,7 +192,7 @@ func (l *gpuLab) submit(ctx context.Context, t *testing.T, file string) string {
 // then for training to be 10 steps past it.
 func (l *gpuLab) waitPastCheckpoint(ctx context.Context, t *testing.T, every int, procs ...*process) {
 	t.Helper()
-	sidecar := filepath.Join(l.objects, filepath.FromSlash(checkpoint.SidecarKey(training.CheckpointsDir, int64(every))))
+	sidecar := filepath.Join(l.objects, filepath.FromSlash(checkpoint.SidecarKey(keys.CheckpointsDir, int64(every))))
 	waitFor(ctx, t, "the first checkpoint of the trial in the bucket", func() bool {
 		_, err := os.Stat(sidecar)
 		return err == nil
@@ -264,7 +264,7 @@ func TestServerKilledMidSweep(t *testing.T) {
 		now := time.Now()
 		var newest time.Time
 		for _, tr := range trials {
-			if _, err := os.Stat(filepath.Join(objects, tr.ID, training.ResultKey)); err == nil {
+			if _, err := os.Stat(filepath.Join(objects, tr.ID, keys.ResultName)); err == nil {
 				if _, ok := seen[tr.ID]; !ok {
 					seen[tr.ID] = now
 				}
@@ -289,7 +289,7 @@ func TestServerKilledMidSweep(t *testing.T) {
 			}
 			// past a checkpoint, not on one
 			step := lastCurveStep(d)
-			if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(checkpoint.SidecarKey(training.CheckpointsDir, ckEvery)))); err == nil && step > ckEvery && step%ckEvery != 0 {
+			if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(checkpoint.SidecarKey(keys.CheckpointsDir, ckEvery)))); err == nil && step > ckEvery && step%ckEvery != 0 {
 				cutID = tr.ID
 				return true
 			}
@@ -335,7 +335,7 @@ func TestServerKilledMidSweep(t *testing.T) {
 		if old, had := before[tr.ID]; had && (!rf.mtime.Equal(old.mtime) || !bytes.Equal(rf.data, old.data)) {
 			t.Errorf("trial %s: result.json existed before the kill and was written again (mtime %v, was %v)", tr.ID, rf.mtime, old.mtime)
 		}
-		if _, err := os.Stat(filepath.Join(d, activities.FailedKey)); err == nil {
+		if _, err := os.Stat(filepath.Join(d, keys.FailedName)); err == nil {
 			t.Errorf("trial %s: marked failed", tr.ID)
 		}
 	}
@@ -358,7 +358,7 @@ func TestServerKilledMidSweep(t *testing.T) {
 			cut = tr
 		}
 	}
-	got := readResult(t, filepath.Join(objects, cutID, training.ResultKey))
+	got := readResult(t, filepath.Join(objects, cutID, keys.ResultName))
 	if got.Resumed < ckEvery || got.Resumed > killStep {
 		t.Errorf("trial %s, cut off at step %d: resumed_from = %d, want a checkpoint step in [%d, %d]", cutID, killStep, got.Resumed, ckEvery, killStep)
 	}
@@ -418,7 +418,7 @@ type resultFile struct {
 
 func statResult(t *testing.T, trialDir string) (resultFile, bool) {
 	t.Helper()
-	p := filepath.Join(trialDir, training.ResultKey)
+	p := filepath.Join(trialDir, keys.ResultName)
 	fi, err := os.Stat(p)
 	if err != nil {
 		return resultFile{}, false
@@ -513,7 +513,7 @@ func readResult(t *testing.T, path string) *training.Result {
 
 // lastCurveStep is the step of the last evaluation in a trial's curves.jsonl, 0 if none.
 func lastCurveStep(trialDir string) int {
-	b, err := os.ReadFile(filepath.Join(trialDir, training.CurvesKey))
+	b, err := os.ReadFile(filepath.Join(trialDir, keys.CurvesName))
 	if err != nil {
 		return 0
 	}

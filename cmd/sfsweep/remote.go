@@ -3,8 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +19,9 @@ import (
 	"github.com/sfsweep/sfsweep/activities"
 	"github.com/sfsweep/sfsweep/infra/s3store"
 	"github.com/sfsweep/sfsweep/infra/temporalclient"
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/report"
+	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -135,7 +136,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := tf.check(); err != nil {
 		return err
 	}
-	src, m, _, err := loadManifest(file)
+	src, m, trials, err := loadManifest(file)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,11 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := warnUnserved(ctx, c, m, stderr); err != nil {
 		return err
 	}
-	id, key := sweepKeys(m, src)
+	id := keys.SweepID(m.Name, src)
+	key := keys.Manifest(id)
+	if err := report.CheckOutput(ctx, store, m, trials); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
 	if err := store.Put(ctx, key, src); err != nil {
 		return err
 	}
@@ -157,7 +162,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
-	if err := activities.EnsureTablesSchedule(ctx, c, id, key); err != nil {
+	if err := sweepclient.EnsureTablesSchedule(ctx, c, id, key); err != nil {
 		return fmt.Errorf("submit: tables schedule: %w", err)
 	}
 	fmt.Fprintln(stdout, id)
@@ -181,14 +186,6 @@ func warnUnserved(ctx context.Context, c client.Client, m *sweeps.Manifest, stde
 		fmt.Fprintf(stderr, "submit: no worker serves backend %s now (none polls task queue %s): its trials wait until one does (%s)\n", b.Name, queue, hint)
 	}
 	return nil
-}
-
-// sweepKeys are a manifest's sweep ID (its name and the hash of its bytes: the same
-// manifest submitted twice is one sweep) and its key in the store.
-func sweepKeys(m *sweeps.Manifest, src []byte) (id, key string) {
-	sum := sha256.Sum256(src)
-	id = "sweep-" + m.Name + "-" + hex.EncodeToString(sum[:])[:8]
-	return id, "sweeps/" + id + "/manifest.yaml"
 }
 
 // sweepClient parses the flags of a command (name) that takes a sweep ID and connects to
@@ -236,12 +233,19 @@ func runTables(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	acts := &activities.Activities{Store: store}
-	out, err := acts.BuildTables(ctx, workflows.BuildTablesInput{SweepID: id, ManifestKey: "sweeps/" + id + "/manifest.yaml"})
+	src, err := store.Get(ctx, keys.Manifest(id))
+	if err != nil {
+		return fmt.Errorf("tables regenerate %s: %w", id, err)
+	}
+	m, err := sweeps.Parse(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", keys.Manifest(id), err)
+	}
+	written, err := report.Build(ctx, store, m, report.Options{})
 	if err != nil {
 		return err
 	}
-	for _, k := range out.Keys {
+	for _, k := range written {
 		fmt.Fprintln(stdout, k)
 	}
 	return nil

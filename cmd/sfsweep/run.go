@@ -25,6 +25,9 @@ import (
 	"github.com/sfsweep/sfsweep/infra/s3gw"
 	"github.com/sfsweep/sfsweep/infra/s3store"
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/report"
+	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
@@ -101,7 +104,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "Temporal Web UI: http://%s\n", st.server.UIAddr())
 	}
 
-	sweepID, manifestKey := sweepKeys(m, src)
+	sweepID := keys.SweepID(m.Name, src)
+	manifestKey := keys.Manifest(sweepID)
+	if err := report.CheckOutput(ctx, st.store, m, trials); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
 	if err := st.store.Put(ctx, manifestKey, src); err != nil {
 		return err
 	}
@@ -123,7 +130,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("start sweep: %w", err)
 	}
 	fmt.Fprintf(stderr, "sweep workflow %s\n", sweepID)
-	if err := activities.EnsureTablesSchedule(ctx, st.client, sweepID, manifestKey); err != nil {
+	if err := sweepclient.EnsureTablesSchedule(ctx, st.client, sweepID, manifestKey); err != nil {
 		return fmt.Errorf("tables schedule: %w", err)
 	}
 
@@ -161,7 +168,7 @@ wait:
 	if err := st.client.GetWorkflow(ctx, workflows.TablesWorkflowID(sweepID), "").Get(ctx, &ts); err != nil {
 		return fmt.Errorf("tables: %w", err)
 	}
-	if err := acts.RetireSchedule(ctx, workflows.RetireInput{SweepID: sweepID, ScheduleID: workflows.TablesScheduleID(sweepID)}); err != nil {
+	if err := sweepclient.RetireSchedule(ctx, st.client, sweepID, workflows.TablesScheduleID(sweepID)); err != nil {
 		return fmt.Errorf("tables schedule: %w", err)
 	}
 	if *record != "" {
@@ -231,7 +238,7 @@ func (st *stack) stop() {
 // copyTables copies the sweep's tables and plots from the store to dir and prints the
 // Markdown tables.
 func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir string, stdout io.Writer) error {
-	prefix := activities.OutputPrefix(m) + "/"
+	prefix := report.Output(m) + "/"
 	for _, sub := range []string{"tables/", "plots/"} {
 		keys, err := store.List(ctx, prefix+sub)
 		if err != nil {

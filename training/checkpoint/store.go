@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
 )
 
 // Reasons a checkpoint in a store does not count, wrapped by Skipped.Reason and by the
@@ -53,18 +54,10 @@ type sidecar struct {
 }
 
 // Key returns the key of the safetensors file of step under prefix.
-func Key(prefix string, step int64) string { return key(prefix, step, ".safetensors") }
+func Key(prefix string, step int64) string { return keys.Checkpoint(prefix, step) }
 
 // SidecarKey returns the key of the sidecar of step under prefix.
-func SidecarKey(prefix string, step int64) string { return key(prefix, step, ".json") }
-
-func key(prefix string, step int64, ext string) string {
-	name := fmt.Sprintf("step-%08d%s", step, ext)
-	if prefix == "" {
-		return name
-	}
-	return prefix + "/" + name
-}
+func SidecarKey(prefix string, step int64) string { return keys.CheckpointSidecar(prefix, step) }
 
 func checkPrefix(prefix string) error {
 	if prefix == "" {
@@ -133,7 +126,11 @@ func scan(ctx context.Context, store blob.Store, prefix string) ([]entry, error)
 			continue
 		}
 		step, err := strconv.ParseInt(digits, 10, 64)
-		if err != nil || step < 0 || key(prefix, step, "."+ext) != k {
+		want := Key(prefix, step)
+		if ext == "json" {
+			want = SidecarKey(prefix, step)
+		}
+		if err != nil || step < 0 || want != k {
 			continue // not a name Save writes
 		}
 		e := byStep[step]

@@ -1,0 +1,320 @@
+package report
+
+// Build: a manifest's tables and plots, rebuilt from the results in the object store.
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/figure"
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
+)
+
+// Formats are the table formats written, with their file extensions.
+var Formats = []struct{ Format, Ext string }{{FormatMarkdown, "md"}, {FormatCSV, "csv"}, {FormatLaTeX, "tex"}, {FormatJSON, "json"}}
+
+// MaxPlottedTrials bounds the trials drawn in a sweep's curve plots: a plot of more reads
+// as noise, and the tables hold the results.
+const MaxPlottedTrials = 64
+
+// Output is where a manifest's tables and plots go.
+func Output(m *sweeps.Manifest) string { return keys.Output(m.Name, m.Output.Prefix) }
+
+// Options adjust Build.
+type Options struct {
+	// Result reads a trial's result, nil if it has none yet; nil: read result.json from
+	// the store each time. A worker passes its cache (results are written once).
+	Result func(ctx context.Context, trialID string) (*training.Result, error)
+	// Progress, if set, is told every so many trials read (a heartbeat).
+	Progress func(trials int)
+}
+
+// ErrInvalid matches (errors.Is) a Build error that the same manifest would meet again: a
+// manifest that does not expand, a table it cannot build, an output another sweep holds.
+var ErrInvalid = errors.New("invalid manifest for its tables")
+
+type invalidError struct{ error }
+
+func (e invalidError) Unwrap() error        { return e.error }
+func (e invalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Build rebuilds every table and plot of manifest m from the results in store, writes
+// them under Output(m) and returns the keys written.
+func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options) ([]string, error) {
+	if opt.Result == nil {
+		opt.Result = func(ctx context.Context, id string) (*training.Result, error) { return ReadResult(ctx, store, id) }
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		return nil, invalidError{err}
+	}
+	// one listing tells which objects exist; only those are read
+	listed, err := store.List(ctx, keys.Trials)
+	if err != nil {
+		return nil, err
+	}
+	exists := make(map[string]bool, len(listed))
+	for _, k := range listed {
+		exists[k] = true
+	}
+	outcomes := make(map[string]Outcome, len(trials))
+	for i, t := range trials {
+		var o Outcome
+		if exists[keys.RunResult(keys.Trial(t.ID))] {
+			if o.Result, err = opt.Result(ctx, t.ID); err != nil {
+				return nil, err
+			}
+		}
+		if i%256 == 0 && opt.Progress != nil {
+			opt.Progress(i)
+		}
+		if o.Result == nil && exists[keys.TrialFailed(t.ID)] {
+			o.Failed = readFailed(ctx, store, t.ID)
+		}
+		outcomes[t.ID] = o
+	}
+	tables, err := BuildTables(m, trials, outcomes)
+	if err != nil {
+		return nil, invalidError{err}
+	}
+	if err := claim(ctx, store, m, trials); err != nil {
+		var taken *OutputTakenError
+		if errors.As(err, &taken) {
+			err = invalidError{err}
+		}
+		return nil, err
+	}
+	w := &writer{ctx: ctx, store: store, out: Output(m)}
+	for _, nt := range tables {
+		if nt.Table.Kind == TableCSensitivity {
+			if fig, err := HeatMap(nt.Table); err == nil {
+				w.figure(nt.Name+"-heatmap", fig)
+			}
+		}
+		for _, f := range Formats {
+			w.put(keys.Table(w.out, nt.Name, f.Ext), func(b *bytes.Buffer) error { return nt.Table.Write(b, f.Format) })
+		}
+	}
+	if w.err != nil {
+		return w.keys, w.err
+	}
+	sp, err := sweepSeries(ctx, store, m, trials, outcomes, listed)
+	if err != nil || len(sp.curves) > MaxPlottedTrials {
+		return w.keys, err
+	}
+	opts := CurvesOptions{Title: m.Name + ": validation loss"}
+	if len(sp.curves) > 4 {
+		opts.Iterates = []string{training.IterX, training.IterW} // the primary iterate only
+	}
+	if fig, err := CurvesPlot(sp.curves, opts); err == nil {
+		w.figure("curves", fig)
+	}
+	if fig, err := DecayProbePlot(sp.probes, DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
+		w.figure("decay-probe", fig)
+	}
+	if fig, err := DecayProbePlot(sp.branches, DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay"}); err == nil {
+		w.figure("lr-decay", fig)
+	}
+	if ip := m.Probes.Interpolate; ip != nil {
+		title := fmt.Sprintf("%s: α·w(%d) + (1−α)·w(%d)", m.Name, ip.From, ip.To)
+		if fig, err := InterpolationPlot(sp.interpolations, InterpolationOptions{Title: title}); err == nil {
+			w.figure("interpolation", fig)
+		}
+	}
+	return w.keys, w.err
+}
+
+// ReadResult reads a trial's result from the store: nil if it has none yet, or a damaged
+// one (which is recomputed).
+func ReadResult(ctx context.Context, store blob.Store, id string) (*training.Result, error) {
+	b, err := store.Get(ctx, keys.RunResult(keys.Trial(id)))
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r training.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, nil
+	}
+	return &r, nil
+}
+
+// readFailed reads why a trial failed after its retries ("failed" if that is unknown).
+func readFailed(ctx context.Context, store blob.Store, id string) string {
+	reason := "failed"
+	if b, err := store.Get(ctx, keys.TrialFailed(id)); err == nil {
+		var f map[string]string
+		_ = json.Unmarshal(b, &f)
+		reason = cmp.Or(f["reason"], reason)
+	}
+	return reason
+}
+
+// writer writes a build's objects, keeping the first error; later writes do nothing.
+type writer struct {
+	ctx   context.Context
+	store blob.Store
+	out   string
+	keys  []string
+	err   error
+}
+
+func (w *writer) put(key string, write func(*bytes.Buffer) error) {
+	if w.err != nil {
+		return
+	}
+	var buf bytes.Buffer
+	if w.err = write(&buf); w.err != nil {
+		return
+	}
+	if w.err = w.store.Put(w.ctx, key, buf.Bytes()); w.err == nil {
+		w.keys = append(w.keys, key)
+	}
+}
+
+func (w *writer) figure(name string, fig *figure.Figure) {
+	for _, f := range []string{figure.FormatPNG, figure.FormatSVG} {
+		w.put(keys.Plot(w.out, name, f), func(b *bytes.Buffer) error { return fig.Write(b, f) })
+	}
+}
+
+// trialLabel names a trial in plots by its grid point.
+func trialLabel(t sweeps.Trial) string {
+	p := t.Points[0]
+	name := cmp.Or(p.Label, p.Optimizer)
+	l := fmt.Sprintf("%s lr=%g β=(%g, %g)", name, p.LR, p.Beta1, p.Beta2)
+	if p.Optimizer == training.SFAdamW {
+		l += " C=" + p.CLabel()
+	}
+	if len(t.Points) > 1 || p.Seed != 0 {
+		l += fmt.Sprintf(" seed %d", p.Seed)
+	}
+	return l
+}
+
+// series are what a sweep's plots draw.
+type series struct {
+	curves           []Curve
+	probes, branches []DecayProbeCurve
+	interpolations   []InterpolationCurve
+}
+
+// sweepSeries gathers the validation curves of the finished trials, their decay probes,
+// LR-decay branches and interpolations, as the manifest asks for them (listed: the keys
+// under trials/, sorted). It stops reading once there are more curves than are plotted.
+func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]Outcome, listed []string) (series, error) {
+	var sp series
+	has := func(k string) bool { _, found := slices.BinarySearch(listed, k); return found }
+	for _, t := range trials {
+		r := outcomes[t.ID].Result
+		if r == nil || len(r.Curves) == 0 {
+			continue
+		}
+		c := Curve{Label: trialLabel(t)}
+		for _, p := range r.Curves {
+			c.Points = append(c.Points, CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
+		}
+		sp.curves = append(sp.curves, c)
+		if len(sp.curves) > MaxPlottedTrials {
+			return series{curves: sp.curves}, nil
+		}
+		// keep adds a trial's probe curve, labelled as its validation curve, if it has points
+		keep := func(dst *[]DecayProbeCurve, pc DecayProbeCurve, err error) error {
+			if err == nil && len(pc.Points) > 0 {
+				pc.Label = c.Label
+				*dst = append(*dst, pc)
+			}
+			return err
+		}
+		if d := m.Probes.Decay; d != nil {
+			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
+			same := func(r *training.DecayProbeResult) bool {
+				return r.Steps == d.Steps && r.PeakLR == peak && sameIterate(r.Iterate, d.Iterate)
+			}
+			pc, err := probePoints(ctx, store, t, listed, keys.DecayProbe(t.ID, 0, d.Iterate), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
+				return r.FromStep, r.Before, r.After
+			})
+			if err := keep(&sp.probes, pc, err); err != nil {
+				return sp, err
+			}
+		}
+		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
+			same := func(*training.DecayBranchResult) bool { return true }
+			pc, err := probePoints(ctx, store, t, listed, keys.LRDecay(t.ID, 0, b.Frac), same, func(r *training.DecayBranchResult) (int, float64, training.Loss) {
+				return r.FromStep, r.Before, r.After
+			})
+			if err := keep(&sp.branches, pc, err); err != nil {
+				return sp, err
+			}
+		}
+		if ip := m.Probes.Interpolate; ip != nil {
+			for _, decayed := range []bool{false, true} {
+				key := keys.Interpolation(t.ID, ip.From, ip.To, cmp.Or(ip.Points, sweeps.DefaultInterpolationPoints), decayed)
+				if !has(key) {
+					continue
+				}
+				b, err := store.Get(ctx, key)
+				if err != nil {
+					return sp, err
+				}
+				var res training.InterpolationResult
+				if json.Unmarshal(b, &res) != nil {
+					continue
+				}
+				ic := InterpolationCurve{Label: c.Label}
+				if decayed {
+					ic.Label += ", LR decayed to step " + strconv.Itoa(ip.To)
+				}
+				for _, q := range res.Points {
+					ic.Points = append(ic.Points, InterpolationPoint{Alpha: q.Alpha, Loss: float64(q.Loss)})
+				}
+				sp.interpolations = append(sp.interpolations, ic)
+			}
+		}
+	}
+	return sp, nil
+}
+
+// sameIterate tells whether a probe result from iterate got matches the iterate asked for
+// (a name, or "" and "ewa", which the result's key tells apart).
+func sameIterate(got, asked string) bool {
+	return asked == "" || asked == sweeps.IterEWA || got == asked
+}
+
+// probePoints reads a trial's probe results of one kind (the keys that share key0's name
+// up to its step, the key of step 0) that same accepts, in the order of their steps.
+func probePoints[R any](ctx context.Context, store blob.Store, t sweeps.Trial, listed []string, key0 string, same func(*R) bool,
+	point func(*R) (step int, before float64, after training.Loss),
+) (DecayProbeCurve, error) {
+	var pc DecayProbeCurve
+	prefix := strings.TrimSuffix(key0, fmt.Sprintf("%08d.json", 0))
+	lo, _ := slices.BinarySearch(listed, prefix)
+	for _, k := range listed[lo:] {
+		if !strings.HasPrefix(k, prefix) {
+			break
+		}
+		b, err := store.Get(ctx, k)
+		if err != nil {
+			return pc, err
+		}
+		var r R
+		if json.Unmarshal(b, &r) != nil || !same(&r) {
+			continue
+		}
+		step, before, after := point(&r)
+		pc.Points = append(pc.Points, DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
+	}
+	return pc, nil
+}
