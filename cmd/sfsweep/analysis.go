@@ -23,13 +23,6 @@ import (
 // The analysis commands reproduce the paper's analytical figures (package analysis): each
 // writes its data (JSON or CSV) and its plots (PNG and SVG) into an output folder and prints
 // one line per file written, or a JSON summary with -json.
-func init() {
-	register("toy", "SF-AdamW on the river-valley toy model (fig:river-valley, fig:toy_model)", runToyCmd)
-	register("weights", "averaging weights α_t of vanilla and refined SF (fig:weights_histogram, fig:modified_weights_histogram*)", runWeightsCmd)
-	register("eos", "preconditioned sharpness vs. the stability threshold on the toy model (fig:eos, left)", runEoSCmd)
-	register("centralflow", "central-flow variance σ² vs. the measured oscillation of SF-ScalarAdam on the toy model", runCentralFlowCmd)
-	register("figures", "every analysis figure and its data, with the paper's settings (default out/figures)", runFiguresCmd)
-}
 
 // Default settings of the figures that the analysis package does not fix.
 var (

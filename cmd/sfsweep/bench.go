@@ -22,10 +22,6 @@ import (
 	"github.com/sfsweep/sfsweep/training/native"
 )
 
-func init() {
-	register("bench", "training-step speed of the native engine (tokens/s, GFLOP/s), against PyTorch when it is installed", runBenchCmd)
-}
-
 // benchResult is one measured engine over one round.
 type benchResult struct {
 	Engine    string  `json:"engine"`

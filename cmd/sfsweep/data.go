@@ -16,9 +16,6 @@ import (
 
 // The data command prepares token datasets (package training/data): "data prepare" tokenises
 // a folder of text, "data default" the offline default corpus (the Go source tree).
-func init() {
-	register("data", "token datasets: 'data prepare' tokenises a folder of text, 'data default' the Go source tree", runDataCmd)
-}
 
 // dataSubcommands are the subcommands of "sfsweep data".
 var dataSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{

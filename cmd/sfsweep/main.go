@@ -1,5 +1,10 @@
-// Command sfsweep runs Schedule-Free optimizer research end to end: the optimizers, the
-// analysis figures of "Through the River", and (as they land) training runs and sweeps.
+// Command sfsweep runs Schedule-Free optimizer research end to end. It runs a sweep
+// manifest's trials and tables either on an embedded stack in one process (Temporal, S3
+// and workers: "sfsweep run") or against a Temporal cluster and S3 ("submit", "worker",
+// "status", "cancel", "tables"); it checks manifests ("validate"), trains a single run from
+// a config file ("train"), prepares token datasets ("data"), measures the training engine's
+// speed ("bench"), and draws the analysis figures of "Through the River" ("figures", "toy",
+// "weights", "eos", "centralflow").
 //
 // Usage:
 //
@@ -16,25 +21,48 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 )
 
-// command is one subcommand of the CLI. Subcommands register themselves in init functions
-// of the files that implement them, so each file owns its own flags.
+// command is one subcommand of the CLI. Each file implements its commands and owns their
+// flags; the commands table lists them all.
 type command struct {
+	name    string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = map[string]command{}
+// commands is every subcommand, in the order a reader meets them: running a sweep, the
+// distributed mode, single runs and their data, then the analysis figures. The help output
+// lists them sorted by name (printUsage).
+var commands = []command{
+	{name: "run", summary: "run a sweep end to end on the embedded stack (Temporal, S3, workers in this process); running it again resumes", run: runSweep},
+	{name: "validate", summary: "check a sweep manifest and print its trials and their total cost, running nothing", run: runValidate},
+	{name: "submit", summary: "submit a sweep manifest to a Temporal cluster and S3 (distributed mode)", run: runSubmit},
+	{name: "worker", summary: "run a worker of the gpu or cpu task queue against a Temporal cluster and S3", run: runWorker},
+	{name: "status", summary: "show a submitted sweep's progress", run: runStatus},
+	{name: "cancel", summary: "cancel a submitted sweep: no new trials start, running ones stop", run: runCancel},
+	{name: "tables", summary: "tables regenerate SWEEP-ID: rebuild a sweep's tables from the results in S3", run: runTables},
+	{name: "train", summary: "run one training run from a config file (YAML), resuming if it was interrupted", run: runTrain},
+	{name: "data", summary: "token datasets: 'data prepare' tokenises a folder of text, 'data default' the Go source tree", run: runDataCmd},
+	{name: "bench", summary: "training-step speed of the native engine (tokens/s, GFLOP/s), against PyTorch when it is installed", run: runBenchCmd},
+	{name: "figures", summary: "every analysis figure and its data, with the paper's settings (default out/figures)", run: runFiguresCmd},
+	{name: "toy", summary: "SF-AdamW on the river-valley toy model (fig:river-valley, fig:toy_model)", run: runToyCmd},
+	{name: "weights", summary: "averaging weights α_t of vanilla and refined SF (fig:weights_histogram, fig:modified_weights_histogram*)", run: runWeightsCmd},
+	{name: "eos", summary: "preconditioned sharpness vs. the stability threshold on the toy model (fig:eos, left)", run: runEoSCmd},
+	{name: "centralflow", summary: "central-flow variance σ² vs. the measured oscillation of SF-ScalarAdam on the toy model", run: runCentralFlowCmd},
+}
 
-func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
-	if _, dup := commands[name]; dup {
-		panic("sfsweep: command registered twice: " + name)
+// lookupCommand returns the command called name.
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
 	}
-	commands[name] = command{summary: summary, run: run}
+	return command{}, false
 }
 
 // usageError marks an error caused by the command line itself; main prints usage for it.
@@ -58,7 +86,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	cmd, ok := commands[args[0]]
+	cmd, ok := lookupCommand(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "sfsweep: unknown command %q\n\n", args[0])
 		printUsage(stderr)
@@ -81,13 +109,12 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "sfsweep — Schedule-Free optimizer research, from the optimizer to the paper's tables.")
 	fmt.Fprintln(w, "\nUsage: sfsweep <command> [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+	// Sorted by name, not in table order, so a command is quick to find.
+	sorted := slices.SortedFunc(slices.Values(commands), func(a, b command) int {
+		return strings.Compare(a.name, b.name)
+	})
+	for _, c := range sorted {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'sfsweep <command> -h' for the flags of a command.")
 }

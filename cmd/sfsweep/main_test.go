@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/sfsweep/sfsweep/training/backend"
@@ -29,4 +32,54 @@ func TestMain(m *testing.M) {
 		main() // exits
 	}
 	os.Exit(m.Run())
+}
+
+// TestCommands checks the commands table: every command has a unique name, a summary and a
+// run function, and "sfsweep help" lists each one with its summary.
+func TestCommands(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("sfsweep help: exit code %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	lines := strings.Split(stdout.String(), "\n")
+	seen := map[string]bool{}
+	for _, c := range commands {
+		if c.name == "" || strings.ContainsAny(c.name, " \t") {
+			t.Errorf("command %q: bad name", c.name)
+		}
+		if seen[c.name] {
+			t.Errorf("command %q listed twice", c.name)
+		}
+		seen[c.name] = true
+		if strings.TrimSpace(c.summary) == "" {
+			t.Errorf("command %q: empty summary", c.name)
+		}
+		if c.run == nil {
+			t.Errorf("command %q: no run function", c.name)
+		}
+		listed := false
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == c.name && strings.HasSuffix(l, " "+c.summary) {
+				listed = true
+				break
+			}
+		}
+		if !listed {
+			t.Errorf("sfsweep help does not list %q with its summary; output:\n%s", c.name, stdout.String())
+		}
+	}
+}
+
+// TestUnknownCommand checks that an unknown command prints the usage to stderr and exits 2.
+func TestUnknownCommand(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"nosuchcommand"}, &stdout, &stderr); code != 2 {
+		t.Errorf("exit code %d, want 2", code)
+	}
+	if !strings.HasPrefix(stderr.String(), `sfsweep: unknown command "nosuchcommand"`) || !strings.Contains(stderr.String(), "Commands:") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout not empty:\n%s", stdout.String())
+	}
 }

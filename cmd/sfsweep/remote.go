@@ -33,14 +33,6 @@ import (
 // TEMPORAL_TLS_*); S3 through -s3-* flags or SFSWEEP_S3_* and the standard AWS
 // configuration chain for credentials (AWS_ACCESS_KEY_ID, ~/.aws, instance roles).
 
-func init() {
-	register("worker", "run a worker of the gpu or cpu task queue against a Temporal cluster and S3", runWorker)
-	register("submit", "submit a sweep manifest to a Temporal cluster and S3 (distributed mode)", runSubmit)
-	register("status", "show a submitted sweep's progress", runStatus)
-	register("cancel", "cancel a submitted sweep: no new trials start, running ones stop", runCancel)
-	register("tables", "tables regenerate SWEEP-ID: rebuild a sweep's tables from the results in S3", runTables)
-}
-
 // remote holds the connection flags of the distributed mode.
 type remote struct {
 	temporal temporalclient.Options

@@ -34,10 +34,6 @@ import (
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
-func init() {
-	register("run", "run a sweep end to end on the embedded stack (Temporal, S3, workers in this process); running it again resumes", runSweep)
-}
-
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
 	dir := fs.String("dir", ".sfsweep", "state directory: the Temporal database, the S3 gateway's objects and credentials, the corpus cache")

@@ -18,10 +18,6 @@ import (
 	"github.com/sfsweep/sfsweep/training"
 )
 
-func init() {
-	register("train", "run one training run from a config file (YAML), resuming if it was interrupted", runTrain)
-}
-
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("train", stderr)
 	out := fs.String("out", "out", "directory the run writes under: runs/<config hash>/{config.json,curves.jsonl,checkpoints/,result.json}")

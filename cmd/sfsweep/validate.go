@@ -11,10 +11,6 @@ import (
 	"github.com/sfsweep/sfsweep/sweeps"
 )
 
-func init() {
-	register("validate", "check a sweep manifest and print its trials and their total cost, running nothing", runValidate)
-}
-
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("validate", stderr)
 	asJSON := fs.Bool("json", false, "print the trials and the cost as JSON")
