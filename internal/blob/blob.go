@@ -15,7 +15,7 @@ import (
 	"strings"
 )
 
-// ErrNotFound is returned (wrapped) by Get and Stat for a key that does not exist.
+// ErrNotFound is returned (wrapped) by Get for a key that does not exist.
 var ErrNotFound = errors.New("blob: not found")
 
 // Store is an object store.

@@ -150,7 +150,7 @@ type Tensor struct {
 }
 
 // Layout places every parameter of a model in one flat buffer, layer by layer. Names follow
-// the PyTorch modules of the reference implementations (shared/bench/torch_llama.py for
+// the PyTorch modules of the reference implementations (bench/torch/torch_llama.py for
 // LLaMA, nanoGPT for GPT-2), so weights map one to one onto a PyTorch state dict.
 type Layout struct {
 	Tensors []Tensor `json:"tensors"`

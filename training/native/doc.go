@@ -3,7 +3,7 @@
 // [gemm.Gemm] and the rest in row kernels (AVX-512 or AVX2 assembly for float32 on amd64,
 // picked at start-up).
 //
-// The model is the one of the PyTorch peer (shared/bench/torch_llama.py): token embedding,
+// The model is the one of the PyTorch peer (bench/torch/torch_llama.py): token embedding,
 // L × [x += Attn(RMSNorm(x)); x += SwiGLU(RMSNorm(x))], a final RMSNorm, an untied LM head
 // and the mean next-token cross-entropy over all B·T positions. Attention is causal softmax
 // attention with scale 1/√D (D = Dim/Heads) and RoPE (rotate_half form, θ = RopeTheta) on

@@ -12,7 +12,7 @@ import (
 )
 
 // This file holds the custom gorgonia ops that replace built-ins which are wrong in
-// gorgonia v0.9.18 (see shared/NOTES-gorgonia.md) or have no built-in at all:
+// gorgonia v0.9.18 (each item below says how) or have no built-in at all:
 //
 //   - embeddingOp: row gather table[ids], with its scatter-add gradient (ByIndices is only
 //     safe on axis 0 and needs Int indices; this keeps every input of the graph one dtype).

@@ -2,12 +2,16 @@
 // differentiates it symbolically: an independent reference for the loss and gradients of
 // the native engine (package training/native), written without sharing any of its code.
 //
-// It uses gorgonia v0.9.18, whose measured silent bugs are listed in
-// shared/NOTES-gorgonia.md. The graph uses only the built-ins found correct there and in
-// this package's tests — Mul (2-D), BatchedMatMul, Transpose, Reshape, Add, HadamardProd,
-// BroadcastHadamardProd, BroadcastAdd, BroadcastSub, Square, Mean, Sqrt, Inverse, Sigmoid —
-// and custom ops (ops.go) for the embedding gather, the causal softmax, the cross-entropy
-// and the exact (erf) GELU.
+// It uses gorgonia v0.9.18, which has silent bugs (wrong numbers, no error), measured
+// before building on it: SoftMax and LogSoftMax stabilise with the tensor's first element,
+// not the row's max; LogSoftMax beside SoftMax of the same input is merged into it;
+// InverseSqrt, ByIndices on the innermost axis, Concat at offsets ≥ 256 and Dropout have
+// wrong gradients; and nodes that hash alike (unnamed same-shape matrices, equal names) are
+// merged into one. The graph uses only the built-ins found correct in those measurements
+// and in this package's tests — Mul (2-D), BatchedMatMul, Transpose, Reshape, Add,
+// HadamardProd, BroadcastHadamardProd, BroadcastAdd, BroadcastSub, Square, Mean, Sqrt,
+// Inverse, Sigmoid — and custom ops (ops.go) for the embedding gather, the causal softmax,
+// the cross-entropy and the exact (erf) GELU.
 //
 // Two architectures: LLaMA (RMSNorm, RoPE, SwiGLU, untied head) and GPT-2 as nanoGPT
 // (learned position embedding, LayerNorm with biased variance, biases, exact GELU, LM head

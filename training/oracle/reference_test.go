@@ -11,7 +11,7 @@ import (
 // refLoss is an independent plain-Go float64 forward pass of the LLaMA model (simple loops
 // over one sequence at a time, no gorgonia, no shared code with the graph): the mean
 // next-token cross-entropy over all batch·seqLen positions. It follows
-// shared/bench/torch_llama.py line by line. For a GPT-2 config it runs refLossGPT2.
+// bench/torch/torch_llama.py line by line. For a GPT-2 config it runs refLossGPT2.
 func refLoss(cfg model.Config, params []float64, tokens, targets []int32, batch, seqLen int) float64 {
 	if cfg.Arch == model.GPT2 {
 		return refLossGPT2(cfg, params, tokens, targets, batch, seqLen)
