@@ -24,7 +24,6 @@ import (
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/report"
-	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
@@ -503,62 +502,18 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 		pc.PeakLR = in.PeakLR
 	}
 	same := func(r *training.DecayProbeResult) bool {
-		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && sameIterate(r.Iterate, in.Iterate)
+		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && training.SameIterate(r.Iterate, in.Iterate)
 	}
 	what := fmt.Sprintf("decay probe from step %d", in.Step)
 	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.DecayProbe(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, what,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayProbeResult, error) {
-			w, iterate, err := iterateOf(cfg, ck, in.Iterate)
+			w, iterate, err := training.IterateWeights(cfg, ck, in.Iterate)
 			if err != nil {
 				return nil, invalid(err)
 			}
 			pc.Iterate = iterate
 			return training.DecayProbe(ctx, cfg, w, b, pc)
 		})
-}
-
-// sameIterate tells whether a probe result from iterate got matches the iterate asked for
-// (a name, or "" and "ewa", which the result's key tells apart).
-func sameIterate(got, asked string) bool {
-	return asked == "" || asked == sweeps.IterEWA || got == asked
-}
-
-// iterateOf returns the weights of one iterate of a checkpoint ("": the evaluated one, x
-// for SF-AdamW and w for AdamW), and its name.
-func iterateOf(cfg training.Config, ck *checkpoint.Checkpoint, iterate string) ([]float32, string, error) {
-	sf := cfg.Optimizer.Name == training.SFAdamW
-	switch {
-	case iterate == "" && sf:
-		iterate = training.IterX
-	case iterate == "":
-		iterate = training.IterW
-	case iterate == sweeps.IterEWA && sf:
-		iterate = training.IterEWAX
-	case iterate == sweeps.IterEWA:
-		iterate = training.IterEWAW
-	}
-	ewa := func(name string) ([]float32, string, error) {
-		st, err := ck.Optimizer(name)
-		if err != nil {
-			return nil, "", fmt.Errorf("iterate %s: %w (is ewa_decay set?)", iterate, err)
-		}
-		if len(st.Vectors) != 1 || len(st.Vectors[0].Data) != len(ck.Params) {
-			return nil, "", fmt.Errorf("iterate %s: checkpoint state %q is not an average of the weights", iterate, name)
-		}
-		return st.Vectors[0].Data, iterate, nil
-	}
-	switch {
-	case sf && iterate == training.IterX:
-		x, err := iterateX(cfg, ck)
-		return x, iterate, err
-	case sf && iterate == training.IterY, !sf && iterate == training.IterW:
-		return ck.Params, iterate, nil // the checkpoint's weights are y for SF-AdamW
-	case sf && iterate == training.IterEWAX, !sf && iterate == training.IterEWAW:
-		return ewa("ewa1")
-	case sf && iterate == training.IterEWAY:
-		return ewa("ewa2")
-	}
-	return nil, "", fmt.Errorf("iterate %q: a %s run has %v", iterate, cfg.Optimizer.Name, sweeps.ProbeIterates[cfg.Optimizer.Name])
 }
 
 // DecayBranch runs the LR-decay branch of an AdamW trial from its checkpoint (weights and
@@ -568,7 +523,7 @@ func (a *Activities) DecayBranch(ctx context.Context, in workflows.DecayBranchIn
 	what := fmt.Sprintf("LR-decay branch from step %d", in.Step)
 	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.LRDecay(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, what,
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayBranchResult, error) {
-			st, err := ck.Optimizer("optimizer")
+			st, err := ck.Optimizer(training.StateOptimizer)
 			if err != nil {
 				return nil, invalid(err)
 			}
@@ -595,7 +550,7 @@ func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateIn
 			w1, w2 := ck.Params, []float32(nil)
 			switch {
 			case in.Decayed:
-				st, err := ck.Optimizer("optimizer")
+				st, err := ck.Optimizer(training.StateOptimizer)
 				if err != nil {
 					return nil, invalid(err)
 				}
@@ -607,10 +562,10 @@ func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateIn
 				if err != nil {
 					return nil, err
 				}
-				if w1, res.Iterate, err = iterateOf(cfg, ck, ""); err != nil {
+				if w1, res.Iterate, err = training.IterateWeights(cfg, ck, ""); err != nil {
 					return nil, invalid(err)
 				}
-				if w2, _, err = iterateOf(cfg, to, ""); err != nil {
+				if w2, _, err = training.IterateWeights(cfg, to, ""); err != nil {
 					return nil, invalid(err)
 				}
 			}
@@ -672,25 +627,6 @@ func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, s
 		return zero, invalid(err)
 	}
 	return *res, a.Store.Put(ctx, key, out)
-}
-
-// iterateX recovers SF-AdamW's x from a checkpoint's y and optimizer state.
-func iterateX(cfg training.Config, ck *checkpoint.Checkpoint) ([]float32, error) {
-	st, err := ck.Optimizer("optimizer")
-	if err != nil {
-		return nil, err
-	}
-	y := append([]float32(nil), ck.Params...)
-	opt, err := sfadamw.New(cfg.SFAdamWConfig(), y)
-	if err != nil {
-		return nil, err
-	}
-	if err := opt.Restore(st); err != nil {
-		return nil, err
-	}
-	x := make([]float32, len(y))
-	opt.X(x)
-	return x, nil
 }
 
 // RecordFailed marks a trial failed, so its table cells say so.

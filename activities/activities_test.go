@@ -276,7 +276,7 @@ func TestProbeActivities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := ck.Optimizer("optimizer")
+	st, err := ck.Optimizer(training.StateOptimizer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +385,7 @@ func TestDecayProbeIterates(t *testing.T) {
 		}
 		at2 := res.Curves[slices.IndexFunc(res.Curves, func(c training.CurvePoint) bool { return c.Step == 2 })].Val
 		cfg, _ := a.trialConfig(ctx, ref.ID)
-		for _, it := range append([]string{"", sweeps.IterEWA}, sweeps.ProbeIterates[cfg.Optimizer.Name]...) {
+		for _, it := range append([]string{"", sweeps.IterEWA}, training.Iterates(cfg.Optimizer.Name)...) {
 			v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: ref.ID, Step: 2, Steps: 1, Iterate: it})
 			var r training.DecayProbeResult
 			if err == nil {

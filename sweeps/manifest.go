@@ -117,13 +117,7 @@ type DecayProbe struct {
 
 // IterEWA names the EWA of a trial's evaluated iterate (ewa_x for SF-AdamW, ewa_w for
 // AdamW) in a probe, so that a grid of both optimizers can probe from it.
-const IterEWA = "ewa"
-
-// ProbeIterates are the iterates a probe can start from, by optimizer.
-var ProbeIterates = map[string][]string{
-	training.SFAdamW: {training.IterX, training.IterY, training.IterEWAX, training.IterEWAY},
-	training.AdamW:   {training.IterW, training.IterEWAW},
-}
+const IterEWA = training.IterEWA
 
 // Table is a table to build from the sweep's results.
 type Table struct {
@@ -395,7 +389,7 @@ func (m *Manifest) validate() error {
 			return err
 		}
 		for _, g := range m.Optimizers {
-			if its := ProbeIterates[g.Name]; d.Iterate != "" && d.Iterate != IterEWA && !slices.Contains(its, d.Iterate) {
+			if its := training.Iterates(g.Name); d.Iterate != "" && d.Iterate != IterEWA && !slices.Contains(its, d.Iterate) {
 				return &Error{Field: "probes.decay.iterate", Value: fmt.Sprintf("%q", d.Iterate),
 					Reason: fmt.Sprintf("%s trials have %s (or ewa for the EWA of the evaluated one, or leave it out for that one)", g.Name, strings.Join(its, ", "))}
 			}

@@ -66,7 +66,7 @@ func TestDecayBranch(t *testing.T) {
 	cfg := testConfig(AdamW)
 	cfg.Optimizer.Schedule = "constant"
 	ck, b := weightsAt(t, cfg, 20)
-	st, err := ck.Optimizer(ckOptimizer)
+	st, err := ck.Optimizer(StateOptimizer)
 	if err != nil {
 		t.Fatal(err)
 	}

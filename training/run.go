@@ -79,7 +79,8 @@ const (
 	IterEWAW = "ewa_w"
 )
 
-// Iterates returns the iterates evaluated for an optimizer, the primary one first.
+// Iterates returns the iterates evaluated for an optimizer, the primary one first: those a
+// probe can start from (IterateWeights).
 func Iterates(optimizer string) []string {
 	if optimizer == AdamW {
 		return []string{IterW, IterEWAW}

@@ -21,11 +21,18 @@ type loopState struct {
 	EvalSeqs   int          `json:"eval_seqs"`
 }
 
-// The names of the states in a checkpoint.
+// The names of the optimizer states in a run's checkpoints (checkpoint.Checkpoint's
+// Optimizer and PutOptimizer). They are part of the stored format: renamed, they would
+// leave the checkpoints already stored unreadable.
 const (
-	ckOptimizer = "optimizer"
-	ckEWA1      = "ewa1" // EWA(x) for SF-AdamW, EWA(w) for AdamW
-	ckEWA2      = "ewa2" // EWA(y) for SF-AdamW
+	// StateOptimizer holds the optimizer's state: SF-AdamW's (the checkpoint's parameters
+	// are its y; x is recovered from both, see IterateX) or AdamW's.
+	StateOptimizer = "optimizer"
+	// StateEWA1 holds the EWA of the evaluated iterate: EWA(x) for SF-AdamW (ewa_x),
+	// EWA(w) for AdamW (ewa_w).
+	StateEWA1 = "ewa1"
+	// StateEWA2 holds EWA(y) (ewa_y) for SF-AdamW; an AdamW checkpoint has none.
+	StateEWA2 = "ewa2"
 )
 
 func (r *runner) ckPrefix() string { return keys.Checkpoints(r.opt.Prefix) }
@@ -38,15 +45,15 @@ func (r *runner) checkpoint(ctx context.Context) error {
 	}
 	ck := &checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: r.y(), State: st}
 	if r.sf != nil {
-		err = ck.PutOptimizer(ckOptimizer, r.sf.State())
+		err = ck.PutOptimizer(StateOptimizer, r.sf.State())
 		if err == nil {
-			err = ck.PutOptimizer(ckEWA2, r.ewa2.State())
+			err = ck.PutOptimizer(StateEWA2, r.ewa2.State())
 		}
 	} else {
-		err = ck.PutOptimizer(ckOptimizer, r.adamw.State())
+		err = ck.PutOptimizer(StateOptimizer, r.adamw.State())
 	}
 	if err == nil {
-		err = ck.PutOptimizer(ckEWA1, r.ewa1.State())
+		err = ck.PutOptimizer(StateEWA1, r.ewa1.State())
 	}
 	if err == nil {
 		err = checkpoint.Save(ctx, r.opt.Store, r.ckPrefix(), ck)
@@ -87,7 +94,7 @@ func (r *runner) resume(ctx context.Context, log *slog.Logger) error {
 	if err := r.setParams(r.y()); err != nil {
 		return err
 	}
-	opt, err := ck.Optimizer(ckOptimizer)
+	opt, err := ck.Optimizer(StateOptimizer)
 	if err == nil {
 		if r.sf != nil {
 			err = r.sf.Restore(opt)
@@ -96,10 +103,10 @@ func (r *runner) resume(ctx context.Context, log *slog.Logger) error {
 		}
 	}
 	if err == nil {
-		err = restoreEWA(ck, ckEWA1, r.ewa1.Restore)
+		err = restoreEWA(ck, StateEWA1, r.ewa1.Restore)
 	}
 	if err == nil && r.ewa2 != nil {
-		err = restoreEWA(ck, ckEWA2, r.ewa2.Restore)
+		err = restoreEWA(ck, StateEWA2, r.ewa2.Restore)
 	}
 	if err != nil {
 		return fmt.Errorf("train: resume from step %d: %w", ck.Step, err)
