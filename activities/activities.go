@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -402,59 +401,6 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		return workflows.TrainOutput{}, classify(err)
 	}
 	return a.trainOutput(ctx, in.TrialID, res), nil
-}
-
-// ErrorStalled is the error type of a training attempt abandoned because its compute made
-// no progress for the stall timeout: retried like any transient failure.
-const ErrorStalled = "Stalled"
-
-// watched runs run under a watchdog: once its engine exists, an attempt whose forward and
-// backward passes stop returning for stall (≤ 0: workflows.DefaultStallTimeout) is abandoned with an ErrorStalled error, which
-// Temporal retries (from the newest checkpoint, for training). where says how far the work
-// got, for the error. A hung device call cannot be interrupted, so its goroutine is left
-// behind with its context cancelled; a.OnStall, if set, is told (a worker exits so that its
-// supervisor restarts it with a fresh device).
-func watched[T any](ctx context.Context, a *Activities, stall time.Duration, where func() string, run func(context.Context) (T, error)) (T, error) {
-	var beats atomic.Int64
-	runCtx, cancel := context.WithCancel(training.WithAlive(ctx, func() { beats.Add(1) }))
-	type outcome struct {
-		v   T
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		v, err := run(runCtx)
-		done <- outcome{v, err}
-	}()
-	if stall <= 0 {
-		stall = workflows.DefaultStallTimeout
-	}
-	check := time.NewTicker(max(min(stall/4, time.Second), time.Millisecond))
-	defer check.Stop()
-	seen, since := beats.Load(), time.Now()
-	for {
-		select {
-		case o := <-done:
-			cancel()
-			return o.v, o.err
-		case <-check.C:
-		}
-		if b := beats.Load(); b != seen || b == 0 {
-			seen, since = b, time.Now()
-			continue
-		}
-		if time.Since(since) < stall {
-			continue
-		}
-		cancel()
-		err := fmt.Errorf("no forward or backward pass returned for %v %s: the compute is stuck; attempt abandoned", stall, where())
-		a.log().Error("stalled", "err", err)
-		if a.OnStall != nil {
-			a.OnStall(err)
-		}
-		var zero T
-		return zero, temporal.NewApplicationError(err.Error(), ErrorStalled)
-	}
 }
 
 // storedResult returns the trial's result, nil if it has none yet. A trial's ID is the
