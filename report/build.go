@@ -241,7 +241,7 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 		if d := m.Probes.Decay; d != nil {
 			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
 			same := func(r *training.DecayProbeResult) bool {
-				return r.Steps == d.Steps && r.PeakLR == peak && sameIterate(r.Iterate, d.Iterate)
+				return r.Steps == d.Steps && r.PeakLR == peak && training.SameIterate(r.Iterate, d.Iterate)
 			}
 			pc, err := probePoints(ctx, store, t, listed, keys.DecayProbe(t.ID, 0, d.Iterate), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
 				return r.FromStep, r.Before, r.After
@@ -285,12 +285,6 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 		}
 	}
 	return sp, nil
-}
-
-// sameIterate tells whether a probe result from iterate got matches the iterate asked for
-// (a name, or "" and "ewa", which the result's key tells apart).
-func sameIterate(got, asked string) bool {
-	return asked == "" || asked == sweeps.IterEWA || got == asked
 }
 
 // probePoints reads a trial's probe results of one kind (the keys that share key0's name
