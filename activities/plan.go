@@ -1,0 +1,158 @@
+package activities
+
+// Plan: a sweep's trials, their configs in the store and which results exist.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// Plan expands the manifest, writes each trial's config.json where missing, and reports
+// which trials already have a result (those are never recomputed).
+func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflows.PlanOutput, error) {
+	defer keepAlive(ctx, func() any { return "plan" })()
+	m, err := a.readManifest(ctx, in.ManifestKey)
+	if err != nil {
+		return workflows.PlanOutput{}, err
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		return workflows.PlanOutput{}, invalid(err)
+	}
+	out := workflows.PlanOutput{Trials: make([]workflows.TrialRef, 0, len(trials))}
+	done, err := a.Store.List(ctx, keys.Trials)
+	if err != nil {
+		return out, err
+	}
+	exists := map[string]bool{}
+	checkpoints := map[string][]int{} // by trial: the steps of its checkpoints in the store
+	for _, k := range done {
+		exists[k] = true
+		if id, step, ok := keys.CheckpointOf(k); ok {
+			checkpoints[id] = append(checkpoints[id], step)
+		}
+	}
+	for i, t := range trials {
+		ref := workflows.TrialRef{ID: t.ID, Queue: trainQueue(t.Config)}
+		if d := m.Probes.Decay; d != nil {
+			ref.DecayAt, ref.DecaySteps, ref.DecayLR, ref.DecayIterate = d.At, d.Steps, d.PeakLR, d.Iterate
+			if ref.DecayLR == 0 {
+				ref.DecayLR = 1e-4
+			}
+		}
+		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
+			ref.BranchAt, ref.BranchFrac = b.At, b.Frac
+		}
+		if ip := m.Probes.Interpolate; ip != nil {
+			ref.Interp = &workflows.InterpolateRef{From: ip.From, To: ip.To, Points: cmp.Or(ip.Points, sweeps.DefaultInterpolationPoints),
+				Decayed: ip.Decayed && t.Config.Optimizer.Name == training.AdamW}
+		}
+		if ref.Done = exists[keys.RunResult(keys.Trial(t.ID))]; ref.Done && !probesStored(ref, exists, checkpoints[t.ID]) {
+			// probes asked for and missing: the trial runs again (Train finds its result)
+			// to add them, unless it did not complete, which has no probes
+			r, err := a.storedResult(ctx, t.ID)
+			if err != nil {
+				return out, err
+			}
+			ref.Done = r != nil && r.Status != training.StatusCompleted
+		}
+		if !exists[keys.RunConfig(keys.Trial(t.ID))] {
+			b, _ := json.MarshalIndent(t.Config, "", "  ")
+			if err := a.Store.Put(ctx, keys.RunConfig(keys.Trial(t.ID)), b); err != nil {
+				return out, err
+			}
+		}
+		out.Trials = append(out.Trials, ref)
+		if i%64 == 0 {
+			activity.RecordHeartbeat(ctx, i)
+		}
+	}
+	if in.Paged {
+		return a.storePlan(ctx, in.SweepID, out.Trials)
+	}
+	return out, nil
+}
+
+// trainQueue is the task queue of a trial's training and probes: that of its backend's
+// device.
+func trainQueue(cfg training.Config) string {
+	b, _ := backend.Lookup(cfg.WithDefaults().Backend) // the config was validated
+	return workflows.TrainQueue(b.Device)
+}
+
+// probesStored tells whether every probe the trial asks for has its result in the store:
+// from the steps listed, or else from every checkpoint stored.
+func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []int) bool {
+	all := func(at []int, key func(step int) string) bool {
+		if len(at) == 0 {
+			at = checkpoints
+		}
+		for _, s := range at {
+			if !exists[key(s)] {
+				return false
+			}
+		}
+		return true
+	}
+	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return keys.DecayProbe(ref.ID, s, ref.DecayIterate) }) {
+		return false
+	}
+	if ref.BranchFrac > 0 && !all(ref.BranchAt, func(s int) string { return keys.LRDecay(ref.ID, s, ref.BranchFrac) }) {
+		return false
+	}
+	if ip := ref.Interp; ip != nil {
+		if !exists[keys.Interpolation(ref.ID, ip.From, ip.To, ip.Points, false)] {
+			return false
+		}
+		return !ip.Decayed || exists[keys.Interpolation(ref.ID, ip.From, ip.To, ip.Points, true)]
+	}
+	return true
+}
+
+// storePlan writes a plan to the store in pages of workflows.PlanPageSize trials, under a
+// prefix of the Sweep workflow's run (a sweep submitted again plans anew and never
+// rewrites the pages a running sweep reads).
+func (a *Activities) storePlan(ctx context.Context, sweepID string, trials []workflows.TrialRef) (workflows.PlanOutput, error) {
+	out := workflows.PlanOutput{
+		Prefix:   keys.PlanPrefix(sweepID, activity.GetInfo(ctx).WorkflowExecution.RunID),
+		PageSize: workflows.PlanPageSize, Total: len(trials),
+	}
+	for _, t := range trials {
+		if t.Done {
+			out.Skipped++
+		}
+	}
+	for n := 0; n*out.PageSize < len(trials); n++ {
+		b, err := json.Marshal(trials[n*out.PageSize : min((n+1)*out.PageSize, len(trials))])
+		if err != nil {
+			return workflows.PlanOutput{}, err
+		}
+		if err := a.Store.Put(ctx, keys.PlanPage(out.Prefix, n), b); err != nil {
+			return workflows.PlanOutput{}, err
+		}
+	}
+	return out, nil
+}
+
+// ReadPlan returns a page of a stored plan.
+func (a *Activities) ReadPlan(ctx context.Context, in workflows.ReadPlanInput) ([]workflows.TrialRef, error) {
+	b, err := a.Store.Get(ctx, keys.PlanPage(in.Prefix, in.Page))
+	if err != nil {
+		return nil, err
+	}
+	var page []workflows.TrialRef
+	if err := json.Unmarshal(b, &page); err != nil {
+		return nil, fmt.Errorf("plan page %s: %w", keys.PlanPage(in.Prefix, in.Page), err)
+	}
+	return page, nil
+}

@@ -1,0 +1,153 @@
+package activities
+
+// The probes of a trial, each from one of its checkpoints.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/checkpoint"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// DecayProbe runs the decay probe from a trial's checkpoint (the x iterate for SF-AdamW,
+// the weights for AdamW) and stores its result; a result stored with the same probe
+// settings is returned as it is.
+func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInput) (training.DecayProbeResult, error) {
+	pc := training.DefaultDecayProbe(in.Step, in.Steps, "")
+	if in.PeakLR > 0 {
+		pc.PeakLR = in.PeakLR
+	}
+	same := func(r *training.DecayProbeResult) bool {
+		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && training.SameIterate(r.Iterate, in.Iterate)
+	}
+	what := fmt.Sprintf("decay probe from step %d", in.Step)
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.DecayProbe(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, what,
+		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayProbeResult, error) {
+			w, iterate, err := training.IterateWeights(cfg, ck, in.Iterate)
+			if err != nil {
+				return nil, invalid(err)
+			}
+			pc.Iterate = iterate
+			return training.DecayProbe(ctx, cfg, w, b, pc)
+		})
+}
+
+// DecayBranch runs the LR-decay branch of an AdamW trial from its checkpoint (weights and
+// optimizer state) and stores its result, or returns the one stored.
+func (a *Activities) DecayBranch(ctx context.Context, in workflows.DecayBranchInput) (training.DecayBranchResult, error) {
+	same := func(*training.DecayBranchResult) bool { return true } // the key names the branch's fraction
+	what := fmt.Sprintf("LR-decay branch from step %d", in.Step)
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.LRDecay(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, what,
+		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayBranchResult, error) {
+			st, err := ck.Optimizer(training.StateOptimizer)
+			if err != nil {
+				return nil, invalid(err)
+			}
+			return training.DecayBranch(ctx, cfg, ck.Params, st, in.Step, in.Frac, b)
+		})
+}
+
+// Interpolate evaluates a trial along the segment between its checkpoints at From and
+// To (the x iterate for SF-AdamW, the weights for AdamW), or, Decayed, between the one at
+// From and the end of an LR-decay branch from it over To − From steps; and stores the
+// result, or returns the one stored.
+func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateInput) (training.InterpolationResult, error) {
+	same := func(*training.InterpolationResult) bool { return true } // the key names every setting
+	what := fmt.Sprintf("interpolation from step %d to %d", in.From, in.To)
+	if in.Decayed {
+		what += " (decayed)"
+	}
+	return fromCheckpoint(ctx, a, in.TrialID, in.From, keys.Interpolation(in.TrialID, in.From, in.To, in.Points, in.Decayed), same, in.StallTimeout, what,
+		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.InterpolationResult, error) {
+			if in.Points < 2 {
+				return nil, &training.ConfigError{Field: "interpolate.points", Value: in.Points, Reason: "must be ≥ 2"}
+			}
+			res := &training.InterpolationResult{From: in.From, To: in.To, Decayed: in.Decayed, Iterate: training.IterW, EvalSeqs: cfg.EvalSeqs}
+			w1, w2 := ck.Params, []float32(nil)
+			switch {
+			case in.Decayed:
+				st, err := ck.Optimizer(training.StateOptimizer)
+				if err != nil {
+					return nil, invalid(err)
+				}
+				if _, w2, err = training.DecayBranchWeights(ctx, cfg, w1, st, in.From, in.To-in.From, b); err != nil {
+					return nil, err
+				}
+			default:
+				to, err := a.loadCheckpoint(ctx, in.TrialID, in.To)
+				if err != nil {
+					return nil, err
+				}
+				if w1, res.Iterate, err = training.IterateWeights(cfg, ck, ""); err != nil {
+					return nil, invalid(err)
+				}
+				if w2, _, err = training.IterateWeights(cfg, to, ""); err != nil {
+					return nil, invalid(err)
+				}
+			}
+			pts, err := training.Interpolate(ctx, cfg, w1, w2, training.Alphas(in.Points), b)
+			res.Points = pts
+			return res, err
+		})
+}
+
+// loadCheckpoint reads a trial's checkpoint at step. One that is missing or corrupt is a
+// non-retryable error; a store that fails is retried.
+func (a *Activities) loadCheckpoint(ctx context.Context, trialID string, step int) (*checkpoint.Checkpoint, error) {
+	ck, err := checkpoint.Load(ctx, a.Store, keys.Checkpoints(keys.Trial(trialID)), int64(step))
+	if checkpoint.IsBad(err) || errors.Is(err, blob.ErrNotFound) {
+		return nil, invalid(err)
+	}
+	return ck, err
+}
+
+// fromCheckpoint runs a probe (what) of a trial's checkpoint at step under the stall
+// watchdog and stores its result at key. A result already at key that same accepts is
+// returned without computing. A checkpoint that is missing or corrupt, and a probe that its
+// config refuses, fail for good; a store that fails is retried.
+func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, step int, key string, same func(*R) bool,
+	stall time.Duration, what string, run func(context.Context, training.Config, *checkpoint.Checkpoint, training.Batches) (*R, error),
+) (r R, err error) {
+	defer keepAlive(ctx, func() any { return step })()
+	var zero R
+	if b, err := a.Store.Get(ctx, key); err == nil {
+		var r R
+		if json.Unmarshal(b, &r) == nil && same(&r) {
+			return r, nil
+		}
+	}
+	if a.Probe != nil {
+		a.Probe(trialID, what, false, nil)
+		defer func() { a.Probe(trialID, what, true, err) }()
+	}
+	cfg, err := a.trialConfig(ctx, trialID)
+	if err != nil {
+		return zero, err
+	}
+	ck, err := a.loadCheckpoint(ctx, trialID, step)
+	if err != nil {
+		return zero, err
+	}
+	b, err := a.batches(ctx, cfg)
+	if err != nil {
+		return zero, err
+	}
+	res, err := watched(ctx, a, stall, func() string { return "in the " + what }, func(ctx context.Context) (*R, error) {
+		return run(ctx, cfg, ck, b)
+	})
+	if err != nil {
+		return zero, classify(err)
+	}
+	out, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return zero, invalid(err)
+	}
+	return *res, a.Store.Put(ctx, key, out)
+}

@@ -1,0 +1,104 @@
+package activities
+
+// Train: a trial trained to its end, or its stored result.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/report"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/checkpoint"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// Train runs a trial to its end, resuming from its newest valid checkpoint, heartbeating
+// its step and loss. A result that exists is returned as it is.
+func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workflows.TrainOutput, error) {
+	var mu sync.Mutex
+	var last workflows.TrainHeartbeat
+	stop := keepAlive(ctx, func() any { mu.Lock(); defer mu.Unlock(); return last })
+	defer stop()
+	if res, err := a.storedResult(ctx, in.TrialID); err != nil || res != nil {
+		return a.trainOutput(ctx, in.TrialID, res), err
+	}
+	cfg, err := a.trialConfig(ctx, in.TrialID)
+	if err != nil {
+		return workflows.TrainOutput{}, err
+	}
+	b, err := a.batches(ctx, cfg)
+	if err != nil {
+		return workflows.TrainOutput{}, err
+	}
+	opt := training.Options{
+		Store: a.Store, Prefix: keys.Trial(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID),
+		Progress: func(p training.Progress) {
+			mu.Lock()
+			last = workflows.TrainHeartbeat{Step: p.Step, Loss: p.TrainLoss}
+			mu.Unlock()
+			if a.Progress != nil {
+				a.Progress(in.TrialID, p)
+			}
+		},
+	}
+	if a.WrapEngine != nil {
+		opt.WrapEngine = func(e backend.Engine) backend.Engine { return a.WrapEngine(ctx, in.TrialID, e) }
+	}
+	where := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("after step %d", last.Step)
+	}
+	res, err := watched(ctx, a, in.StallTimeout, where, func(ctx context.Context) (*training.Result, error) {
+		return training.Run(ctx, cfg, opt)
+	})
+	if err != nil {
+		a.log().Warn("train attempt failed", "trial", in.TrialID, "attempt", activity.GetInfo(ctx).Attempt, "err", err)
+		if a.AttemptFailed != nil && ctx.Err() == nil {
+			a.AttemptFailed(in.TrialID, int(activity.GetInfo(ctx).Attempt), err)
+		}
+		return workflows.TrainOutput{}, classify(err)
+	}
+	return a.trainOutput(ctx, in.TrialID, res), nil
+}
+
+// storedResult returns the trial's result, nil if it has none yet. A trial's ID is the
+// hash of its config and its result.json is written once, so a result read is kept for
+// this worker's later calls: a table build reads only the results that landed since the
+// last one.
+func (a *Activities) storedResult(ctx context.Context, id string) (*training.Result, error) {
+	a.resultsMu.Lock()
+	r, ok := a.results[id]
+	a.resultsMu.Unlock()
+	if ok {
+		return r, nil
+	}
+	r, err := report.ReadResult(ctx, a.Store, id)
+	if r != nil {
+		a.resultsMu.Lock()
+		if a.results == nil {
+			a.results = map[string]*training.Result{}
+		}
+		a.results[id] = r
+		a.resultsMu.Unlock()
+	}
+	return r, err
+}
+
+func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Result) workflows.TrainOutput {
+	if r == nil {
+		return workflows.TrainOutput{}
+	}
+	out := workflows.TrainOutput{Status: r.Status, DivergedAt: r.DivergedAt}
+	if infos, err := checkpoint.List(ctx, a.Store, keys.Checkpoints(keys.Trial(id))); err == nil {
+		for _, i := range infos {
+			out.Checkpoints = append(out.Checkpoints, int(i.Step))
+		}
+	}
+	return out
+}
