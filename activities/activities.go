@@ -61,7 +61,7 @@ type Activities struct {
 func (a *Activities) RegisterGPU(w worker.Registry) {
 	w.RegisterActivityWithOptions(a.Train, activity.RegisterOptions{Name: workflows.ActivityTrain})
 	w.RegisterActivityWithOptions(a.DecayProbe, activity.RegisterOptions{Name: workflows.ActivityDecayProbe})
-	w.RegisterActivityWithOptions(a.DecayBranch, activity.RegisterOptions{Name: workflows.ActivityDecayBranch})
+	w.RegisterActivityWithOptions(a.LRDecay, activity.RegisterOptions{Name: workflows.ActivityLRDecay})
 	w.RegisterActivityWithOptions(a.Interpolate, activity.RegisterOptions{Name: workflows.ActivityInterpolate})
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -56,7 +57,7 @@ func setup(t *testing.T) (*Activities, *testsuite.TestActivityEnvironment, blob.
 	env.RegisterActivity(a.Plan)
 	env.RegisterActivity(a.Train)
 	env.RegisterActivity(a.DecayProbe)
-	env.RegisterActivity(a.DecayBranch)
+	env.RegisterActivityWithOptions(a.LRDecay, activity.RegisterOptions{Name: workflows.ActivityLRDecay})
 	env.RegisterActivity(a.Interpolate)
 	env.RegisterActivity(a.BuildTables)
 	return a, env, store
@@ -226,7 +227,7 @@ func TestDecayProbeCheckpointErrors(t *testing.T) {
 
 // The LR-decay branch and the interpolation end to end on the activities: Plan gives the
 // branch to the AdamW trial only and keeps a trained trial without its probes not done;
-// DecayBranch writes the result that training.DecayBranch gives from the same checkpoint,
+// LRDecay writes the result that training.LRDecay gives from the same checkpoint,
 // read back once stored; the interpolations agree with the branch and the decay probe at
 // their shared points; then Plan finds the trials done and BuildTables draws the probes.
 func TestProbeActivities(t *testing.T) {
@@ -247,7 +248,7 @@ func TestProbeActivities(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if isAdamW := cfg.Optimizer.Name == training.AdamW; isAdamW != (r.BranchFrac == 0.5) || r.DecaySteps != 2 {
+		if isAdamW := cfg.Optimizer.Name == training.AdamW; isAdamW != (r.LRDecayFrac == 0.5) || r.DecaySteps != 2 {
 			t.Fatalf("trial %s (%s): %+v; the branch is for adamw trials only, the decay probe for all", r.ID, cfg.Optimizer.Name, r)
 		} else if isAdamW {
 			adamw = r
@@ -263,8 +264,8 @@ func TestProbeActivities(t *testing.T) {
 	a.Probe = func(trialID, what string, done bool, err error) {
 		seen = append(seen, fmt.Sprintf("%s %s done=%v err=%v", trialID, what, done, err))
 	}
-	v, err := env.ExecuteActivity(workflows.ActivityDecayBranch, workflows.DecayBranchInput{TrialID: adamw.ID, Step: 2, Frac: 0.5})
-	var got training.DecayBranchResult
+	v, err := env.ExecuteActivity(workflows.ActivityLRDecay, workflows.LRDecayInput{TrialID: adamw.ID, Step: 2, Frac: 0.5})
+	var got training.LRDecayResult
 	if err == nil {
 		err = v.Get(&got)
 	}
@@ -284,7 +285,7 @@ func TestProbeActivities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := training.DecayBranch(ctx, cfg, ck.Params, st, 2, 0.5, b)
+	want, err := training.LRDecay(ctx, cfg, ck.Params, st, 2, 0.5, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestProbeActivities(t *testing.T) {
 		t.Fatalf("branch %+v, want %+v", got, *want)
 	}
 	stored, err := store.Get(ctx, "trials/"+adamw.ID+"/probes/lr-decay-0.5-step-00000002.json")
-	var back training.DecayBranchResult
+	var back training.LRDecayResult
 	if err == nil {
 		err = json.Unmarshal(stored, &back)
 	}
@@ -317,7 +318,7 @@ func TestProbeActivities(t *testing.T) {
 		}
 		return r
 	}
-	whole, err := training.DecayBranch(ctx, cfg, ck.Params, st, 2, 1, b)
+	whole, err := training.LRDecay(ctx, cfg, ck.Params, st, 2, 1, b)
 	if err != nil {
 		t.Fatal(err)
 	}

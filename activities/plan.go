@@ -3,7 +3,6 @@ package activities
 // Plan: a sweep's trials, their configs in the store and which results exist.
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,19 +43,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 	}
 	for i, t := range trials {
 		ref := workflows.TrialRef{ID: t.ID, Queue: trainQueue(t.Config)}
-		if d := m.Probes.Decay; d != nil {
-			ref.DecayAt, ref.DecaySteps, ref.DecayLR, ref.DecayIterate = d.At, d.Steps, d.PeakLR, d.Iterate
-			if ref.DecayLR == 0 {
-				ref.DecayLR = 1e-4
-			}
-		}
-		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
-			ref.BranchAt, ref.BranchFrac = b.At, b.Frac
-		}
-		if ip := m.Probes.Interpolate; ip != nil {
-			ref.Interp = &workflows.InterpolateRef{From: ip.From, To: ip.To, Points: cmp.Or(ip.Points, sweeps.DefaultInterpolationPoints),
-				Decayed: ip.Decayed && t.Config.Optimizer.Name == training.AdamW}
-		}
+		setProbes(&ref, m.ProbesFor(t))
 		if ref.Done = exists[keys.RunResult(keys.Trial(t.ID))]; ref.Done && !probesStored(ref, exists, checkpoints[t.ID]) {
 			// probes asked for and missing: the trial runs again (Train finds its result)
 			// to add them, unless it did not complete, which has no probes
@@ -83,6 +70,19 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 	return out, nil
 }
 
+// setProbes puts a trial's resolved probes into its plan entry.
+func setProbes(ref *workflows.TrialRef, tp sweeps.TrialProbes) {
+	if d := tp.Decay; d != nil {
+		ref.DecayAt, ref.DecaySteps, ref.DecayLR, ref.DecayIterate = d.At, d.Steps, d.PeakLR, d.Iterate
+	}
+	if b := tp.LRDecay; b != nil {
+		ref.LRDecayAt, ref.LRDecayFrac = b.At, b.Frac
+	}
+	if ip := tp.Interpolate; ip != nil {
+		ref.Interp = &workflows.InterpolateRef{From: ip.From, To: ip.To, Points: ip.Points, Decayed: ip.Decayed}
+	}
+}
+
 // trainQueue is the task queue of a trial's training and probes: that of its backend's
 // device.
 func trainQueue(cfg training.Config) string {
@@ -107,7 +107,7 @@ func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []
 	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return keys.DecayProbe(ref.ID, s, ref.DecayIterate) }) {
 		return false
 	}
-	if ref.BranchFrac > 0 && !all(ref.BranchAt, func(s int) string { return keys.LRDecay(ref.ID, s, ref.BranchFrac) }) {
+	if ref.LRDecayFrac > 0 && !all(ref.LRDecayAt, func(s int) string { return keys.LRDecay(ref.ID, s, ref.LRDecayFrac) }) {
 		return false
 	}
 	if ip := ref.Interp; ip != nil {

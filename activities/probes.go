@@ -39,18 +39,18 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 		})
 }
 
-// DecayBranch runs the LR-decay branch of an AdamW trial from its checkpoint (weights and
+// LRDecay runs the LR-decay branch of an AdamW trial from its checkpoint (weights and
 // optimizer state) and stores its result, or returns the one stored.
-func (a *Activities) DecayBranch(ctx context.Context, in workflows.DecayBranchInput) (training.DecayBranchResult, error) {
-	same := func(*training.DecayBranchResult) bool { return true } // the key names the branch's fraction
+func (a *Activities) LRDecay(ctx context.Context, in workflows.LRDecayInput) (training.LRDecayResult, error) {
+	same := func(*training.LRDecayResult) bool { return true } // the key names the branch's fraction
 	what := fmt.Sprintf("LR-decay branch from step %d", in.Step)
 	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.LRDecay(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, what,
-		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayBranchResult, error) {
+		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.LRDecayResult, error) {
 			st, err := ck.Optimizer(training.StateOptimizer)
 			if err != nil {
 				return nil, invalid(err)
 			}
-			return training.DecayBranch(ctx, cfg, ck.Params, st, in.Step, in.Frac, b)
+			return training.LRDecay(ctx, cfg, ck.Params, st, in.Step, in.Frac, b)
 		})
 }
 
@@ -77,7 +77,7 @@ func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateIn
 				if err != nil {
 					return nil, invalid(err)
 				}
-				if _, w2, err = training.DecayBranchWeights(ctx, cfg, w1, st, in.From, in.To-in.From, b); err != nil {
+				if _, w2, err = training.LRDecayWeights(ctx, cfg, w1, st, in.From, in.To-in.From, b); err != nil {
 					return nil, err
 				}
 			default:

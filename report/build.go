@@ -122,7 +122,7 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 	if fig, err := DecayProbePlot(sp.probes, DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
 		w.figure("decay-probe", fig)
 	}
-	if fig, err := DecayProbePlot(sp.branches, DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay"}); err == nil {
+	if fig, err := DecayProbePlot(sp.lrDecays, DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay"}); err == nil {
 		w.figure("lr-decay", fig)
 	}
 	if ip := m.Probes.Interpolate; ip != nil {
@@ -207,7 +207,7 @@ func trialLabel(t sweeps.Trial) string {
 // series are what a sweep's plots draw.
 type series struct {
 	curves           []Curve
-	probes, branches []DecayProbeCurve
+	probes, lrDecays []DecayProbeCurve
 	interpolations   []InterpolationCurve
 }
 
@@ -238,10 +238,10 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 			}
 			return err
 		}
-		if d := m.Probes.Decay; d != nil {
-			peak := cmp.Or(d.PeakLR, training.DefaultDecayProbe(0, 0, "").PeakLR)
+		tp := m.ProbesFor(t)
+		if d := tp.Decay; d != nil {
 			same := func(r *training.DecayProbeResult) bool {
-				return r.Steps == d.Steps && r.PeakLR == peak && training.SameIterate(r.Iterate, d.Iterate)
+				return r.Steps == d.Steps && r.PeakLR == d.PeakLR && training.SameIterate(r.Iterate, d.Iterate)
 			}
 			pc, err := probePoints(ctx, store, t, listed, keys.DecayProbe(t.ID, 0, d.Iterate), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
 				return r.FromStep, r.Before, r.After
@@ -250,18 +250,18 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 				return sp, err
 			}
 		}
-		if b := m.Probes.LRDecay; b != nil && t.Config.Optimizer.Name == training.AdamW {
-			same := func(*training.DecayBranchResult) bool { return true }
-			pc, err := probePoints(ctx, store, t, listed, keys.LRDecay(t.ID, 0, b.Frac), same, func(r *training.DecayBranchResult) (int, float64, training.Loss) {
+		if b := tp.LRDecay; b != nil {
+			same := func(*training.LRDecayResult) bool { return true }
+			pc, err := probePoints(ctx, store, t, listed, keys.LRDecay(t.ID, 0, b.Frac), same, func(r *training.LRDecayResult) (int, float64, training.Loss) {
 				return r.FromStep, r.Before, r.After
 			})
-			if err := keep(&sp.branches, pc, err); err != nil {
+			if err := keep(&sp.lrDecays, pc, err); err != nil {
 				return sp, err
 			}
 		}
-		if ip := m.Probes.Interpolate; ip != nil {
+		if ip := tp.Interpolate; ip != nil {
 			for _, decayed := range []bool{false, true} {
-				key := keys.Interpolation(t.ID, ip.From, ip.To, cmp.Or(ip.Points, sweeps.DefaultInterpolationPoints), decayed)
+				key := keys.Interpolation(t.ID, ip.From, ip.To, ip.Points, decayed)
 				if !has(key) {
 					continue
 				}

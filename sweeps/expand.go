@@ -141,40 +141,6 @@ func TotalCost(trials []Trial) Cost {
 	return sumCost(trials, func(t Trial) int64 { return int64(t.Config.Steps) })
 }
 
-// ProbeCost sums the training steps the manifest's probes add to the trials (decay probes,
-// LR-decay branches, the decayed interpolation; their evaluations are not counted, as
-// TotalCost counts none), assuming every trial completes.
-func (m *Manifest) ProbeCost(trials []Trial) Cost {
-	c := sumCost(trials, func(t Trial) int64 {
-		var steps int64
-		every := func(at []int) []int {
-			if len(at) > 0 {
-				return at
-			}
-			var all []int
-			for s := m.CheckpointEvery; m.CheckpointEvery > 0 && s < t.Config.Steps; s += m.CheckpointEvery {
-				all = append(all, s)
-			}
-			return all
-		}
-		adamw := t.Config.Optimizer.Name == training.AdamW
-		if d := m.Probes.Decay; d != nil {
-			steps += int64(d.Steps) * int64(len(every(d.At)))
-		}
-		if b := m.Probes.LRDecay; b != nil && adamw {
-			for _, s := range every(b.At) {
-				steps += int64(max(1, int(b.Frac*float64(s))))
-			}
-		}
-		if ip := m.Probes.Interpolate; ip != nil && ip.Decayed && adamw {
-			steps += int64(ip.To - ip.From)
-		}
-		return steps
-	})
-	c.Trials = 0 // the trials are TotalCost's
-	return c
-}
-
 func sumCost(trials []Trial, steps func(Trial) int64) Cost {
 	var c Cost
 	for _, t := range trials {

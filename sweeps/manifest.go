@@ -70,51 +70,6 @@ type Grid struct {
 	BatchTokens IntList    `yaml:"batch_tokens,omitempty"` // overrides the manifest's
 }
 
-// Probes are run on each trial's checkpoints.
-type Probes struct {
-	Decay       *DecayProbe    `yaml:"decay,omitempty"`
-	LRDecay     *LRDecayBranch `yaml:"lr_decay,omitempty"`
-	Interpolate *Interpolation `yaml:"interpolate,omitempty"`
-}
-
-// Interpolation is the checkpoint interpolation of the paper's fig:river_valley_loss_profile:
-// the validation loss at α·w(From) + (1−α)·w(To) for Points values of α evenly spaced in
-// [0, 1], where w is the evaluated iterate (x for SF-AdamW). With Decayed, each AdamW
-// trial also gets the segment from w(From) to the end of an LR-decay branch from From
-// over To − From steps (the paper's regime 2).
-type Interpolation struct {
-	From    int  `yaml:"from"`
-	To      int  `yaml:"to"`
-	Points  int  `yaml:"points,omitempty"` // default DefaultInterpolationPoints
-	Decayed bool `yaml:"decayed,omitempty"`
-}
-
-// DefaultInterpolationPoints is Interpolation.Points' default: α = 0, 0.1, ..., 1.
-const DefaultInterpolationPoints = 11
-
-// LRDecayBranch is the LR-decay branch of the paper's fig:Obs1 (left): an AdamW trial
-// continued from a checkpoint, with its own optimizer state, on the batches it would have
-// read next, while its learning rate decays linearly from its value there to zero over
-// Frac × the checkpoint's step; then evaluated. It runs from each checkpoint step listed
-// in At (every checkpoint if empty) of the grid's AdamW trials; other trials are not
-// branched.
-type LRDecayBranch struct {
-	At   []int   `yaml:"at,omitempty"`
-	Frac float64 `yaml:"frac"`
-}
-
-// DecayProbe is the paper's decay probe: AdamW with the LR linear from PeakLR to 0 over
-// Steps, from each checkpoint step listed in At (every checkpoint if empty).
-type DecayProbe struct {
-	At     []int   `yaml:"at,omitempty"`
-	Steps  int     `yaml:"steps"`
-	PeakLR float64 `yaml:"peak_lr,omitempty"` // default 1e-4
-	// Iterate is the weights the probe starts from: "" for the evaluated iterate (x for
-	// SF-AdamW, w for AdamW), "ewa" for its EWA (ewa_x, ewa_w), whatever the optimizer;
-	// x, y, ewa_x or ewa_y for SF-AdamW trials; w or ewa_w for AdamW trials.
-	Iterate string `yaml:"iterate,omitempty"`
-}
-
 // IterEWA names the EWA of a trial's evaluated iterate (ewa_x for SF-AdamW, ewa_w for
 // AdamW) in a probe, so that a grid of both optimizers can probe from it.
 const IterEWA = training.IterEWA

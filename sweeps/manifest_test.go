@@ -4,8 +4,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/training"
 )
 
 func TestExampleCSensitivity(t *testing.T) {
@@ -192,12 +195,11 @@ func TestParseHostileInput(t *testing.T) {
 	}
 }
 
-// The probes' steps, by hand (a grid of both optimizers, probed from the EWA of each one's
-// evaluated iterate): checkpoints at 5, 10 and 15 of 20 steps; decay probes of 4
-// steps from each for both trials (24); LR-decay branches of 0.2 × 5, 10, 15 = 1, 2, 3
-// steps for the AdamW trial (6); its decayed interpolation from 10 to 15 (5).
-func TestProbeCost(t *testing.T) {
-	src := strings.Replace(base, "steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes:\n  decay: {steps: 4, iterate: ewa}\n  lr_decay: {frac: 0.2}\n  interpolate: {from: 10, to: 15, decayed: true}", 1)
+// probedManifest is a grid of one SF-AdamW and one AdamW trial of 20 steps with a
+// checkpoint every 5, and the probes given (the lines under probes:).
+func probedManifest(t *testing.T, probes string) (*Manifest, []Trial) {
+	t.Helper()
+	src := strings.Replace(base, "steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes:\n"+probes, 1)
 	src = strings.Replace(src, "seeds: [1, 2]", "seeds: [1]", 1)
 	src = strings.Replace(src, "    lr: [1e-3, 2e-3]\n    betas: [[0.9, 0.99], [0.95, 0.99]]\n    c: [vanilla, 50]\n",
 		"    lr: 1e-3\n    betas: [[0.9, 0.99]]\n  - {name: adamw, lr: 1e-3, betas: [[0.9, 0.95]]}\n", 1)
@@ -209,11 +211,42 @@ func TestProbeCost(t *testing.T) {
 	if err != nil || len(trials) != 2 {
 		t.Fatal(len(trials), err)
 	}
+	return m, trials
+}
+
+// The probes' steps, by hand (a grid of both optimizers, probed from the EWA of each one's
+// evaluated iterate): checkpoints at 5, 10 and 15 of 20 steps; decay probes of 4
+// steps from each for both trials (24); LR-decay branches of 0.2 × 5, 10, 15 = 1, 2, 3
+// steps for the AdamW trial (6); its decayed interpolation from 10 to 15 (5).
+func TestProbeCost(t *testing.T) {
+	m, trials := probedManifest(t, "  decay: {steps: 4, iterate: ewa}\n  lr_decay: {frac: 0.2}\n  interpolate: {from: 10, to: 15, decayed: true}")
 	c := m.ProbeCost(trials)
 	if c.Steps != 24+6+5 || c.Tokens != 35*32 || c.Trials != 0 {
 		t.Errorf("probe cost %+v, want 35 steps of 32 tokens", c)
 	}
 	if total := TotalCost(trials); !(c.FLOPs > 0) || math.Abs(c.FLOPs/total.FLOPs-35.0/40) > 1e-12 {
 		t.Errorf("probe FLOPs %g against the training's %g for as many steps", c.FLOPs, total.FLOPs)
+	}
+}
+
+// ProbesFor resolves each trial's probes once: defaults filled in, every checkpoint as its
+// steps, the AdamW-only probes left out of SF-AdamW trials; steps listed stay as given.
+func TestProbesFor(t *testing.T) {
+	m, trials := probedManifest(t, "  decay: {steps: 4}\n  lr_decay: {frac: 0.2, at: [10]}\n  interpolate: {from: 10, to: 15, decayed: true}")
+	for _, tr := range trials {
+		tp := m.ProbesFor(tr)
+		adamw := tr.Config.Optimizer.Name == training.AdamW
+		if d := tp.Decay; d == nil || !slices.Equal(d.At, []int{5, 10, 15}) || d.PeakLR != training.DefaultDecayPeakLR || d.Steps != 4 {
+			t.Errorf("%s: decay probe %+v", tr.Config.Optimizer.Name, d)
+		}
+		if b := tp.LRDecay; adamw != (b != nil) || b != nil && (!slices.Equal(b.At, []int{10}) || b.Frac != 0.2) {
+			t.Errorf("%s: LR-decay branch %+v", tr.Config.Optimizer.Name, b)
+		}
+		if ip := tp.Interpolate; ip == nil || ip.Points != DefaultInterpolationPoints || ip.Decayed != adamw {
+			t.Errorf("%s: interpolation %+v", tr.Config.Optimizer.Name, ip)
+		}
+	}
+	if m.Probes.Decay.PeakLR != 0 || m.Probes.Decay.At != nil || m.Probes.Interpolate.Points != 0 {
+		t.Errorf("ProbesFor changed the manifest: %+v", m.Probes)
 	}
 }

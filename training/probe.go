@@ -22,17 +22,20 @@ type DecayProbeConfig struct {
 	FromStep    int     `json:"from_step"`    // the checkpoint's step: the probe reads the batches of the steps after it
 	Iterate     string  `json:"iterate"`      // which iterate the weights are (x, y, w, ...), for the record
 	Steps       int     `json:"steps"`        // length of the decay
-	PeakLR      float64 `json:"peak_lr"`      // the paper: 1e-4
+	PeakLR      float64 `json:"peak_lr"`      // the paper: DefaultDecayPeakLR
 	Beta1       float64 `json:"beta1"`        // AdamW's betas; the paper's AdamW: (0.9, 0.95)
 	Beta2       float64 `json:"beta2"`        //
 	WeightDecay float64 `json:"weight_decay"` // 0.1
 	GradClip    float64 `json:"grad_clip"`    // 1.0
 }
 
+// DefaultDecayPeakLR is the decay probe's peak learning rate in the paper: 1e-4.
+const DefaultDecayPeakLR = 1e-4
+
 // DefaultDecayProbe returns the paper's decay probe from step fromStep: 1e-4 → 0 over
 // steps, AdamW (0.9, 0.95), weight decay 0.1, clipping 1.0.
 func DefaultDecayProbe(fromStep, steps int, iterate string) DecayProbeConfig {
-	return DecayProbeConfig{FromStep: fromStep, Iterate: iterate, Steps: steps, PeakLR: 1e-4, Beta1: 0.9, Beta2: 0.95, WeightDecay: 0.1, GradClip: 1.0}
+	return DecayProbeConfig{FromStep: fromStep, Iterate: iterate, Steps: steps, PeakLR: DefaultDecayPeakLR, Beta1: 0.9, Beta2: 0.95, WeightDecay: 0.1, GradClip: 1.0}
 }
 
 // ProbeStep is one step of a probe's own training.
@@ -111,9 +114,9 @@ func DecayProbe(ctx context.Context, cfg Config, w []float32, data Batches, pc D
 	return res, nil
 }
 
-// DecayBranchResult is the LR-decay branch of an AdamW run (fig:Obs1 left): the run's own
+// LRDecayResult is the LR-decay branch of an AdamW run (fig:Obs1 left): the run's own
 // optimizer state continued with a linear decay to zero from its current learning rate.
-type DecayBranchResult struct {
+type LRDecayResult struct {
 	FromStep   int         `json:"from_step"`
 	Steps      int         `json:"steps"`
 	StartLR    float64     `json:"start_lr"`
@@ -124,10 +127,10 @@ type DecayBranchResult struct {
 	Curve      []ProbeStep `json:"curve"`
 }
 
-// DecayBranch continues an AdamW run of cfg from its checkpoint at fromStep (weights w and
+// LRDecay continues an AdamW run of cfg from its checkpoint at fromStep (weights w and
 // optimizer state st) with the learning rate decaying linearly from the schedule's value
 // at fromStep to zero over frac·fromStep steps, on the batches the run would have read.
-func DecayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep int, frac float64, data Batches) (*DecayBranchResult, error) {
+func LRDecay(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep int, frac float64, data Batches) (*LRDecayResult, error) {
 	if math.IsNaN(frac) || frac <= 0 || frac > 1 {
 		return nil, &ConfigError{"decay_branch.frac", frac, "must be in (0, 1]"}
 	}
@@ -135,17 +138,17 @@ func DecayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[
 	return res, err
 }
 
-// DecayBranchWeights is DecayBranch over a given number of steps; it also returns the
+// LRDecayWeights is LRDecay over a given number of steps; it also returns the
 // weights the branch ends with (fig:river_valley_loss_profile, regime 2: AdamW decayed
 // from t1 to t2).
-func DecayBranchWeights(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches) (*DecayBranchResult, []float32, error) {
+func LRDecayWeights(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches) (*LRDecayResult, []float32, error) {
 	if steps < 1 {
 		return nil, nil, &ConfigError{"decay_branch.steps", steps, "must be ≥ 1"}
 	}
 	return decayBranch(ctx, cfg, w, st, fromStep, steps, data, true)
 }
 
-func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches, keep bool) (*DecayBranchResult, []float32, error) {
+func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches, keep bool) (*LRDecayResult, []float32, error) {
 	if cfg.Optimizer.Name != AdamW {
 		return nil, nil, &ConfigError{"optimizer.name", cfg.Optimizer.Name, "the LR-decay branch continues an adamw run"}
 	}
@@ -158,7 +161,7 @@ func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[
 		return nil, nil, err
 	}
 	defer p.eng.Close()
-	res := &DecayBranchResult{FromStep: fromStep, Steps: steps, StartLR: startLR}
+	res := &LRDecayResult{FromStep: fromStep, Steps: steps, StartLR: startLR}
 	if res.Before, res.EvalSeqs, err = p.valLoss(cfg.EvalSeqs); err != nil {
 		return nil, nil, err
 	}

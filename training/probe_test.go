@@ -70,7 +70,7 @@ func TestDecayBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := DecayBranch(context.Background(), cfg, ck.Params, st, 20, 0.5, b)
+	res, err := LRDecay(context.Background(), cfg, ck.Params, st, 20, 0.5, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +82,12 @@ func TestDecayBranch(t *testing.T) {
 			t.Errorf("step %d: LR %g, want %g", p.Step, p.LR, want)
 		}
 	}
-	if _, err := DecayBranch(context.Background(), testConfig(SFAdamW), ck.Params, st, 20, 0.5, b); err == nil {
+	if _, err := LRDecay(context.Background(), testConfig(SFAdamW), ck.Params, st, 20, 0.5, b); err == nil {
 		t.Error("a decay branch of an SF-AdamW run was accepted")
 	}
 	// the same branch by its length, with the weights it ends with: their loss is the
 	// branch's final loss, to the bit
-	again, final, err := DecayBranchWeights(context.Background(), cfg, ck.Params, st, 20, 10, b)
+	again, final, err := LRDecayWeights(context.Background(), cfg, ck.Params, st, 20, 10, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +137,11 @@ func TestInterpolate(t *testing.T) {
 // A diverged probe's loss is null in JSON and NaN again when read; a finite one is exact.
 func TestLossJSON(t *testing.T) {
 	for _, l := range []Loss{Loss(math.NaN()), Loss(math.Inf(1)), Loss(math.Inf(-1)), 3.0000000000000004, 0} {
-		b, err := json.Marshal(DecayBranchResult{After: l})
+		b, err := json.Marshal(LRDecayResult{After: l})
 		if err != nil {
 			t.Fatalf("%v: %v", l, err)
 		}
-		var back DecayBranchResult
+		var back LRDecayResult
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("%s: %v", b, err)
 		}

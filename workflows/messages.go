@@ -35,16 +35,20 @@ type TrialRef struct {
 	// Queue is the task queue of the trial's training and probes: TrainQueue of its
 	// backend's device ("": QueueGPU, as planned before routing by device).
 	Queue string `json:"queue,omitempty"`
-	// Probe steps: the checkpoints the decay probe runs from.
-	DecayAt    []int   `json:"decay_at,omitempty"`
-	DecaySteps int     `json:"decay_steps,omitempty"`
-	DecayLR    float64 `json:"decay_lr,omitempty"`
-	// DecayIterate is the iterate the decay probe starts from; "": the evaluated one.
-	DecayIterate string `json:"decay_iterate,omitempty"`
-	// The LR-decay branch (AdamW trials): the checkpoints it runs from (every one if
-	// empty) and the fraction of the run before it over which it decays; 0: none.
-	BranchAt   []int   `json:"branch_at,omitempty"`
-	BranchFrac float64 `json:"branch_frac,omitempty"`
+	// The probes, as sweeps.Manifest.ProbesFor resolved them. The At lists are the
+	// checkpoint steps each probe runs from; plans made before probes were resolved leave
+	// them empty for "every checkpoint the trial kept".
+	//
+	// The decay probe (DecaySteps 0: none) and the iterate it starts from ("": the
+	// evaluated one).
+	DecayAt      []int   `json:"decay_at,omitempty"`
+	DecaySteps   int     `json:"decay_steps,omitempty"`
+	DecayLR      float64 `json:"decay_lr,omitempty"`
+	DecayIterate string  `json:"decay_iterate,omitempty"`
+	// The LR-decay branch (AdamW trials) and the fraction of the run before it over which
+	// it decays (0: none).
+	LRDecayAt   []int   `json:"branch_at,omitempty"` // the JSON names are those of recorded plans
+	LRDecayFrac float64 `json:"branch_frac,omitempty"`
 	// Checkpoint interpolation (nil: none).
 	Interp *InterpolateRef `json:"interp,omitempty"`
 }
@@ -165,8 +169,8 @@ type DecayProbeInput struct {
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 
-// DecayBranchInput is one LR-decay branch from an AdamW trial's checkpoint.
-type DecayBranchInput struct {
+// LRDecayInput is one LR-decay branch from an AdamW trial's checkpoint.
+type LRDecayInput struct {
 	TrialID      string        `json:"trial_id"`
 	Step         int           `json:"step"`
 	Frac         float64       `json:"frac"`

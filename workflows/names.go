@@ -31,9 +31,9 @@ const (
 	ActivityTrain = "Train"
 	// ActivityDecayProbe runs one decay probe from a trial's checkpoint (DecayProbeInput).
 	ActivityDecayProbe = "DecayProbe"
-	// ActivityDecayBranch runs one LR-decay branch from a trial's checkpoint
-	// (DecayBranchInput).
-	ActivityDecayBranch = "DecayBranch"
+	// ActivityLRDecay runs one LR-decay branch from a trial's checkpoint (LRDecayInput).
+	// Its registered name is the one recorded in the histories of running sweeps.
+	ActivityLRDecay = "DecayBranch"
 	// ActivityInterpolate runs one checkpoint interpolation of a trial (InterpolateInput).
 	ActivityInterpolate = "Interpolate"
 	// ActivityRecordFailed marks a trial failed in the store (RecordFailedInput).

@@ -97,9 +97,9 @@ func (t *trial) probe() error {
 			return fmt.Errorf("decay probe: %w", err)
 		}
 	}
-	if tr.BranchFrac > 0 {
-		err := t.fromCheckpoints(ActivityDecayBranch, tr.BranchAt, func(step int) any {
-			return DecayBranchInput{TrialID: tr.ID, Step: step, Frac: tr.BranchFrac, StallTimeout: t.in.StallTimeout}
+	if tr.LRDecayFrac > 0 {
+		err := t.fromCheckpoints(ActivityLRDecay, tr.LRDecayAt, func(step int) any {
+			return LRDecayInput{TrialID: tr.ID, Step: step, Frac: tr.LRDecayFrac, StallTimeout: t.in.StallTimeout}
 		})
 		if err != nil {
 			return fmt.Errorf("LR-decay branch: %w", err)

@@ -33,7 +33,7 @@ type fakeWorld struct {
 	failed              []string
 	notified            []NotifyInput
 	probes              []DecayProbeInput
-	branches            []DecayBranchInput
+	branches            []LRDecayInput
 	interpolations      []InterpolateInput
 	builds              int
 	retired             []RetireInput
@@ -99,12 +99,12 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 		f.probes = append(f.probes, in)
 		return nil
 	}, activity.RegisterOptions{Name: ActivityDecayProbe})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in DecayBranchInput) error {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in LRDecayInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.branches = append(f.branches, in)
 		return nil
-	}, activity.RegisterOptions{Name: ActivityDecayBranch})
+	}, activity.RegisterOptions{Name: ActivityLRDecay})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in InterpolateInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -239,11 +239,11 @@ func TestSweepDecayProbes(t *testing.T) {
 
 // LR-decay branches run from the checkpoints asked for (every one if none), with the
 // trial's fraction, after its decay probes; a diverged trial has none.
-func TestSweepDecayBranches(t *testing.T) {
+func TestSweepLRDecays(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	w := newWorld()
-	w.trials = []TrialRef{{ID: "a", BranchFrac: 0.2}, {ID: "div", BranchFrac: 0.2}, {ID: "b", BranchAt: []int{10}, BranchFrac: 0.5, DecaySteps: 3},
+	w.trials = []TrialRef{{ID: "a", LRDecayFrac: 0.2}, {ID: "div", LRDecayFrac: 0.2}, {ID: "b", LRDecayAt: []int{10}, LRDecayFrac: 0.5, DecaySteps: 3},
 		{ID: "sf", DecaySteps: 3}}
 	w.register(env)
 	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m"})
