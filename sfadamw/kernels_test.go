@@ -174,49 +174,37 @@ var kernelOffsets = [][4]int{{0, 0, 0, 0}, {1, 1, 1, 1}, {3, 3, 3, 3}, {1, 3, 0,
 // TestSFAdamWKernelsBitwise checks that every SIMD SF-AdamW kernel the CPU can run gives
 // the Go reference's results bit for bit.
 func TestSFAdamWKernelsBitwise(t *testing.T) {
-	names := [4]string{"g", "y", "z", "v"}
-	for _, ks := range simdKernelSets {
-		t.Run(ks.set.name, func(t *testing.T) {
-			if !ks.has {
-				t.Skipf("CPU lacks %s", ks.set.name)
-			}
-			rng := rand.New(rand.NewPCG(1, 2))
-			for _, n := range kernelLengths() {
-				for _, off := range kernelOffsets {
-					for si := range kernelSFScalars {
-						k := &kernelSFScalars[si]
-						in := newKernelBuffers(rng, n, off)
-						want, got := in.clone(), in.clone()
-						sfAdamWGo(want.operand(0), want.operand(1), want.operand(2), want.operand(3), k)
-						ks.set.sf(got.operand(0), got.operand(1), got.operand(2), got.operand(3), k)
-						if err := got.compare(want, names); err != nil {
-							t.Fatalf("n = %d, offsets %v, scalars %+v: %v", n, off, *k, err)
-						}
-					}
-				}
-			}
-		})
-	}
+	checkKernelsBitwise(t, [4]string{"g", "y", "z", "v"}, 1, kernelSFScalars, sfAdamWGo,
+		func(ks kernelSet) func(g, y, z, v []float32, k *sfScalars) { return ks.sf })
 }
 
 // TestAdamWKernelsBitwise checks that every SIMD AdamW kernel the CPU can run gives the Go
 // reference's results bit for bit.
 func TestAdamWKernelsBitwise(t *testing.T) {
-	names := [4]string{"g", "p", "m", "v"}
+	checkKernelsBitwise(t, [4]string{"g", "p", "m", "v"}, 3, kernelAdamScalars, adamWGo,
+		func(ks kernelSet) func(g, p, m, v []float32, k *adamScalars) { return ks.adam })
+}
+
+// checkKernelsBitwise runs the kernel of every SIMD set the CPU has (kernel picks it from
+// the set) and the Go reference on the same buffers, for every length, offset and scalar
+// set, and compares the four operands (names) bit for bit.
+func checkKernelsBitwise[K any](t *testing.T, names [4]string, seed uint64, scalars []K,
+	ref func(a, b, c, d []float32, k *K), kernel func(kernelSet) func(a, b, c, d []float32, k *K),
+) {
 	for _, ks := range simdKernelSets {
 		t.Run(ks.set.name, func(t *testing.T) {
 			if !ks.has {
 				t.Skipf("CPU lacks %s", ks.set.name)
 			}
-			rng := rand.New(rand.NewPCG(3, 4))
+			rng := rand.New(rand.NewPCG(seed, seed+1))
 			for _, n := range kernelLengths() {
 				for _, off := range kernelOffsets {
-					for si := range kernelAdamScalars {
-						k := &kernelAdamScalars[si]
+					for si := range scalars {
+						k := &scalars[si]
 						in := newKernelBuffers(rng, n, off)
 						want, got := in.clone(), in.clone()
-						adamWGo(want.operand(0), want.operand(1), want.operand(2), want.operand(3), k)
-						ks.set.adam(got.operand(0), got.operand(1), got.operand(2), got.operand(3), k)
+						ref(want.operand(0), want.operand(1), want.operand(2), want.operand(3), k)
+						kernel(ks.set)(got.operand(0), got.operand(1), got.operand(2), got.operand(3), k)
 						if err := got.compare(want, names); err != nil {
 							t.Fatalf("n = %d, offsets %v, scalars %+v: %v", n, off, *k, err)
 						}

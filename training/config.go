@@ -77,17 +77,10 @@ const (
 	AdamW   = "adamw"
 )
 
-// ConfigError is an invalid field of a Config: its path (e.g. "optimizer.beta1"), the
-// value and the reason.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Reason)
-}
+// ConfigError reports an invalid field of a run config: which field, its value and why.
+// It is sfadamw's, so that an optimizer's hyperparameter and the run's are one kind of
+// error to their callers.
+type ConfigError = sfadamw.ConfigError
 
 // backendNames lists the catalog's backends for an error: "cpu" (the native engine: ...), ...
 func backendNames() string {
@@ -170,18 +163,18 @@ func (c Config) ResolveModel() (model.Config, error) {
 		if err := mc.Validate(); err != nil {
 			var fe *model.FieldError
 			if errors.As(err, &fe) {
-				return mc, &ConfigError{"model_config." + fe.Field, fe.Value, fe.Reason}
+				return mc, &ConfigError{Field: "model_config." + fe.Field, Value: fe.Value, Reason: fe.Reason}
 			}
 			return mc, err
 		}
 		return mc, nil
 	}
 	if c.Model == "" {
-		return model.Config{}, &ConfigError{"model", `""`, fmt.Sprintf("must name a preset %v or give model_config", model.PresetNames())}
+		return model.Config{}, &ConfigError{Field: "model", Value: `""`, Reason: fmt.Sprintf("must name a preset %v or give model_config", model.PresetNames())}
 	}
 	mc, err := model.Preset(c.Model)
 	if err != nil {
-		return mc, &ConfigError{"model", c.Model, fmt.Sprintf("unknown preset; known: %v", model.PresetNames())}
+		return mc, &ConfigError{Field: "model", Value: c.Model, Reason: fmt.Sprintf("unknown preset; known: %v", model.PresetNames())}
 	}
 	return mc, nil
 }
@@ -200,16 +193,16 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, ok := backend.Lookup(c.Backend); !ok {
-		return &ConfigError{"backend", c.Backend, "must be one of " + backendNames()}
+		return &ConfigError{Field: "backend", Value: c.Backend, Reason: "must be one of " + backendNames()}
 	}
 	if c.Data.Path != "" && c.Data.Default != "" {
-		return &ConfigError{"data.default", c.Data.Default, "give data.path or data.default, not both"}
+		return &ConfigError{Field: "data.default", Value: c.Data.Default, Reason: "give data.path or data.default, not both"}
 	}
 	if c.Data.Default != "" && c.Data.Default != "byte" && c.Data.Default != "gpt2" {
-		return &ConfigError{"data.default", c.Data.Default, `must be a tokenizer: "byte" or "gpt2"`}
+		return &ConfigError{Field: "data.default", Value: c.Data.Default, Reason: `must be a tokenizer: "byte" or "gpt2"`}
 	}
 	if c.Data.MaxBytes < 0 {
-		return &ConfigError{"data.max_bytes", c.Data.MaxBytes, "must be ≥ 0"}
+		return &ConfigError{Field: "data.max_bytes", Value: c.Data.MaxBytes, Reason: "must be ≥ 0"}
 	}
 	pos := []struct {
 		name string
@@ -217,7 +210,7 @@ func (c Config) Validate() error {
 	}{{"steps", c.Steps}, {"batch_tokens", c.BatchTokens}, {"micro_batch", c.MicroBatch}, {"seq_len", c.SeqLen}, {"eval_seqs", c.EvalSeqs}, {"test_seqs", c.TestSeqs}}
 	for _, f := range pos {
 		if f.v < 1 {
-			return &ConfigError{f.name, f.v, "must be ≥ 1"}
+			return &ConfigError{Field: f.name, Value: f.v, Reason: "must be ≥ 1"}
 		}
 	}
 	for _, f := range []struct {
@@ -225,7 +218,7 @@ func (c Config) Validate() error {
 		v    int
 	}{{"eval_every", c.EvalEvery}, {"checkpoint_every", c.CheckpointEvery}, {"keep_checkpoints", c.KeepCheckpoints}} {
 		if f.v < 0 {
-			return &ConfigError{f.name, f.v, "must be ≥ 0"}
+			return &ConfigError{Field: f.name, Value: f.v, Reason: "must be ≥ 0"}
 		}
 	}
 	for _, f := range []struct {
@@ -233,21 +226,21 @@ func (c Config) Validate() error {
 		v    int
 	}{{"micro_batch", c.MicroBatch}, {"batch_tokens", c.BatchTokens}, {"steps", c.Steps}, {"eval_seqs", c.EvalSeqs}, {"test_seqs", c.TestSeqs}} {
 		if f.v > maxCount {
-			return &ConfigError{f.name, f.v, fmt.Sprintf("must be ≤ %d", maxCount)}
+			return &ConfigError{Field: f.name, Value: f.v, Reason: fmt.Sprintf("must be ≤ %d", maxCount)}
 		}
 	}
 	if c.SeqLen > mc.Context {
-		return &ConfigError{"seq_len", c.SeqLen, fmt.Sprintf("must be ≤ the model's context (%d)", mc.Context)}
+		return &ConfigError{Field: "seq_len", Value: c.SeqLen, Reason: fmt.Sprintf("must be ≤ the model's context (%d)", mc.Context)}
 	}
 	if seq := c.MicroBatch * c.SeqLen; c.BatchTokens%seq != 0 {
-		return &ConfigError{"batch_tokens", c.BatchTokens, fmt.Sprintf("must be a multiple of micro_batch × seq_len = %d × %d = %d", c.MicroBatch, c.SeqLen, seq)}
+		return &ConfigError{Field: "batch_tokens", Value: c.BatchTokens, Reason: fmt.Sprintf("must be a multiple of micro_batch × seq_len = %d × %d = %d", c.MicroBatch, c.SeqLen, seq)}
 	}
 	if math.IsNaN(c.EWADecay) || c.EWADecay <= 0 || c.EWADecay >= 1 {
-		return &ConfigError{"ewa_decay", c.EWADecay, "must be in (0, 1)"}
+		return &ConfigError{Field: "ewa_decay", Value: c.EWADecay, Reason: "must be in (0, 1)"}
 	}
 	o := c.Optimizer
 	if wf := *o.WarmupFrac; math.IsNaN(wf) || wf < 0 || wf >= 1 {
-		return &ConfigError{"optimizer.warmup_frac", wf, "must be in [0, 1)"}
+		return &ConfigError{Field: "optimizer.warmup_frac", Value: wf, Reason: "must be in [0, 1)"}
 	}
 	var oerr error
 	switch o.Name {
@@ -255,21 +248,21 @@ func (c Config) Validate() error {
 		oerr = c.SFAdamWConfig().Validate()
 	case AdamW:
 		if ff := *o.FinalFrac; math.IsNaN(ff) || ff < 0 || ff > 1 {
-			return &ConfigError{"optimizer.final_frac", ff, "must be in [0, 1]"}
+			return &ConfigError{Field: "optimizer.final_frac", Value: ff, Reason: "must be in [0, 1]"}
 		}
 		if o.Schedule == string(sfadamw.WSD) && (math.IsNaN(o.DecayFrac) || o.DecayFrac <= 0 || o.DecayFrac > 1) {
-			return &ConfigError{"optimizer.decay_frac", o.DecayFrac, "must be in (0, 1] for the wsd schedule"}
+			return &ConfigError{Field: "optimizer.decay_frac", Value: o.DecayFrac, Reason: "must be in (0, 1] for the wsd schedule"}
 		}
 		if o.C != 0 {
-			return &ConfigError{"optimizer.c", o.C, "applies to sfadamw only"}
+			return &ConfigError{Field: "optimizer.c", Value: o.C, Reason: "applies to sfadamw only"}
 		}
 		oerr = c.AdamWConfig().Validate()
 	default:
-		return &ConfigError{"optimizer.name", fmt.Sprintf("%q", o.Name), `must be "sfadamw" or "adamw"`}
+		return &ConfigError{Field: "optimizer.name", Value: fmt.Sprintf("%q", o.Name), Reason: `must be "sfadamw" or "adamw"`}
 	}
 	var se *sfadamw.ConfigError
 	if errors.As(oerr, &se) {
-		return &ConfigError{"optimizer." + se.Field, se.Value, se.Reason}
+		return &ConfigError{Field: "optimizer." + se.Field, Value: se.Value, Reason: se.Reason}
 	}
 	return oerr
 }

@@ -94,9 +94,16 @@ var flagOfField = map[string]string{
 func asFlagError(err error) error {
 	var ce *sfadamw.ConfigError
 	if errors.As(err, &ce) {
-		if name, ok := flagOfField[ce.Field]; ok {
-			return &usageError{msg: fmt.Sprintf("invalid value %v for flag -%s: %s", ce.Value, name, ce.Reason)}
-		}
+		return flagError(flagOfField, ce.Field, ce.Value, ce.Reason, err)
+	}
+	return err
+}
+
+// flagError is a usage error naming the flag that sets field (names maps fields to
+// flags), its value and reason; err where no flag sets the field.
+func flagError(names map[string]string, field string, value any, reason string, err error) error {
+	if name, ok := names[field]; ok {
+		return &usageError{msg: fmt.Sprintf("invalid value %v for flag -%s: %s", value, name, reason)}
 	}
 	return err
 }

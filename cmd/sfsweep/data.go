@@ -82,9 +82,7 @@ var flagOfDataField = map[string]string{
 func asDataFlagError(err error) error {
 	var fe *data.FieldError
 	if errors.As(err, &fe) {
-		if name, ok := flagOfDataField[fe.Field]; ok {
-			return &usageError{msg: fmt.Sprintf("invalid value %v for flag -%s: %s", fe.Value, name, fe.Reason)}
-		}
+		return flagError(flagOfDataField, fe.Field, fe.Value, fe.Reason, err)
 	}
 	return err
 }
