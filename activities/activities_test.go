@@ -18,6 +18,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
@@ -86,7 +87,7 @@ func TestActivities(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out workflows.TrainOutput
-	if err := v.Get(&out); err != nil || out.Status != training.StatusCompleted || len(out.Checkpoints) != 1 || out.Checkpoints[0] != 2 {
+	if err := v.Get(&out); err != nil || out.Status != status.Completed || len(out.Checkpoints) != 1 || out.Checkpoints[0] != 2 {
 		t.Fatalf("train %+v, %v", out, err)
 	}
 	first, _ := store.Get(ctx, "trials/"+id+"/result.json")

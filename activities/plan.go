@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
@@ -51,7 +52,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 			if err != nil {
 				return out, err
 			}
-			ref.Done = r != nil && r.Status != training.StatusCompleted
+			ref.Done = r != nil && r.Status != status.Completed
 		}
 		if !exists[keys.RunConfig(keys.Trial(t.ID))] {
 			b, _ := json.MarshalIndent(t.Config, "", "  ")

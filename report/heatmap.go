@@ -20,6 +20,7 @@ import (
 	"github.com/sfsweep/sfsweep/sfadamw"
 
 	"github.com/sfsweep/sfsweep/internal/figure"
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 // Heat-map cell size at the figure's nominal size.
@@ -55,7 +56,7 @@ func HeatMap(t *Table) (*figure.Figure, error) {
 	}
 
 	h := &heatCells{t: t, scale: heatScale{lo: math.Inf(1), hi: math.Inf(-1)}}
-	var statuses [4]bool
+	statuses := map[status.Status]bool{}
 	for _, c := range t.Cells {
 		if plottable(c.Cell) {
 			v := math.Log(c.Value)
@@ -63,10 +64,10 @@ func HeatMap(t *Table) (*figure.Figure, error) {
 		}
 		switch {
 		case plottable(c.Cell):
-		case c.Status == StatusDiverged || c.Status == StatusFailed:
+		case c.Status == status.Diverged || c.Status == status.Failed:
 			statuses[c.Status] = true
 		default:
-			statuses[StatusMissing] = true
+			statuses[status.Missing] = true
 		}
 	}
 
@@ -106,13 +107,13 @@ func HeatMap(t *Table) (*figure.Figure, error) {
 			p.Legend.Add(label, swatch{fill: h.scale.color(ppl)})
 		}
 	}
-	if statuses[StatusMissing] {
+	if statuses[status.Missing] {
 		p.Legend.Add("not run", swatch{fill: missingFill})
 	}
-	if statuses[StatusFailed] {
+	if statuses[status.Failed] {
 		p.Legend.Add("failed", swatch{fill: failedFill})
 	}
-	if statuses[StatusDiverged] {
+	if statuses[status.Diverged] {
 		p.Legend.Add("diverged (step)", swatch{fill: divergeFill, cross: true})
 	}
 	legendW := p.Legend.ThumbnailWidth + vg.Points(12)
@@ -203,7 +204,7 @@ func (h *heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 					c.StrokeLines(draw.LineStyle{Color: color.Black, Width: vg.Points(1.5)}, append(box, box[0]))
 				}
 				write(sty, mid, formatPerplexity(cell.Value))
-			case cell.Status == StatusDiverged:
+			case cell.Status == status.Diverged:
 				c.FillPolygon(divergeFill, box)
 				c.StrokeLines(draw.LineStyle{Color: missingFill, Width: vg.Points(0.5)}, append(box, box[0]))
 				mark := mid
@@ -217,7 +218,7 @@ func (h *heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 					}
 				}
 				drawCross(&c, mark, vg.Points(4), vg.Points(1.5))
-			case cell.Status == StatusFailed:
+			case cell.Status == status.Failed:
 				c.FillPolygon(failedFill, box)
 				sty := small
 				sty.Color = inkOn(failedFill)

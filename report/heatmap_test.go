@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sfsweep/sfsweep/internal/figure"
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 // TestHeatScale checks the colour scale against its closed form: linear in log
@@ -52,11 +53,11 @@ func TestHeatMapCells(t *testing.T) {
 	notRun := 0
 	for _, c := range tab.Cells {
 		switch c.Status {
-		case StatusOK:
+		case status.Completed:
 			if s := ">" + formatPerplexity(c.Value) + "<"; !bytes.Contains(svg, []byte(s)) {
 				t.Errorf("no cell text %s", s)
 			}
-		case StatusMissing:
+		case status.Missing:
 			notRun++
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sfsweep/sfsweep/sfadamw"
 
 	"github.com/sfsweep/sfsweep/internal/figure"
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 var sweepPlotsOut = flag.String("sweepplots.out", "", "also write the sweep plots of TestSweepPlotsRender to this folder")
@@ -313,7 +314,7 @@ func TestSweepPlotErrors(t *testing.T) {
 	one := []CurvePoint{{Tokens: 10, Val: map[string]float64{"x": 4}}}
 	good := Curve{Label: "a", Points: one}
 	probe := []DecayProbePoint{{Tokens: 10, Before: 4, After: 3.9}}
-	hyper, err := HyperparameterTable("", "", []TrialSummary{{Optimizer: "adamw", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 20}})
+	hyper, err := HyperparameterTable("", "", []TrialSummary{{Optimizer: "adamw", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 20, Status: status.Completed}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
@@ -173,5 +174,5 @@ func (s heatScale) color(ppl float64) color.RGBA {
 
 // plottable reports whether a cell holds a value to colour: finished, finite and positive.
 func plottable(c Cell) bool {
-	return c.Status == StatusOK && c.Value > 0 && !math.IsInf(c.Value, 0)
+	return c.Status == status.Completed && c.Value > 0 && !math.IsInf(c.Value, 0)
 }

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
@@ -46,14 +48,14 @@ func formatG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 // Plain text of a cell: the number, div@N, failed or --.
 func (c Cell) text() string {
 	switch c.Status {
-	case StatusOK:
+	case status.Completed:
 		return formatPerplexity(c.Value)
-	case StatusDiverged:
+	case status.Diverged:
 		if c.Step > 0 {
 			return "div@" + strconv.Itoa(c.Step)
 		}
 		return "div"
-	case StatusFailed:
+	case status.Failed:
 		return "failed"
 	}
 	return "--"
@@ -61,9 +63,9 @@ func (c Cell) text() string {
 
 func (c TableCell) markdown() string {
 	switch c.Status {
-	case StatusOK:
+	case status.Completed:
 		return bold(formatPerplexity(c.Value), c.Best, "**", "**")
-	case StatusDiverged:
+	case status.Diverged:
 		if c.Step > 0 {
 			return "diverged (step " + strconv.Itoa(c.Step) + ")"
 		}
@@ -74,9 +76,9 @@ func (c TableCell) markdown() string {
 
 func (c TableCell) latex() string {
 	switch c.Status {
-	case StatusOK:
+	case status.Completed:
 		return bold(formatPerplexity(c.Value), c.Best, `\textbf{`, `}`)
-	case StatusDiverged:
+	case status.Diverged:
 		if c.Step > 0 {
 			return `$\dagger$\,` + strconv.Itoa(c.Step)
 		}
@@ -221,7 +223,7 @@ func (t *Table) note(st style) string {
 	s := "Test perplexity under varying " + c + " values. Bold: the best value in each row; --: not run."
 	if st.latex {
 		for _, cell := range t.Cells {
-			if cell.Status == StatusDiverged {
+			if cell.Status == status.Diverged {
 				s += ` $\dagger$\,$N$: diverged at step $N$.`
 				break
 			}
@@ -337,6 +339,28 @@ func (t *Table) WriteLaTeX(w io.Writer) error {
 	return nil
 }
 
+// tableStatus is a status as the tables' CSV and JSON write it: status.Completed as "ok",
+// the others as they are. The formats are published and golden-tested (testdata/tables),
+// and they wrote "ok" for a finished cell before the statuses had one vocabulary, so they
+// still do.
+type tableStatus status.Status
+
+// String returns "ok" for status.Completed, the status itself otherwise.
+func (s tableStatus) String() string {
+	if status.Status(s) == status.Completed {
+		return "ok"
+	}
+	return string(s)
+}
+
+// MarshalText encodes the status as String spells it, and refuses an unknown status.
+func (s tableStatus) MarshalText() ([]byte, error) {
+	if !slices.Contains(statusOrder, status.Status(s)) {
+		return nil, fmt.Errorf("report: marshal status: %w", statusError(status.Status(s)))
+	}
+	return []byte(s.String()), nil
+}
+
 // WriteCSV writes the table's data in long form (RFC 4180, one header line), numbers with
 // full precision and empty fields where a value does not apply.
 //
@@ -352,15 +376,15 @@ func (t *Table) WriteCSV(w io.Writer) error {
 		return fmt.Errorf("report: write table csv: %w", err)
 	}
 	cw := csv.NewWriter(w)
-	outcome := func(value float64, s Status, step int, reason string) []string {
+	outcome := func(value float64, s status.Status, step int, reason string) []string {
 		v, st := "", ""
-		if s == StatusOK {
+		if s == status.Completed {
 			v = formatG(value)
 		}
-		if s == StatusDiverged && step > 0 {
+		if s == status.Diverged && step > 0 {
 			st = strconv.Itoa(step)
 		}
-		return []string{v, s.String(), st, reason}
+		return []string{v, tableStatus(s).String(), st, reason}
 	}
 	switch t.Kind {
 	case TableCSensitivity:
@@ -407,14 +431,14 @@ type tableJSON struct {
 }
 
 type cellJSON struct {
-	Row    float64  `json:"beta1"`
-	Col    string   `json:"c"`
-	Text   string   `json:"text"`
-	Value  *float64 `json:"value,omitempty"`
-	Status Status   `json:"status"`
-	Step   int      `json:"step,omitempty"`
-	Reason string   `json:"reason,omitempty"`
-	Best   bool     `json:"best"`
+	Row    float64     `json:"beta1"`
+	Col    string      `json:"c"`
+	Text   string      `json:"text"`
+	Value  *float64    `json:"value,omitempty"`
+	Status tableStatus `json:"status"`
+	Step   int         `json:"step,omitempty"`
+	Reason string      `json:"reason,omitempty"`
+	Best   bool        `json:"best"`
 }
 
 type gridJSON struct {
@@ -428,17 +452,17 @@ type gridJSON struct {
 }
 
 type trialJSON struct {
-	Optimizer string   `json:"optimizer"`
-	Schedule  string   `json:"schedule"`
-	LR        float64  `json:"lr"`
-	Beta1     float64  `json:"beta1"`
-	Beta2     float64  `json:"beta2"`
-	C         float64  `json:"c"`
-	Value     *float64 `json:"value,omitempty"`
-	Status    Status   `json:"status"`
-	Step      int      `json:"step,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
-	Best      bool     `json:"best"`
+	Optimizer string      `json:"optimizer"`
+	Schedule  string      `json:"schedule"`
+	LR        float64     `json:"lr"`
+	Beta1     float64     `json:"beta1"`
+	Beta2     float64     `json:"beta2"`
+	C         float64     `json:"c"`
+	Value     *float64    `json:"value,omitempty"`
+	Status    tableStatus `json:"status"`
+	Step      int         `json:"step,omitempty"`
+	Reason    string      `json:"reason,omitempty"`
+	Best      bool        `json:"best"`
 }
 
 // WriteJSON writes the table as indented JSON (two spaces): kind, title, label, rows and
@@ -452,8 +476,8 @@ func (t *Table) WriteJSON(w io.Writer) error {
 	}
 	doc := tableJSON{Kind: t.Kind, Title: t.Title, Label: t.Label, Rows: t.Rows, Columns: t.Columns}
 	for _, c := range t.Cells {
-		j := cellJSON{Row: c.Row, Col: c.Col, Text: c.text(), Status: c.Status, Step: c.Step, Reason: c.Reason, Best: c.Best}
-		if c.Status == StatusOK {
+		j := cellJSON{Row: c.Row, Col: c.Col, Text: c.text(), Status: tableStatus(c.Status), Step: c.Step, Reason: c.Reason, Best: c.Best}
+		if c.Status == status.Completed {
 			j.Value = &c.Value
 		}
 		doc.Cells = append(doc.Cells, j)
@@ -468,8 +492,8 @@ func (t *Table) WriteJSON(w io.Writer) error {
 	best := t.bestTrials()
 	for i, tr := range t.Trials {
 		j := trialJSON{Optimizer: tr.Optimizer, Schedule: tr.Schedule, LR: tr.LR, Beta1: tr.Beta1, Beta2: tr.Beta2, C: tr.C,
-			Status: tr.Status, Step: tr.Step, Reason: tr.Reason, Best: best[i]}
-		if tr.Status == StatusOK {
+			Status: tableStatus(tr.Status), Step: tr.Step, Reason: tr.Reason, Best: best[i]}
+		if tr.Status == status.Completed {
 			j.Value = &tr.Value
 		}
 		doc.Trials = append(doc.Trials, j)

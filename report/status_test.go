@@ -8,20 +8,22 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 // statusCells is a small sweep with every status, a value above 100, a tie for the best
 // and a row with nothing finished.
 func statusCells() ([]Cell, []float64, []string) {
 	cells := []Cell{
-		{Row: 0.1, Col: "vanilla", Value: 110.8},
-		{Row: 0.1, Col: "5", Value: 54.8},
-		{Row: 0.1, Col: "50", Status: StatusDiverged, Step: 1200, Value: math.NaN()},
-		{Row: 0.5, Col: "vanilla", Value: 38.42},
-		{Row: 0.5, Col: "5", Value: 38.42},
-		{Row: 0.5, Col: "50", Status: StatusFailed, Reason: "node lost, \"retry\" exhausted", Value: math.Inf(1)},
-		{Row: 0.9, Col: "vanilla", Status: StatusDiverged},
-		{Row: 0.9, Col: "5", Status: StatusMissing, Value: 12},
+		{Row: 0.1, Col: "vanilla", Value: 110.8, Status: status.Completed},
+		{Row: 0.1, Col: "5", Value: 54.8, Status: status.Completed},
+		{Row: 0.1, Col: "50", Status: status.Diverged, Step: 1200, Value: math.NaN()},
+		{Row: 0.5, Col: "vanilla", Value: 38.42, Status: status.Completed},
+		{Row: 0.5, Col: "5", Value: 38.42, Status: status.Completed},
+		{Row: 0.5, Col: "50", Status: status.Failed, Reason: "node lost, \"retry\" exhausted", Value: math.Inf(1)},
+		{Row: 0.9, Col: "vanilla", Status: status.Diverged},
+		{Row: 0.9, Col: "5", Status: status.Missing, Value: 12},
 	}
 	return cells, []float64{0.1, 0.5, 0.9}, []string{"vanilla", "5", "50"}
 }
@@ -94,7 +96,7 @@ func TestCSensitivityStatuses(t *testing.T) {
 		Cells []struct {
 			Text   string   `json:"text"`
 			Value  *float64 `json:"value"`
-			Status Status   `json:"status"`
+			Status string   `json:"status"`
 			Step   int      `json:"step"`
 			Best   bool     `json:"best"`
 		} `json:"cells"`
@@ -105,14 +107,14 @@ func TestCSensitivityStatuses(t *testing.T) {
 	var texts []string
 	for _, c := range doc.Cells {
 		texts = append(texts, c.Text)
-		if (c.Value != nil) != (c.Status == StatusOK) {
+		if (c.Value != nil) != (c.Status == "ok") {
 			t.Errorf("JSON cell %q: value %v with status %v", c.Text, c.Value, c.Status)
 		}
 	}
 	if want := "[110.8 54.80 div@1200 38.42 38.42 failed div -- --]"; fmt.Sprint(texts) != want {
 		t.Errorf("JSON texts %v, want %s", texts, want)
 	}
-	if doc.Cells[2].Status != StatusDiverged || doc.Cells[2].Step != 1200 || !doc.Cells[1].Best {
+	if doc.Cells[2].Status != "diverged" || doc.Cells[2].Step != 1200 || !doc.Cells[1].Best {
 		t.Errorf("JSON cells %+v", doc.Cells[:3])
 	}
 }
@@ -121,11 +123,11 @@ func TestCSensitivityStatuses(t *testing.T) {
 // one they are sorted numerically with vanilla first, column keys matched by value.
 func TestCSensitivityOrder(t *testing.T) {
 	cells := []Cell{
-		{Row: 0.95, Col: "200", Value: 24.37},
-		{Row: 0.1, Col: "Vanilla", Value: 67.2},
-		{Row: 0.5, Col: "20.0", Value: 29.32},
-		{Row: 0.95, Col: "1e1", Value: 25},
-		{Row: 0.1, Col: " 5 ", Value: 37.06},
+		{Row: 0.95, Col: "200", Value: 24.37, Status: status.Completed},
+		{Row: 0.1, Col: "Vanilla", Value: 67.2, Status: status.Completed},
+		{Row: 0.5, Col: "20.0", Value: 29.32, Status: status.Completed},
+		{Row: 0.95, Col: "1e1", Value: 25, Status: status.Completed},
+		{Row: 0.1, Col: " 5 ", Value: 37.06, Status: status.Completed},
 	}
 	for _, tc := range []struct {
 		name       string

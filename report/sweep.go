@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 )
@@ -55,13 +56,13 @@ func metric(spec sweeps.Table, r *training.Result) float64 {
 }
 
 // cellOf merges the outcomes of one grid cell (several seeds) into a value and status.
-func cellOf(spec sweeps.Table, os []Outcome) (float64, Status, int, string) {
+func cellOf(spec sweeps.Table, os []Outcome) (float64, status.Status, int, string) {
 	var sum float64
 	var ok, div, step int
 	reason := ""
 	for _, o := range os {
 		switch {
-		case o.Result != nil && o.Result.Status == training.StatusCompleted:
+		case o.Result != nil && o.Result.Status == status.Completed:
 			v := metric(spec, o.Result)
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				div++
@@ -69,7 +70,7 @@ func cellOf(spec sweeps.Table, os []Outcome) (float64, Status, int, string) {
 			}
 			sum += v
 			ok++
-		case o.Result != nil && o.Result.Status == training.StatusDiverged:
+		case o.Result != nil && o.Result.Status == status.Diverged:
 			div++
 			step = o.Result.DivergedAt
 		case o.Failed != "":
@@ -78,13 +79,13 @@ func cellOf(spec sweeps.Table, os []Outcome) (float64, Status, int, string) {
 	}
 	switch {
 	case ok > 0:
-		return sum / float64(ok), StatusOK, 0, ""
+		return sum / float64(ok), status.Completed, 0, ""
 	case div > 0:
-		return 0, StatusDiverged, step, ""
+		return 0, status.Diverged, step, ""
 	case reason != "":
-		return 0, StatusFailed, 0, reason
+		return 0, status.Failed, 0, reason
 	}
-	return 0, StatusMissing, 0, ""
+	return 0, status.Missing, 0, ""
 }
 
 func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]Outcome) (*Table, error) {

@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 )
 
 func finished(ppl float64) Outcome {
-	return Outcome{Result: &training.Result{Status: training.StatusCompleted, Primary: "x", TestPPL: map[string]float64{"x": ppl, "y": 1}}}
+	return Outcome{Result: &training.Result{Status: status.Completed, Primary: "x", TestPPL: map[string]float64{"x": ppl, "y": 1}}}
 }
 
 // The C-sensitivity twin's table from outcomes: the vanilla trial fills both its cells,
@@ -30,7 +31,7 @@ func TestBuildCSensitivity(t *testing.T) {
 		p := tr.Points[0]
 		switch {
 		case p.Beta1 == 0.1 && p.C == 5:
-			out[tr.ID] = Outcome{Result: &training.Result{Status: training.StatusDiverged, DivergedAt: 17}}
+			out[tr.ID] = Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 17}}
 		case p.Beta1 == 0.5 && p.C == 200:
 			out[tr.ID] = Outcome{Failed: "CUDA error"}
 		case p.Beta1 == 0.95 && p.C == 500:
@@ -53,19 +54,19 @@ func TestBuildCSensitivity(t *testing.T) {
 		t.Fatalf("no cell (%v, %s)", row, col)
 		return TableCell{}
 	}
-	if a, b := cell(0.95, "vanilla"), cell(0.95, "20"); a.Status != StatusOK || a.Value != b.Value {
+	if a, b := cell(0.95, "vanilla"), cell(0.95, "20"); a.Status != status.Completed || a.Value != b.Value {
 		t.Errorf("β1 = 0.95: vanilla %+v and C = 20 %+v must be the same trial", a, b)
 	}
-	if c := cell(0.1, "5"); c.Status != StatusDiverged || c.Step != 17 {
+	if c := cell(0.1, "5"); c.Status != status.Diverged || c.Step != 17 {
 		t.Errorf("diverged cell %+v", c)
 	}
-	if c := cell(0.5, "200"); c.Status != StatusFailed || c.Reason != "CUDA error" {
+	if c := cell(0.5, "200"); c.Status != status.Failed || c.Reason != "CUDA error" {
 		t.Errorf("failed cell %+v", c)
 	}
-	if c := cell(0.95, "500"); c.Status != StatusMissing {
+	if c := cell(0.95, "500"); c.Status != status.Missing {
 		t.Errorf("missing cell %+v", c)
 	}
-	if c := cell(0.1, "200"); c.Status != StatusMissing {
+	if c := cell(0.1, "200"); c.Status != status.Missing {
 		t.Errorf("cell (0.1, 200), not in the grid: %+v", c)
 	}
 	var md bytes.Buffer
@@ -102,7 +103,7 @@ func TestBuildSeedsMean(t *testing.T) {
 		case 2:
 			out[tr.ID] = finished(40)
 		case 3:
-			out[tr.ID] = Outcome{Result: &training.Result{Status: training.StatusDiverged, DivergedAt: 3}}
+			out[tr.ID] = Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 3}}
 		}
 	}
 	tables, err := BuildTables(m, trials, out)
@@ -110,7 +111,7 @@ func TestBuildSeedsMean(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range tables[0].Table.Cells {
-		if c.Status != StatusOK || math.Abs(c.Value-35) > 1e-12 {
+		if c.Status != status.Completed || math.Abs(c.Value-35) > 1e-12 {
 			t.Errorf("cell %+v, want the mean 35 of the completed seeds", c)
 		}
 	}

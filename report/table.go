@@ -15,65 +15,33 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
-// Status is the outcome of one trial or table cell.
-type Status uint8
+// statusOrder lists the statuses a cell or trial may have, in the order compareTrials sorts
+// otherwise equal trials by (the canonical order of Table.Trials, which the rendered tables
+// follow).
+var statusOrder = []status.Status{status.Completed, status.Diverged, status.Failed, status.Missing}
 
-const (
-	StatusOK       Status = iota // finished; Value holds the test perplexity
-	StatusDiverged               // the loss became non-finite; Step says when (0: unknown)
-	StatusFailed                 // the run failed for a reason other than divergence
-	StatusMissing                // not run (yet)
-)
-
-var statusNames = [...]string{"ok", "diverged", "failed", "missing"}
-
-// String returns "ok", "diverged", "failed" or "missing".
-func (s Status) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return "Status(" + strconv.Itoa(int(s)) + ")"
-}
-
-// MarshalText encodes the status by its name.
-func (s Status) MarshalText() ([]byte, error) {
-	if int(s) >= len(statusNames) {
-		return nil, fmt.Errorf("report: marshal status: %w", statusError(s))
-	}
-	return []byte(statusNames[s]), nil
-}
-
-// UnmarshalText decodes a status name as written by MarshalText.
-func (s *Status) UnmarshalText(b []byte) error {
-	for i, name := range statusNames {
-		if string(b) == name {
-			*s = Status(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("report: unmarshal status: %w",
-		&sfadamw.ConfigError{Field: "Status", Value: strconv.Quote(string(b)), Reason: "must be ok, diverged, failed or missing"})
-}
-
-func statusError(s Status) error {
-	return &sfadamw.ConfigError{Field: "Status", Value: int(s), Reason: "unknown status"}
+func statusError(s status.Status) error {
+	return &sfadamw.ConfigError{Field: "Status", Value: strconv.Quote(string(s)), Reason: "unknown status"}
 }
 
 // Cell is one result of a C-sensitivity sweep: the test perplexity of refined SF-AdamW with
-// momentum β1 (the row) and decoupling parameter C (the column).
+// momentum β1 (the row) and decoupling parameter C (the column). Its Status is
+// status.Completed, Diverged, Failed or Missing; the zero Status, "", is refused.
 type Cell struct {
 	Row    float64 // β1, in [0, 1)
 	Col    string  // "vanilla", or C as a decimal number ("5", "200"); matched numerically
-	Value  float64 // test perplexity; read only when Status is StatusOK, and then finite
-	Status Status
-	Step   int    // StatusDiverged: the step at which the loss diverged; 0 if unknown
-	Reason string // StatusFailed: a short reason, written to CSV and JSON only
+	Value  float64 // test perplexity; read only when Status is status.Completed, and then finite
+	Status status.Status
+	Step   int    // status.Diverged: the step at which the loss diverged; 0 if unknown
+	Reason string // status.Failed: a short reason, written to CSV and JSON only
 }
 
-// TrialSummary is the outcome of one trial of a hyperparameter sweep.
+// TrialSummary is the outcome of one trial of a hyperparameter sweep; its Status is as in
+// Cell.
 type TrialSummary struct {
 	Optimizer string  // "adamw", "sfadamw" or "refined" (refined SF-AdamW)
 	Schedule  string  // learning-rate schedule label shown next to the optimizer ("Cosine LR"); "" for none
@@ -81,10 +49,10 @@ type TrialSummary struct {
 	Beta1     float64
 	Beta2     float64
 	C         float64 // decoupling parameter: 0 (vanilla) for adamw and sfadamw, > 0 for refined
-	Value     float64 // test perplexity; read only when Status is StatusOK, and then finite
-	Status    Status
-	Step      int    // StatusDiverged: the step at which the loss diverged; 0 if unknown
-	Reason    string // StatusFailed: a short reason
+	Value     float64 // test perplexity; read only when Status is status.Completed, and then finite
+	Status    status.Status
+	Step      int    // status.Diverged: the step at which the loss diverged; 0 if unknown
+	Reason    string // status.Failed: a short reason
 }
 
 // TableKind says which of the paper's tables a Table is.
@@ -116,7 +84,7 @@ type Table struct {
 	Columns []string
 
 	// Cells holds a C-sensitivity table's len(Rows)·len(Columns) cells, row-major; cells
-	// not given are StatusMissing.
+	// not given are status.Missing.
 	Cells []TableCell
 
 	// Grids holds a hyperparameter table's rows; Trials its trials in canonical order
@@ -268,19 +236,19 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 	}
 	for at := range t.Cells {
 		if !set[at] {
-			t.Cells[at].Cell = Cell{Row: rowVals[at/len(colKeys)], Col: colKeys[at%len(colKeys)], Status: StatusMissing}
+			t.Cells[at].Cell = Cell{Row: rowVals[at/len(colKeys)], Col: colKeys[at%len(colKeys)], Status: status.Missing}
 		}
 	}
 	for r := range rowKeys {
 		row := t.Cells[r*len(colKeys) : (r+1)*len(colKeys)]
 		best := math.Inf(1)
 		for _, c := range row {
-			if c.Status == StatusOK && c.Value < best {
+			if c.Status == status.Completed && c.Value < best {
 				best = c.Value
 			}
 		}
 		for k := range row {
-			row[k].Best = row[k].Status == StatusOK && row[k].Value == best
+			row[k].Best = row[k].Status == status.Completed && row[k].Value == best
 		}
 	}
 	return t, nil
@@ -291,11 +259,11 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 func normalizeCell(c Cell, row float64, col string) Cell {
 	n := Cell{Row: row, Col: col, Status: c.Status}
 	switch c.Status {
-	case StatusOK:
+	case status.Completed:
 		n.Value = c.Value
-	case StatusDiverged:
+	case status.Diverged:
 		n.Step = c.Step
-	case StatusFailed:
+	case status.Failed:
 		n.Reason = c.Reason
 	}
 	return n
@@ -337,7 +305,7 @@ func optimizerRank(name string) int {
 // rates, (β1, β2) pairs and C values it was run with, the best trial's values in bold. The
 // best trial is the finished trial with the lowest perplexity (the first in canonical order
 // on ties); a list with a single value is not bolded, as in the paper. Trials with
-// StatusMissing were not run: they appear in Trials but not in the grids.
+// status.Missing were not run: they appear in Trials but not in the grids.
 func HyperparameterTable(title, label string, trials []TrialSummary) (*Table, error) {
 	fail := func(format string, args ...any) (*Table, error) {
 		return nil, fmt.Errorf("report: hyperparameter table: "+format, args...)
@@ -370,7 +338,7 @@ func HyperparameterTable(title, label string, trials []TrialSummary) (*Table, er
 		g := Grid{Optimizer: ts[lo].Optimizer, Schedule: ts[lo].Schedule, LR: []float64{}, Betas: [][2]float64{}, C: []float64{}, Best: -1}
 		for i := lo; i < hi; i++ {
 			tr := ts[i]
-			if tr.Status == StatusMissing {
+			if tr.Status == status.Missing {
 				continue
 			}
 			g.LR = append(g.LR, tr.LR)
@@ -378,7 +346,7 @@ func HyperparameterTable(title, label string, trials []TrialSummary) (*Table, er
 			if tr.C > 0 {
 				g.C = append(g.C, tr.C)
 			}
-			if tr.Status == StatusOK && (g.Best < 0 || tr.Value < ts[g.Best].Value) {
+			if tr.Status == status.Completed && (g.Best < 0 || tr.Value < ts[g.Best].Value) {
 				g.Best = i
 			}
 		}
@@ -432,11 +400,11 @@ func normalizeTrial(tr TrialSummary) TrialSummary {
 	n.LR, n.Beta1, n.Beta2 = tr.LR+0, tr.Beta1+0, tr.Beta2+0
 	n.Value, n.Step, n.Reason = 0, 0, ""
 	switch tr.Status {
-	case StatusOK:
+	case status.Completed:
 		n.Value = tr.Value
-	case StatusDiverged:
+	case status.Diverged:
 		n.Step = tr.Step
-	case StatusFailed:
+	case status.Failed:
 		n.Reason = tr.Reason
 	}
 	return n
@@ -451,7 +419,7 @@ func compareTrials(a, b TrialSummary) int {
 		cmp.Compare(a.Beta1, b.Beta1),
 		cmp.Compare(a.Beta2, b.Beta2),
 		cmp.Compare(a.C, b.C),
-		cmp.Compare(a.Status, b.Status),
+		cmp.Compare(slices.Index(statusOrder, a.Status), slices.Index(statusOrder, b.Status)),
 		cmp.Compare(a.Value, b.Value),
 		cmp.Compare(a.Step, b.Step),
 		strings.Compare(a.Reason, b.Reason),
@@ -459,17 +427,17 @@ func compareTrials(a, b TrialSummary) int {
 }
 
 // checkOutcome validates the status of a result and the fields that go with it.
-func checkOutcome(value float64, s Status, step int) error {
+func checkOutcome(value float64, s status.Status, step int) error {
 	switch s {
-	case StatusOK:
+	case status.Completed:
 		if math.IsNaN(value) || math.IsInf(value, 0) {
 			return &sfadamw.ConfigError{Field: "Value", Value: value, Reason: "must be finite when Status is ok (use diverged)"}
 		}
-	case StatusDiverged:
+	case status.Diverged:
 		if step < 0 {
 			return &sfadamw.ConfigError{Field: "Step", Value: step, Reason: "must be ≥ 0"}
 		}
-	case StatusFailed, StatusMissing:
+	case status.Failed, status.Missing:
 	default:
 		return statusError(s)
 	}

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
 // TestTableErrors checks that bad input is refused with the field, the value and the reason.
 func TestTableErrors(t *testing.T) {
-	ok := Cell{Row: 0.9, Col: "5", Value: 24}
-	trial := TrialSummary{Optimizer: "adamw", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 30}
+	ok := Cell{Row: 0.9, Col: "5", Value: 24, Status: status.Completed}
+	trial := TrialSummary{Optimizer: "adamw", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 30, Status: status.Completed}
 	with := func(f func(*TrialSummary)) []TrialSummary {
 		tr := trial
 		f(&tr)
@@ -28,25 +29,28 @@ func TestTableErrors(t *testing.T) {
 		msg   string
 	}{
 		{"cell NaN ok", func() (*Table, error) {
-			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "5", Value: math.NaN()}}, nil, nil)
+			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "5", Value: math.NaN(), Status: status.Completed}}, nil, nil)
 		}, "Value", "Value = NaN: must be finite"},
 		{"cell beta1", func() (*Table, error) {
-			return CSensitivityTable("", "", []Cell{{Row: 1, Col: "5", Value: 3}}, nil, nil)
+			return CSensitivityTable("", "", []Cell{{Row: 1, Col: "5", Value: 3, Status: status.Completed}}, nil, nil)
 		}, "Row", "cells[0]: Row = 1: must be in [0, 1)"},
 		{"cell col", func() (*Table, error) {
-			return CSensitivityTable("", "", []Cell{ok, {Row: 0.9, Col: "ten", Value: 3}}, nil, nil)
+			return CSensitivityTable("", "", []Cell{ok, {Row: 0.9, Col: "ten", Value: 3, Status: status.Completed}}, nil, nil)
 		}, "Col", `cells[1]: Col = "ten"`},
 		{"zero C", func() (*Table, error) {
-			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "0", Value: 3}}, nil, nil)
+			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "0", Value: 3, Status: status.Completed}}, nil, nil)
 		}, "Col", "positive finite C"},
 		{"cell step", func() (*Table, error) {
-			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "5", Status: StatusDiverged, Step: -3}}, nil, nil)
+			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "5", Status: status.Diverged, Step: -3}}, nil, nil)
 		}, "Step", "Step = -3"},
 		{"cell status", func() (*Table, error) {
-			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "5", Status: 9}}, nil, nil)
-		}, "Status", "Status = 9: unknown status"},
+			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "5", Status: "done"}}, nil, nil)
+		}, "Status", `Status = "done": unknown status`},
+		{"cell without status", func() (*Table, error) {
+			return CSensitivityTable("", "", []Cell{{Row: 0.9, Col: "5", Value: 24}}, nil, nil)
+		}, "Status", `Status = "": unknown status`},
 		{"duplicate cell", func() (*Table, error) {
-			return CSensitivityTable("", "", []Cell{ok, {Row: 0.9, Col: "5.0", Value: 25}}, nil, nil)
+			return CSensitivityTable("", "", []Cell{ok, {Row: 0.9, Col: "5.0", Value: 25, Status: status.Completed}}, nil, nil)
 		}, "Col", "a second result for β1 = 0.9, C = 5"},
 		{"row not given", func() (*Table, error) {
 			return CSensitivityTable("", "", []Cell{ok}, []float64{0.5}, []string{"5"})
@@ -127,16 +131,16 @@ func TestTableErrors(t *testing.T) {
 // finished trial without bold.
 func TestHyperparameterRows(t *testing.T) {
 	trials := []TrialSummary{
-		{Optimizer: "refined", LR: 2e-3, Beta1: 0.95, Beta2: 0.99, C: 500, Value: 24.8},
-		{Optimizer: "refined", LR: 2e-3, Beta1: 0.95, Beta2: 0.99, C: 50, Value: 23.9},
-		{Optimizer: "refined", LR: 2e-3, Beta1: 0.95, Beta2: 0.99, C: 200, Value: 24.1},
-		{Optimizer: "adamw", Schedule: "Cosine LR", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 25.0},
-		{Optimizer: "adamw", Schedule: "Cosine LR", LR: 5e-4, Beta1: 0.9, Beta2: 0.95, Value: 24.0},
-		{Optimizer: "adamw", Schedule: "Cosine LR", LR: 1e-3, Beta1: 0.95, Beta2: 0.99, Status: StatusDiverged, Step: 40},
-		{Optimizer: "adamw", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 26.0},
-		{Optimizer: "sfadamw", LR: 2e-3, Beta1: 0.9, Beta2: 0.99, Status: StatusFailed, Reason: "oom"},
-		{Optimizer: "sfadamw", LR: 5e-3, Beta1: 0.98, Beta2: 0.99, Status: StatusDiverged, Step: 10},
-		{Optimizer: "sfadamw", LR: 1e-2, Beta1: 0.98, Beta2: 0.99, Status: StatusMissing},
+		{Optimizer: "refined", LR: 2e-3, Beta1: 0.95, Beta2: 0.99, C: 500, Value: 24.8, Status: status.Completed},
+		{Optimizer: "refined", LR: 2e-3, Beta1: 0.95, Beta2: 0.99, C: 50, Value: 23.9, Status: status.Completed},
+		{Optimizer: "refined", LR: 2e-3, Beta1: 0.95, Beta2: 0.99, C: 200, Value: 24.1, Status: status.Completed},
+		{Optimizer: "adamw", Schedule: "Cosine LR", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 25.0, Status: status.Completed},
+		{Optimizer: "adamw", Schedule: "Cosine LR", LR: 5e-4, Beta1: 0.9, Beta2: 0.95, Value: 24.0, Status: status.Completed},
+		{Optimizer: "adamw", Schedule: "Cosine LR", LR: 1e-3, Beta1: 0.95, Beta2: 0.99, Status: status.Diverged, Step: 40},
+		{Optimizer: "adamw", LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Value: 26.0, Status: status.Completed},
+		{Optimizer: "sfadamw", LR: 2e-3, Beta1: 0.9, Beta2: 0.99, Status: status.Failed, Reason: "oom"},
+		{Optimizer: "sfadamw", LR: 5e-3, Beta1: 0.98, Beta2: 0.99, Status: status.Diverged, Step: 10},
+		{Optimizer: "sfadamw", LR: 1e-2, Beta1: 0.98, Beta2: 0.99, Status: status.Missing},
 	}
 	tab, err := HyperparameterTable("Mixed", "tab:mixed", trials)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/tables")
@@ -87,7 +89,7 @@ func paperCInputs(t *testing.T, p paperTable) (cells []Cell, rows []float64, col
 			if err != nil {
 				t.Fatal(err)
 			}
-			cells = append(cells, Cell{Row: beta1, Col: cols[k], Value: v})
+			cells = append(cells, Cell{Row: beta1, Col: cols[k], Value: v, Status: status.Completed})
 		}
 	}
 	return cells, rows, cols
@@ -262,7 +264,7 @@ func syntheticTrials(grids []paperGrid) []TrialSummary {
 			for j, b := range g.betas {
 				for k, c := range cs {
 					v := 20 + math.Abs(float64(i-g.bestLR)) + 0.5*math.Abs(float64(j-g.bestB)) + 0.25*math.Abs(float64(k-g.bestC))
-					trials = append(trials, TrialSummary{Optimizer: g.opt, Schedule: g.sched, LR: lr, Beta1: b[0], Beta2: b[1], C: c, Value: v})
+					trials = append(trials, TrialSummary{Optimizer: g.opt, Schedule: g.sched, LR: lr, Beta1: b[0], Beta2: b[1], C: c, Value: v, Status: status.Completed})
 					n := len(trials) - 1
 					if worst < 0 || v > worstV {
 						second, secondV = worst, worstV
@@ -274,10 +276,10 @@ func syntheticTrials(grids []paperGrid) []TrialSummary {
 			}
 		}
 		if len(trials)-start >= 3 {
-			trials[worst].Status, trials[worst].Step, trials[worst].Value = StatusDiverged, 1200, math.NaN()
-			trials[second].Status, trials[second].Reason, trials[second].Value = StatusFailed, "out of memory", math.Inf(1)
+			trials[worst].Status, trials[worst].Step, trials[worst].Value = status.Diverged, 1200, math.NaN()
+			trials[second].Status, trials[second].Reason, trials[second].Value = status.Failed, "out of memory", math.Inf(1)
 		}
-		trials = append(trials, TrialSummary{Optimizer: g.opt, Schedule: g.sched, LR: 0.1, Beta1: g.betas[0][0], Beta2: g.betas[0][1], C: cs[0], Status: StatusMissing})
+		trials = append(trials, TrialSummary{Optimizer: g.opt, Schedule: g.sched, LR: 0.1, Beta1: g.betas[0][0], Beta2: g.betas[0][1], C: cs[0], Status: status.Missing})
 	}
 	return trials
 }
@@ -360,24 +362,22 @@ func TestFormatPerplexity(t *testing.T) {
 }
 
 func TestStatusText(t *testing.T) {
-	for s := StatusOK; s <= StatusMissing; s++ {
-		b, err := s.MarshalText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Status
-		if err := back.UnmarshalText(b); err != nil || back != s || s.String() != string(b) {
-			t.Errorf("status %d: %q → %v, %v", s, b, back, err)
+	want := []string{"ok", "diverged", "failed", "missing"}
+	for i, s := range statusOrder {
+		b, err := tableStatus(s).MarshalText()
+		if err != nil || string(b) != want[i] || tableStatus(s).String() != want[i] {
+			t.Errorf("status %q: %q, %v; want %q", s, b, err, want[i])
 		}
 	}
-	if _, err := Status(7).MarshalText(); err == nil {
-		t.Error("Status(7) marshalled")
-	}
-	var s Status
-	if err := s.UnmarshalText([]byte("done")); err == nil || !strings.Contains(err.Error(), `"done"`) {
-		t.Errorf("unmarshal done: %v", err)
+	for _, s := range []status.Status{"", "ok", "done"} {
+		if _, err := tableStatus(s).MarshalText(); err == nil || !strings.Contains(err.Error(), strconv.Quote(string(s))) {
+			t.Errorf("marshal %q: %v", s, err)
+		}
 	}
 }
+
+// fuzzStatuses are the statuses of fuzzed cells: the four, then one that is none of them.
+var fuzzStatuses = []status.Status{status.Completed, status.Diverged, status.Failed, status.Missing, "done"}
 
 // FuzzCSensitivityTable builds tables from random cells: it must never panic, and a table it
 // accepts renders in every format with rows×columns cells and no non-finite number.
@@ -393,7 +393,7 @@ func FuzzCSensitivityTable(f *testing.F) {
 			c := Cell{
 				Row:    betas[data[0]%8],
 				Col:    cols[data[1]%8],
-				Status: Status(data[2] % 5),
+				Status: fuzzStatuses[data[2]%5],
 				Step:   int(int8(data[3])),
 				Value:  math.Float64frombits(binary.LittleEndian.Uint64(data[4:12])),
 				Reason: string(data[4:6]),
@@ -457,11 +457,11 @@ func FuzzCSensitivityTable(f *testing.F) {
 
 func ExampleCSensitivityTable() {
 	cells := []Cell{
-		{Row: 0.9, Col: "vanilla", Value: 27.70},
-		{Row: 0.9, Col: "50", Value: 23.97},
-		{Row: 0.9, Col: "200", Status: StatusDiverged, Step: 1200},
-		{Row: 0.95, Col: "vanilla", Value: 25.12},
-		{Row: 0.95, Col: "50", Value: 23.98},
+		{Row: 0.9, Col: "vanilla", Value: 27.70, Status: status.Completed},
+		{Row: 0.9, Col: "50", Value: 23.97, Status: status.Completed},
+		{Row: 0.9, Col: "200", Status: status.Diverged, Step: 1200},
+		{Row: 0.95, Col: "vanilla", Value: 25.12, Status: status.Completed},
+		{Row: 0.95, Col: "50", Value: 23.98, Status: status.Completed},
 	}
 	tab, err := CSensitivityTable("Refined SF-AdamW, 0.5M-token batches.", "tab:c_sweep_05M", cells, nil, nil)
 	if err != nil {

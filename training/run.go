@@ -14,6 +14,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -88,16 +89,10 @@ func Iterates(optimizer string) []string {
 	return []string{IterX, IterY, IterEWAX, IterEWAY}
 }
 
-// Status of a finished run.
-const (
-	StatusCompleted = "completed"
-	StatusDiverged  = "diverged"
-)
-
 // Result is what a finished run reports (result.json).
 type Result struct {
 	ConfigHash string             `json:"config_hash"`
-	Status     string             `json:"status"`
+	Status     status.Status      `json:"status"`                // status.Completed or status.Diverged
 	DivergedAt int                `json:"diverged_at,omitempty"` // the step whose loss was not finite
 	Steps      int                `json:"steps"`                 // steps taken
 	Tokens     int64              `json:"tokens"`                // training tokens consumed
@@ -157,7 +152,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 		r.step = step
 		if !finite(loss) {
 			log.Warn("diverged", "step", step, "loss", loss)
-			res.Status, res.DivergedAt = StatusDiverged, step
+			res.Status, res.DivergedAt = status.Diverged, step
 			break
 		}
 		stepsTimed++
@@ -193,7 +188,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 		}
 	}
 	if res.Status == "" {
-		res.Status = StatusCompleted
+		res.Status = status.Completed
 		last := r.curves[len(r.curves)-1]
 		res.Val = last.Val
 		test, n, err := r.evalSplit("test", cfg.TestSeqs)

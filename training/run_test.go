@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/training/data"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -93,7 +94,7 @@ func TestRunLearns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != StatusCompleted || res.Steps != 40 || res.Tokens != 40*256 || len(res.Curves) != 4 {
+			if res.Status != status.Completed || res.Steps != 40 || res.Tokens != 40*256 || len(res.Curves) != 4 {
 				t.Fatalf("result %+v", res)
 			}
 			iters := Iterates(opt)
@@ -208,7 +209,7 @@ func TestDiverged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusDiverged || res.DivergedAt < 1 || res.DivergedAt > 40 || res.Steps != res.DivergedAt {
+	if res.Status != status.Diverged || res.DivergedAt < 1 || res.DivergedAt > 40 || res.Steps != res.DivergedAt {
 		t.Fatalf("status %q at step %d after %d steps", res.Status, res.DivergedAt, res.Steps)
 	}
 	if _, err := store.Get(context.Background(), "trials/t/result.json"); err != nil {

@@ -3,6 +3,8 @@ package workflows
 import (
 	"fmt"
 	"time"
+
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 // SweepInput starts a sweep, or continues it after continue-as-new (Trials set).
@@ -148,9 +150,9 @@ type TrainInput struct {
 
 // TrainOutput is the Train activity's result.
 type TrainOutput struct {
-	Status      string `json:"status"`
-	DivergedAt  int    `json:"diverged_at,omitempty"`
-	Checkpoints []int  `json:"checkpoints,omitempty"` // steps with a checkpoint kept
+	Status      status.Status `json:"status"` // status.Completed or status.Diverged
+	DivergedAt  int           `json:"diverged_at,omitempty"`
+	Checkpoints []int         `json:"checkpoints,omitempty"` // steps with a checkpoint kept
 }
 
 // TrainHeartbeat is the Train activity's heartbeat detail.
@@ -204,11 +206,11 @@ type NotifyInput struct {
 
 // TrialResult is the Trial workflow's result.
 type TrialResult struct {
-	TrialID    string `json:"trial_id"`
-	Status     string `json:"status"`
-	DivergedAt int    `json:"diverged_at,omitempty"`
-	Error      string `json:"error,omitempty"`
-	Probes     int    `json:"probes,omitempty"`
+	TrialID    string        `json:"trial_id"`
+	Status     status.Status `json:"status"` // status.Completed, status.Diverged or status.Failed
+	DivergedAt int           `json:"diverged_at,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Probes     int           `json:"probes,omitempty"`
 }
 
 // TablesInput is a sweep's Tables workflow, or its continuation.

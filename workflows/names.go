@@ -77,16 +77,6 @@ const (
 // retried.
 const ErrorInvalidConfig = "InvalidConfig"
 
-// Trial outcomes (TrialResult.Status, TrainOutput.Status).
-const (
-	// StatusCompleted is a trial trained to its end.
-	StatusCompleted = "completed"
-	// StatusDiverged is a trial whose loss diverged: a result, not a failure.
-	StatusDiverged = "diverged"
-	// StatusFailed is a trial that failed after its retries.
-	StatusFailed = "failed"
-)
-
 // Defaults of the inputs' fields, each named once.
 const (
 	// DefaultWindow is SweepInput.Window's default: the trials a sweep keeps in flight.

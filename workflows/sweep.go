@@ -6,6 +6,8 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 // Sweep runs every trial of a manifest that has no result yet: it plans the sweep once,
@@ -190,9 +192,9 @@ func (s *sweep) trialDone(id string, f workflow.Future) {
 		return
 	}
 	switch r.Status {
-	case StatusDiverged:
+	case status.Diverged:
 		s.p.Diverged++
-	case StatusFailed:
+	case status.Failed:
 		s.p.Failed++
 	default:
 		s.p.Completed++

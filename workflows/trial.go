@@ -6,6 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 // Trial trains one trial on the training queue of its device, runs its probes (decay
@@ -56,7 +58,7 @@ func (t *trial) run() (TrialResult, error) {
 	if err := t.train(); err != nil {
 		return t.res, err
 	}
-	if t.res.Status == StatusCompleted {
+	if t.res.Status == status.Completed {
 		if err := t.probe(); err != nil {
 			return t.res, err
 		}
@@ -80,7 +82,7 @@ func (t *trial) train() error {
 	if temporal.IsCanceledError(err) || errors.Is(t.ctx.Err(), workflow.ErrCanceled) {
 		return err
 	}
-	t.res.Status, t.res.Error = StatusFailed, err.Error()
+	t.res.Status, t.res.Error = status.Failed, err.Error()
 	return workflow.ExecuteActivity(t.cpu, ActivityRecordFailed, RecordFailedInput{TrialID: t.in.Trial.ID, Reason: t.res.Error}).Get(t.ctx, nil)
 }
 

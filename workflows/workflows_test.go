@@ -16,6 +16,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sfsweep/sfsweep/internal/status"
 )
 
 // fakeWorld stands in for the store and the trainer in workflow unit tests: it records
@@ -81,7 +83,7 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Unlock()
 		switch in.TrialID {
 		case "div":
-			return TrainOutput{Status: StatusDiverged, DivergedAt: 7}, nil
+			return TrainOutput{Status: status.Diverged, DivergedAt: 7}, nil
 		case "bad":
 			return TrainOutput{}, temporal.NewNonRetryableApplicationError("optimizer.beta1 = 1: must be in [0, 1)", ErrorInvalidConfig, nil)
 		case "flaky":
@@ -91,7 +93,7 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 		case "broken":
 			return TrainOutput{}, errors.New("CUDA error: uncorrectable ECC error encountered")
 		}
-		return TrainOutput{Status: StatusCompleted, Checkpoints: []int{10, 20}}, nil
+		return TrainOutput{Status: status.Completed, Checkpoints: []int{10, 20}}, nil
 	}, activity.RegisterOptions{Name: ActivityTrain})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in DecayProbeInput) error {
 		f.mu.Lock()

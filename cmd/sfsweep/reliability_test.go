@@ -24,6 +24,7 @@ import (
 	"github.com/sfsweep/sfsweep/infra/s3gw"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
@@ -463,7 +464,7 @@ func trainDirect(ctx context.Context, t *testing.T, trial sweeps.Trial, dir, cac
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != training.StatusCompleted {
+	if res.Status != status.Completed {
 		t.Fatalf("reference run: status %q", res.Status)
 	}
 	return store, res

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/workflows"
 )
@@ -193,7 +194,7 @@ func TestRunSweepEndToEnd(t *testing.T) {
 		if err := json.Unmarshal(b, &res); err != nil {
 			t.Fatal(err)
 		}
-		if res.Status == training.StatusDiverged {
+		if res.Status == status.Diverged {
 			diverged++
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -117,7 +118,7 @@ func formatLosses(m map[string]float64) string {
 
 func printResult(w io.Writer, r *training.Result) {
 	switch r.Status {
-	case training.StatusDiverged:
+	case status.Diverged:
 		fmt.Fprintf(w, "diverged at step %d\n", r.DivergedAt)
 	default:
 		fmt.Fprintf(w, "completed %d steps (%d tokens) in %.1f s\n", r.Steps, r.Tokens, r.Seconds)
