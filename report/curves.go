@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -99,25 +98,18 @@ var keyColor = color.RGBA{60, 60, 60, 255}
 // label, then the iterates drawn.
 func CurvesPlot(curves []Curve, opts CurvesOptions) (*figure.Figure, error) {
 	fail := func(err error) (*figure.Figure, error) { return nil, fmt.Errorf("report: curves plot: %w", err) }
-	if len(curves) == 0 {
-		return fail(&sfadamw.ConfigError{Field: "curves", Value: len(curves), Reason: "no trials to plot"})
-	}
-	if err := checkYRange(opts.YMin, opts.YMax); err != nil {
-		return fail(err)
-	}
-	labels := make([]string, len(curves))
-	for i, c := range curves {
-		labels[i] = c.Label
-		for j, q := range c.Points {
+	err := checkPlotInput("curves", len(curves), opts.YMin, opts.YMax, func(i int) string { return curves[i].Label },
+		func(i int) int { return len(curves[i].Points) }, func(i, j int) error {
+			q := curves[i].Points[j]
 			if q.Tokens < 0 {
-				return fail(&sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"})
+				return &sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"}
 			}
 			if q.Step < 0 {
-				return fail(&sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Step", i, j), Value: q.Step, Reason: "must be ≥ 0"})
+				return &sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Step", i, j), Value: q.Step, Reason: "must be ≥ 0"}
 			}
-		}
-	}
-	if err := checkSeries("curves", labels, func(i int) int { return len(curves[i].Points) }); err != nil {
+			return nil
+		})
+	if err != nil {
 		return fail(err)
 	}
 	iterates, err := curveIterates(curves, opts.Iterates)
@@ -139,11 +131,7 @@ func CurvesPlot(curves []Curve, opts CurvesOptions) (*figure.Figure, error) {
 		xLabel, scale = tokenUnit(most)
 	}
 
-	p := plot.New()
-	p.Title.Text = cmp.Or(opts.Title, "Validation loss")
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = "validation loss"
-	p.Add(plotter.NewGrid())
+	p := linePlot(cmp.Or(opts.Title, "Validation loss"), xLabel)
 	drawn := make([]bool, len(iterates))
 	drewAny := false
 	for i, c := range curves {

@@ -18,6 +18,38 @@ import (
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
+// checkPlotInput checks the n series of a line plot: at least one, the loss axis's range,
+// every point (check returns the error of point j of series i, or nil), and the labels and
+// point counts (checkSeries).
+func checkPlotInput(field string, n int, yMin, yMax float64, label func(i int) string, points func(i int) int, check func(i, j int) error) error {
+	if n == 0 {
+		return &sfadamw.ConfigError{Field: field, Value: 0, Reason: "no trials to plot"}
+	}
+	if err := checkYRange(yMin, yMax); err != nil {
+		return err
+	}
+	labels := make([]string, n)
+	for i := range n {
+		labels[i] = label(i)
+		for j := range points(i) {
+			if err := check(i, j); err != nil {
+				return err
+			}
+		}
+	}
+	return checkSeries(field, labels, points)
+}
+
+// linePlot starts a line plot of the validation loss against x, with a grid.
+func linePlot(title, x string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = "validation loss"
+	p.Add(plotter.NewGrid())
+	return p
+}
+
 // checkSeries checks the labels and point counts of the series of a plot: each label one
 // non-empty line, unique, and each series with at least one point.
 func checkSeries(field string, labels []string, points func(int) int) error {

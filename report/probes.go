@@ -46,33 +46,25 @@ type DecayProbeOptions struct {
 // not drawn.
 func DecayProbePlot(probes []DecayProbeCurve, opts DecayProbeOptions) (*figure.Figure, error) {
 	fail := func(err error) (*figure.Figure, error) { return nil, fmt.Errorf("report: decay probe plot: %w", err) }
-	if len(probes) == 0 {
-		return fail(&sfadamw.ConfigError{Field: "probes", Value: len(probes), Reason: "no trials to plot"})
-	}
-	if err := checkYRange(opts.YMin, opts.YMax); err != nil {
+	err := checkPlotInput("probes", len(probes), opts.YMin, opts.YMax, func(i int) string { return probes[i].Label },
+		func(i int) int { return len(probes[i].Points) }, func(i, j int) error {
+			if q := probes[i].Points[j]; q.Tokens < 0 {
+				return &sfadamw.ConfigError{Field: fmt.Sprintf("probes[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"}
+			}
+			return nil
+		})
+	if err != nil {
 		return fail(err)
 	}
-	labels := make([]string, len(probes))
 	var most int64
-	for i, pr := range probes {
-		labels[i] = pr.Label
-		for j, q := range pr.Points {
-			if q.Tokens < 0 {
-				return fail(&sfadamw.ConfigError{Field: fmt.Sprintf("probes[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"})
-			}
+	for _, pr := range probes {
+		for _, q := range pr.Points {
 			most = max(most, q.Tokens)
 		}
 	}
-	if err := checkSeries("probes", labels, func(i int) int { return len(probes[i].Points) }); err != nil {
-		return fail(err)
-	}
 	xLabel, scale := tokenUnit(most)
 
-	p := plot.New()
-	p.Title.Text = cmp.Or(opts.Title, "Validation loss before and after the decay probe")
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = "validation loss"
-	p.Add(plotter.NewGrid())
+	p := linePlot(cmp.Or(opts.Title, "Validation loss before and after the decay probe"), xLabel)
 	beforeDash, afterDash := []vg.Length(nil), []vg.Length{vg.Points(5), vg.Points(3)}
 	drewAny := false
 	for i, pr := range probes {
@@ -140,29 +132,17 @@ func InterpolationPlot(curves []InterpolationCurve, opts InterpolationOptions) (
 	fail := func(err error) (*figure.Figure, error) {
 		return nil, fmt.Errorf("report: interpolation plot: %w", err)
 	}
-	if len(curves) == 0 {
-		return fail(&sfadamw.ConfigError{Field: "curves", Value: 0, Reason: "no trials to plot"})
-	}
-	if err := checkYRange(opts.YMin, opts.YMax); err != nil {
-		return fail(err)
-	}
-	labels := make([]string, len(curves))
-	for i, c := range curves {
-		labels[i] = c.Label
-		for j, q := range c.Points {
-			if math.IsNaN(q.Alpha) || math.IsInf(q.Alpha, 0) {
-				return fail(&sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Alpha", i, j), Value: q.Alpha, Reason: "must be finite"})
+	err := checkPlotInput("curves", len(curves), opts.YMin, opts.YMax, func(i int) string { return curves[i].Label },
+		func(i int) int { return len(curves[i].Points) }, func(i, j int) error {
+			if q := curves[i].Points[j]; math.IsNaN(q.Alpha) || math.IsInf(q.Alpha, 0) {
+				return &sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Alpha", i, j), Value: q.Alpha, Reason: "must be finite"}
 			}
-		}
-	}
-	if err := checkSeries("curves", labels, func(i int) int { return len(curves[i].Points) }); err != nil {
+			return nil
+		})
+	if err != nil {
 		return fail(err)
 	}
-	p := plot.New()
-	p.Title.Text = cmp.Or(opts.Title, "Validation loss between two checkpoints")
-	p.X.Label.Text = "α  (α·w(t1) + (1−α)·w(t2))"
-	p.Y.Label.Text = "validation loss"
-	p.Add(plotter.NewGrid())
+	p := linePlot(cmp.Or(opts.Title, "Validation loss between two checkpoints"), "α  (α·w(t1) + (1−α)·w(t2))")
 	drewAny := false
 	for i, c := range curves {
 		pts := slices.Clone(c.Points)

@@ -160,34 +160,27 @@ func (t *Table) grid(st style) (header []string, body [][]string) {
 			if g.Best >= 0 {
 				best = &t.Trials[g.Best]
 			}
-			lr := make([]string, len(g.LR))
-			lrBest := -1
-			for i, v := range g.LR {
-				lr[i] = formatLR(v)
-				if best != nil && v == best.LR {
-					lrBest = i
-				}
-			}
-			betas := make([]string, len(g.Betas))
-			betasBest := -1
-			for i, b := range g.Betas {
-				betas[i] = "(" + formatG(b[0]) + ", " + formatG(b[1]) + ")"
-				if best != nil && b == [2]float64{best.Beta1, best.Beta2} {
-					betasBest = i
-				}
-			}
-			cs := make([]string, len(g.C))
-			cBest := -1
-			for i, v := range g.C {
-				cs[i] = formatG(v)
-				if best != nil && v == best.C {
-					cBest = i
-				}
-			}
+			lr, lrBest := texts(g.LR, formatLR, func(v float64) bool { return best != nil && v == best.LR })
+			betas, betasBest := texts(g.Betas, func(b [2]float64) string { return "(" + formatG(b[0]) + ", " + formatG(b[1]) + ")" },
+				func(b [2]float64) bool { return best != nil && b == [2]float64{best.Beta1, best.Beta2} })
+			cs, cBest := texts(g.C, formatG, func(v float64) bool { return best != nil && v == best.C })
 			body = append(body, []string{name, st.set(lr, lrBest), st.set(betas, betasBest), st.set(cs, cBest)})
 		}
 	}
 	return header, body
+}
+
+// texts formats each value of a grid's set and tells which is the best trial's (the last
+// that isBest accepts; -1 if none).
+func texts[T any](vs []T, format func(T) string, isBest func(T) bool) ([]string, int) {
+	out, best := make([]string, len(vs)), -1
+	for i, v := range vs {
+		out[i] = format(v)
+		if isBest(v) {
+			best = i
+		}
+	}
+	return out, best
 }
 
 // set renders a list of grid values as the paper does: "--" when empty, the bare value when

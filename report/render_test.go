@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -77,25 +78,11 @@ func TestTablesByteStable(t *testing.T) {
 	cells, rows, cols := statusCells()
 	cInputs = append(cInputs, cInput{cells, rows, cols}, cInput{cells, nil, nil})
 	for i, in := range cInputs {
-		var first map[string][]byte
-		for range 4 {
+		sameBytes(t, fmt.Sprintf("input %d", i), func() (*Table, error) {
 			shuffled := append([]Cell(nil), in.cells...)
 			rng.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
-			tab, err := CSensitivityTable("t", "tab:t", shuffled, in.rows, in.cols)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := renderAll(t, tab)
-			if first == nil {
-				first = out
-				continue
-			}
-			for _, f := range tableFormats {
-				if !bytes.Equal(out[f.format], first[f.format]) {
-					t.Errorf("input %d %s: bytes change with the input order", i, f.format)
-				}
-			}
-		}
+			return CSensitivityTable("t", "tab:t", shuffled, in.rows, in.cols)
+		})
 	}
 	for name, grids := range paperGrids {
 		trials := syntheticTrials(grids)
@@ -109,22 +96,31 @@ func TestTablesByteStable(t *testing.T) {
 				break
 			}
 		}
-		var first map[string][]byte
-		for range 4 {
+		sameBytes(t, name, func() (*Table, error) {
 			rng.Shuffle(len(trials), func(a, b int) { trials[a], trials[b] = trials[b], trials[a] })
-			tab, err := HyperparameterTable("t", "tab:t", trials)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := renderAll(t, tab)
-			if first == nil {
-				first = out
-				continue
-			}
-			for _, f := range tableFormats {
-				if !bytes.Equal(out[f.format], first[f.format]) {
-					t.Errorf("%s %s: bytes change with the input order", name, f.format)
-				}
+			return HyperparameterTable("t", "tab:t", trials)
+		})
+	}
+}
+
+// sameBytes builds a table four times (build shuffles its input) and wants the same bytes
+// in every format each time.
+func sameBytes(t *testing.T, what string, build func() (*Table, error)) {
+	t.Helper()
+	var first map[string][]byte
+	for range 4 {
+		tab, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := renderAll(t, tab)
+		if first == nil {
+			first = out
+			continue
+		}
+		for _, f := range tableFormats {
+			if !bytes.Equal(out[f.format], first[f.format]) {
+				t.Errorf("%s %s: bytes change with the input order", what, f.format)
 			}
 		}
 	}

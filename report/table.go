@@ -258,15 +258,22 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 // apply to its status zeroed, so that equal outcomes render equally.
 func normalizeCell(c Cell, row float64, col string) Cell {
 	n := Cell{Row: row, Col: col, Status: c.Status}
-	switch c.Status {
-	case status.Completed:
-		n.Value = c.Value
-	case status.Diverged:
-		n.Step = c.Step
-	case status.Failed:
-		n.Reason = c.Reason
-	}
+	n.Value, n.Step, n.Reason = outcomeFields(c.Status, c.Value, c.Step, c.Reason)
 	return n
+}
+
+// outcomeFields keeps of an outcome's value, step and reason the one its status uses: the
+// value of a completed outcome, the step of a diverged one, the reason of a failed one.
+func outcomeFields(s status.Status, value float64, step int, reason string) (float64, int, string) {
+	switch s {
+	case status.Completed:
+		return value, 0, ""
+	case status.Diverged:
+		return 0, step, ""
+	case status.Failed:
+		return 0, 0, reason
+	}
+	return 0, 0, ""
 }
 
 // canonicalC returns the column key of a C column: "vanilla" (any case), or a positive
@@ -398,15 +405,7 @@ func checkTrial(tr TrialSummary) error {
 func normalizeTrial(tr TrialSummary) TrialSummary {
 	n := tr
 	n.LR, n.Beta1, n.Beta2 = tr.LR+0, tr.Beta1+0, tr.Beta2+0
-	n.Value, n.Step, n.Reason = 0, 0, ""
-	switch tr.Status {
-	case status.Completed:
-		n.Value = tr.Value
-	case status.Diverged:
-		n.Step = tr.Step
-	case status.Failed:
-		n.Reason = tr.Reason
-	}
+	n.Value, n.Step, n.Reason = outcomeFields(tr.Status, tr.Value, tr.Step, tr.Reason)
 	return n
 }
 

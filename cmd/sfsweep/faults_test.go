@@ -166,11 +166,7 @@ type attemptLog struct {
 // (8 attempts), the trial is recorded failed, its cell reads "failed", and the rest of the
 // sweep finishes.
 func TestComputeFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server and trains (-short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server and trains")
 	// the server fires retry timers with about 1 s granularity (measured: 100 ms intervals
 	// wait 1.0–1.1 s), so the test's backoff starts at 1 s: 1, 2, 2, ... s
 	retry := workflows.TrainRetry{InitialInterval: time.Second, MaximumInterval: 2 * time.Second}
@@ -331,11 +327,7 @@ func waitTable(ctx context.Context, t *testing.T, fs *faultStack, key, want stri
 // uninterrupted run's, every checkpoint in the bucket verifies against its digest, and the
 // tables in the bucket are byte for byte those built from the results without faults.
 func TestObjectStoreFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server and trains (-short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server and trains")
 
 	// the e2e sweep with a checkpoint every 3 steps: 8 checkpoint writes (data and digest) per completed trial
 	src := strings.Replace(e2eManifest, "checkpoint_every: 6", "checkpoint_every: 3", 1)

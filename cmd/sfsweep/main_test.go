@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -82,4 +83,16 @@ func TestUnknownCommand(t *testing.T) {
 	if stdout.Len() != 0 {
 		t.Errorf("stdout not empty:\n%s", stdout.String())
 	}
+}
+
+// serverTest skips t under -short, saying why (it starts the embedded Temporal server, say),
+// and returns a context that ends after d or with the test.
+func serverTest(t *testing.T, d time.Duration, why string) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why + " (-short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }

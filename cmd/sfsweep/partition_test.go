@@ -101,11 +101,7 @@ func (p *cutProxy) setCut(cut bool) {
 // run, every checkpoint verifies; when the partition heals, the cut-off worker is still
 // serving and trains the next trial it is given.
 func TestWorkerPartitioned(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server, worker processes, and trains (-short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server, worker processes, and trains")
 	lab := newGPULab(ctx, t, killManifest)
 	const ckEvery = 50
 	proxy := startCutProxy(t, lab.srv.HostPort())
@@ -165,6 +161,10 @@ func TestWorkerPartitioned(t *testing.T) {
 	workerB.interrupt(t)
 	next := strings.Replace(killManifest, "seeds: [1]", "seeds: [2]", 1)
 	next = strings.Replace(next, "steps: 400", "steps: 20", 1)
+	next = strings.Replace(next, "name: worker-kill", "name: worker-kill-next", 1) // its own tables
+	if next == killManifest {
+		t.Fatal("the next manifest is the first")
+	}
 	nextFile := filepath.Join(lab.dir, "next.yaml")
 	if err := os.WriteFile(nextFile, []byte(next), 0o644); err != nil {
 		t.Fatal(err)
@@ -180,11 +180,7 @@ func TestWorkerPartitioned(t *testing.T) {
 // running and reconnect by themselves. The sweep completes with the trial bitwise equal to
 // an uninterrupted run, and the worker never exits.
 func TestServerRestartedUnderWorkers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server, worker processes, and trains (-short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server, worker processes, and trains")
 	// long enough that training goes on through the server's stop (graceful, seconds),
 	// its 5 s down and its start
 	long := strings.Replace(killManifest, "steps: 400", "steps: 1200", 1)

@@ -61,11 +61,7 @@ tables:
 // checkpoint in S3; the trial's result must be bitwise identical to the same config
 // trained uninterrupted.
 func TestWorkerKilledMidTrain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server, worker processes, and trains (-short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := serverTest(t, 3*time.Minute, "starts the embedded Temporal server, worker processes, and trains")
 	lab := newGPULab(ctx, t, killManifest)
 	dir, cache, manifest, trial, refStore, want, tc, objects := lab.dir, lab.cache, lab.manifest, lab.trial, lab.refStore, lab.want, lab.tc, lab.objects
 	cpuLog := &lab.cpuLog
@@ -228,11 +224,7 @@ tables:
 // result, the tables exist, and a trial cut off mid-training resumed from its checkpoint
 // bitwise identical to an uninterrupted run.
 func TestServerKilledMidSweep(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server in child processes and trains (-short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := serverTest(t, 3*time.Minute, "starts the embedded Temporal server in child processes and trains")
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "server-kill.yaml")
 	if err := os.WriteFile(manifest, []byte(serverKillManifest), 0o644); err != nil {
