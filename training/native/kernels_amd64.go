@@ -9,9 +9,13 @@ import (
 )
 
 // The float32 row kernels of kernels_amd64.s (AVX-512F, 16 lanes) and kernels_avx2_amd64.s
-// (AVX2 and FMA, 8 lanes), used by the primitives of vec.go when T is float32. They compute
-// what the portable loops compute, but not bit for bit: they use fused multiply-adds, sum
-// in 16 or 8 lanes, and take e^x from a polynomial (relative error about 2 ulp) instead of
+// (AVX2 and FMA, 8 lanes), used by the primitives of vec.go when T is float32. The two sets
+// give the same bits: each element goes through the same operations in the same order
+// (fused multiply-adds, e^x and erf from the same polynomials), and every reduction sums in
+// the same 16 lanes (element i in lane i mod 16; AVX2 keeps them in two registers) reduced
+// by the same tree (TestKernelSetsBitwise, TestTrainingBitwise). So a run gives the same
+// result on every x86-64 machine with AVX2. The portable loops compute the same functions
+// but not bit for bit: they round every product, sum in 4 lanes and take e^x from
 // math.Exp. Results remain deterministic: a kernel's result depends only on its inputs.
 //
 // The set is selected at start-up: AVX-512 where the CPU and the operating system support

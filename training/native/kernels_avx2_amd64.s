@@ -225,6 +225,18 @@ GLOBL avx2tail<>(SB), RODATA|NOPTR, $96
 	; VPERMILPS $0xb1, X0, X1 \
 	; VADDPS X1, X0, X0
 
+// SWAPACC swaps the accumulators a and b through t. A reduction keeps the 16 lanes of the
+// AVX-512 kernel in two 8-lane accumulators: the vector of elements 8k..8k+7 goes to the
+// accumulator of lanes 0–7 when k is even, of lanes 8–15 when k is odd, so a swaps with b
+// after each vector, and a is always the one the next vector goes to (the tail too).
+// Adding the two (in either order: addition is commutative) is the AVX-512 kernel's first
+// step of HSUM, lanes j and j+8; the rest of HSUM is the same tree. So every reduction
+// gives the AVX-512 kernel's bits.
+#define SWAPACC(a, b, t) \
+	VMOVAPS a, t \
+	; VMOVAPS b, a \
+	; VMOVAPS t, b
+
 // HMAX leaves the maximum of the lanes of Y0 in X0 (lane 0); clobbers Y1.
 #define HMAX \
 	VEXTRACTF128 $1, Y0, X1 \
@@ -267,9 +279,10 @@ maxdone:
 	VMOVSS       X0, mx+16(FP)
 	VBROADCASTSS X0, Y12
 
-	// pass 2: e^(x−mx) and its sum
+	// pass 2: e^(x−mx) and its sum, in the 16 lanes of the AVX-512 kernel (SWAPACC)
 	EXPCONST
 	VXORPS Y11, Y11, Y11
+	VXORPS Y10, Y10, Y10
 	XORQ   AX, AX
 	CMPQ   AX, BX
 	JAE    exptail
@@ -279,6 +292,7 @@ exploop:
 	EXP(Y2, Y3, Y4, Y5)
 	VMOVUPS Y2, (SI)(AX*4)
 	VADDPS  Y2, Y11, Y11
+	SWAPACC(Y11, Y10, Y9)
 	ADDQ    $8, AX
 	CMPQ    AX, BX
 	JB      exploop
@@ -292,7 +306,7 @@ exptail:
 	VANDPS     Y15, Y2, Y2
 	VADDPS     Y2, Y11, Y11
 expdone:
-	VMOVAPS Y11, Y0
+	VADDPS Y10, Y11, Y0
 	HSUM
 	VMOVSS  X0, sum+20(FP)
 
@@ -334,12 +348,14 @@ TEXT ·softmaxBackward32AVX2(SB), NOSPLIT, $0-28
 	TAILMASK
 sbnomask:
 	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
 	XORQ   AX, AX
 	CMPQ   AX, BX
 	JAE    dottail
 dotloop:
 	VMOVUPS     (SI)(AX*4), Y2
 	VFMADD231PS (DI)(AX*4), Y2, Y0
+	SWAPACC(Y0, Y1, Y9)
 	ADDQ        $8, AX
 	CMPQ        AX, BX
 	JB          dotloop
@@ -350,6 +366,7 @@ dottail:
 	VMASKMOVPS  (DI)(BX*4), Y15, Y3
 	VFMADD231PS Y3, Y2, Y0
 dotdone:
+	VADDPS Y1, Y0, Y0
 	HSUM
 	VBROADCASTSS X0, Y11
 
@@ -485,12 +502,14 @@ TEXT ·sumSquares32AVX2(SB), NOSPLIT, $0-20
 	MOVQ   R9, BX
 	ANDQ   $~7, BX
 	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
 	XORQ   AX, AX
 	CMPQ   AX, BX
 	JAE    sstail
 ssloop:
 	VMOVUPS     (SI)(AX*4), Y2
 	VFMADD231PS Y2, Y2, Y0
+	SWAPACC(Y0, Y1, Y9)
 	ADDQ        $8, AX
 	CMPQ        AX, BX
 	JB          ssloop
@@ -502,6 +521,7 @@ sstail:
 	VMASKMOVPS  (SI)(BX*4), Y15, Y2
 	VFMADD231PS Y2, Y2, Y0
 ssdone:
+	VADDPS Y1, Y0, Y0
 	HSUM
 	VMOVSS X0, ret+16(FP)
 	VZEROUPPER
@@ -559,6 +579,7 @@ TEXT ·rmsnormBackward32AVX2(SB), NOSPLIT, $0-56
 	TAILMASK
 rbnomask:
 	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
 	XORQ   AX, AX
 	CMPQ   AX, BX
 	JAE    rb1tail
@@ -570,6 +591,7 @@ rb1loop:
 	VMOVUPS     Y4, (R10)(AX*4)
 	VMULPS      (DX)(AX*4), Y3, Y3  // dout·w
 	VFMADD231PS Y3, Y2, Y0
+	SWAPACC(Y0, Y1, Y9)
 	ADDQ        $8, AX
 	CMPQ        AX, BX
 	JB          rb1loop
@@ -586,6 +608,7 @@ rb1tail:
 	VMULPS      Y5, Y3, Y3
 	VFMADD231PS Y3, Y2, Y0
 rb1done:
+	VADDPS Y1, Y0, Y0
 	HSUM
 	VMULSS       invC+52(FP), X0, X0
 	VBROADCASTSS X0, Y11

@@ -1,0 +1,199 @@
+package native
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/sfadamw"
+)
+
+// simdSets returns the SIMD kernel sets this machine runs (AVX2, AVX-512).
+func simdSets() []kernelSet {
+	var sets []kernelSet
+	for _, ks := range kernelSets() {
+		if ks.simd {
+			sets = append(sets, ks)
+		}
+	}
+	return sets
+}
+
+// bitwiseCase is one run of a float32 primitive: it fills its inputs from the rng given and
+// returns the outputs to compare.
+type bitwiseCase struct {
+	name string
+	run  func(rng *rand.Rand, n int) [][]float32
+}
+
+// randSlice returns n values N(0, scale²) at a random offset of a larger slice, so that the
+// kernels see unaligned data.
+func randSlice(rng *rand.Rand, n int, scale float64) []float32 {
+	off := rng.IntN(16)
+	s := make([]float32, n+off)
+	for i := range s {
+		s[i] = float32(rng.NormFloat64() * scale)
+	}
+	return s[off:]
+}
+
+var bitwiseCases = []bitwiseCase{
+	{"vSumSquares", func(rng *rand.Rand, n int) [][]float32 {
+		return [][]float32{{vSumSquares(randSlice(rng, n, 1))}}
+	}},
+	{"vScaleMul", func(rng *rand.Rand, n int) [][]float32 {
+		out, x, w := randSlice(rng, n, 1), randSlice(rng, n, 1), randSlice(rng, n, 1)
+		vScaleMul(out, x, w, 0.7)
+		return [][]float32{out}
+	}},
+	{"vScale", func(rng *rand.Rand, n int) [][]float32 {
+		x := randSlice(rng, n, 1)
+		vScale(x, 1.3)
+		return [][]float32{x}
+	}},
+	{"vRMSNormBackward", func(rng *rand.Rand, n int) [][]float32 {
+		dx, dw, d, x, w := randSlice(rng, n, 1), randSlice(rng, n, 1), randSlice(rng, n, 1), randSlice(rng, n, 1), randSlice(rng, n, 1)
+		vRMSNormBackward(dx, dw, d, x, w, 0.8)
+		return [][]float32{dx, dw}
+	}},
+	{"vRotateHalves", func(rng *rand.Rand, n int) [][]float32 {
+		d := 2 * (1 + n%32)
+		x, cos, sin := randSlice(rng, 3*d, 1), randSlice(rng, d/2, 1), randSlice(rng, d/2, 1)
+		vRotateHalves(x, cos, sin, d)
+		return [][]float32{x}
+	}},
+	{"vSoftmax", func(rng *rand.Rand, n int) [][]float32 {
+		x := randSlice(rng, max(n, 1), 4)
+		mx, sum := vSoftmax(x)
+		return [][]float32{x, {mx, sum}}
+	}},
+	{"vSoftmaxBackward", func(rng *rand.Rand, n int) [][]float32 {
+		dp, p := randSlice(rng, n, 1), randSlice(rng, n, 1)
+		vSoftmaxBackward(dp, p, 0.125)
+		return [][]float32{dp}
+	}},
+	{"vSwiGLU", func(rng *rand.Rand, n int) [][]float32 {
+		out, g, u := randSlice(rng, n, 1), randSlice(rng, n, 3), randSlice(rng, n, 1)
+		vSwiGLU(out, g, u)
+		return [][]float32{out}
+	}},
+	{"vSwiGLUBackward", func(rng *rand.Rand, n int) [][]float32 {
+		dg, du, dout, g, u := randSlice(rng, n, 1), randSlice(rng, n, 1), randSlice(rng, n, 1), randSlice(rng, n, 3), randSlice(rng, n, 1)
+		vSwiGLUBackward(dg, du, dout, g, u)
+		return [][]float32{dg, du}
+	}},
+	{"geluForward", func(rng *rand.Rand, n int) [][]float32 {
+		out, x := randSlice(rng, n, 1), randSlice(rng, n, 3)
+		geluForward(out, x)
+		return [][]float32{out}
+	}},
+	{"geluBackward", func(rng *rand.Rand, n int) [][]float32 {
+		dx, dout, x := randSlice(rng, n, 1), randSlice(rng, n, 1), randSlice(rng, n, 3)
+		geluBackward(dx, dout, x)
+		return [][]float32{dx}
+	}},
+	{"vMatmul", func(rng *rand.Rand, n int) [][]float32 {
+		m, k, cols := 1+n%13, 1+n%37, 1+n%45
+		c, a, b := randSlice(rng, m*cols, 1), randSlice(rng, m*k, 1), randSlice(rng, k*cols, 1)
+		vMatmul(c, cols, a, k, 1, b, cols, m, cols, k, 0.5)
+		ct, at := randSlice(rng, m*cols, 1), randSlice(rng, k*m, 1) // Aᵀ stored
+		vMatmul(ct, cols, at, 1, m, b, cols, m, cols, k, 0.5)
+		return [][]float32{c, ct}
+	}},
+	{"transpose", func(rng *rand.Rand, n int) [][]float32 {
+		rows, cols := 1+n%19, 1+n%33
+		src, dst := randSlice(rng, rows*(cols+3), 1), make([]float32, rows*cols)
+		transpose(dst, src, rows, cols, cols+3)
+		return [][]float32{dst}
+	}},
+}
+
+// Every float32 primitive gives the same bits under every SIMD kernel set the machine runs
+// (AVX-512 and AVX2): elementwise kernels compute each element in the same order, and
+// reductions sum in the same 16 lanes, reduced by the same tree. On a machine with AVX2
+// only there is one set and nothing to compare; TestKernelSetsRun says which sets ran.
+func TestKernelSetsBitwise(t *testing.T) {
+	sets := simdSets()
+	if len(sets) < 2 {
+		t.Skipf("this machine runs %d SIMD kernel set(s): nothing to compare", len(sets))
+	}
+	for _, c := range bitwiseCases {
+		for _, n := range append(slices.Clone(vecLengths), 1023, 2049) {
+			var want [][]float32
+			for i, ks := range sets {
+				var got [][]float32
+				t.Run(fmt.Sprintf("%s/%d/%s", c.name, n, ks.name), func(t *testing.T) {
+					ks.use(t)
+					got = c.run(rand.New(rand.NewPCG(uint64(n), 7)), n)
+				})
+				if i == 0 {
+					want = got
+					continue
+				}
+				for o := range want {
+					for j := range want[o] {
+						if a, b := math.Float32bits(want[o][j]), math.Float32bits(got[o][j]); a != b {
+							t.Fatalf("%s n = %d output %d [%d]: %s %g (%#08x), %s %g (%#08x)", c.name, n, o, j,
+								sets[0].name, want[o][j], a, ks.name, got[o][j], b)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// A forward and backward pass of both architectures, and 20 steps of SF-AdamW training,
+// give the same bits (loss, every gradient, every parameter) under every SIMD kernel set.
+func TestTrainingBitwise(t *testing.T) {
+	sets := simdSets()
+	if len(sets) < 2 {
+		t.Skipf("this machine runs %d SIMD kernel set(s): nothing to compare", len(sets))
+	}
+	for _, name := range []string{"tiny-llama", "tiny-gpt2"} {
+		cfg := preset(t, name)
+		batch, seqLen := 2, cfg.Context/2
+		run := func(ks kernelSet, steps int) (losses []float32, grads, params []float32) {
+			var out []float32 // each loss as its two float32 halves: every bit of the float64
+			t.Run(fmt.Sprintf("%s/%s/%d-steps", name, ks.name, steps), func(t *testing.T) {
+				ks.use(t)
+				m := newModel[float32](t, cfg, batch, seqLen, 5)
+				opt, err := sfadamw.New(sfadamw.Config{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1, WarmupSteps: 5, C: 50}, m.Params())
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := batch * seqLen
+				for s := range max(steps, 1) {
+					m.ZeroGrad()
+					loss, err := m.Forward(randomTokens(n, cfg.Vocab, uint64(2*s)), randomTokens(n, cfg.Vocab, uint64(2*s+1)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					m.Backward()
+					b := math.Float64bits(loss)
+					out = append(out, math.Float32frombits(uint32(b>>32)), math.Float32frombits(uint32(b)))
+					if steps > 0 {
+						opt.Step(m.Grads())
+					}
+				}
+				grads, params = slices.Clone(m.Grads()), slices.Clone(m.Params())
+			})
+			return out, grads, params
+		}
+		for _, steps := range []int{0, 20} {
+			wl, wg, wp := run(sets[0], steps)
+			for _, ks := range sets[1:] {
+				gl, gg, gp := run(ks, steps)
+				for what, pair := range map[string][2][]float32{"loss": {wl, gl}, "gradient": {wg, gg}, "parameter": {wp, gp}} {
+					for i := range pair[0] {
+						if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
+							t.Fatalf("%s, %d steps: %s %d is %g under %s, %g under %s", name, steps, what, i, pair[0][i], sets[0].name, pair[1][i], ks.name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
