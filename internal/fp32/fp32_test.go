@@ -53,7 +53,9 @@ func TestFMA(t *testing.T) {
 			t.Fatalf("FMA(%g, %g, %g) = %g (%#08x), want %g (%#08x)", a, b, c, got, math.Float32bits(got), want, math.Float32bits(want))
 		}
 	}
-	rnd := func(scale float64) float32 { return float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(60)-30)) * scale) }
+	rnd := func(scale float64) float32 {
+		return float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(60)-30)) * scale)
+	}
 	for range 200000 {
 		a, b, c := rnd(1), rnd(1), rnd(1)
 		check(a, b, c)

@@ -1,5 +1,7 @@
 package gemm
 
+import "github.com/sfsweep/sfsweep/internal/fp32"
+
 // A kernel is one register-blocked micro-kernel together with the cache blocking and the
 // packing routines that feed it. The blocked driver (driver.go) is written against this
 // description, so the SIMD kernels and the portable Go kernel share all the loop logic.
@@ -37,7 +39,7 @@ func aStride(mr, kc int) int { return mr*kc + 16 }
 var (
 	goKernel32 = &kernel[float32]{
 		name: "go", mr: 4, nr: 4, kc: 256, mc: 128, nc: 2048,
-		micro: micro4x4[float32],
+		micro: micro4x4f32,
 		packA: packAGo[float32](4),
 		packB: packBGo[float32](4),
 	}
@@ -86,6 +88,33 @@ func micro4x4[T Float](kc int, a, b, c []T, ldc int, alpha, beta T, beta0 bool) 
 	store4(c[1*ldc:], alpha, beta, beta0, c10, c11, c12, c13)
 	store4(c[2*ldc:], alpha, beta, beta0, c20, c21, c22, c23)
 	store4(c[3*ldc:], alpha, beta, beta0, c30, c31, c32, c33)
+}
+
+// micro4x4f32 is the portable float32 micro-kernel for a 4×4 tile, with the SIMD kernels'
+// arithmetic: each element one chain of fused multiply-adds in increasing p from 0, scaled
+// by alpha, then added to beta·c by one fused multiply-add. It gives their bits.
+func micro4x4f32(kc int, a, b, c []float32, ldc int, alpha, beta float32, beta0 bool) {
+	var acc [4][4]float32
+	a, b = a[:4*kc], b[:4*kc]
+	for p := 0; p+4 <= len(a); p += 4 {
+		aa, bb := a[p:p+4:p+4], b[p:p+4:p+4]
+		for i, ai := range aa {
+			row := &acc[i]
+			for j, bj := range bb {
+				row[j] = fp32.FMA(ai, bj, row[j])
+			}
+		}
+	}
+	for i := range acc {
+		ci := c[i*ldc : i*ldc+4 : i*ldc+4]
+		for j, s := range acc[i] {
+			s *= alpha
+			if !beta0 {
+				s = fp32.FMA(beta, ci[j], s)
+			}
+			ci[j] = s
+		}
+	}
 }
 
 // store4 writes alpha·(s0, s1, s2, s3) (+ beta·c) to c[0:4].

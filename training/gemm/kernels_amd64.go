@@ -19,8 +19,9 @@ import (
 // (A, and Bᵀ), and masked row copies for those stored along it (Aᵀ, read row by row and
 // cut into runs of 14, and B). The AVX2 kernel uses the portable packing. Accumulation
 // uses fused multiply-adds, so results differ from Naive by rounding only, and the two
-// kernels give the same bits (TestKernelsBitwise): each element of C is one chain of fused
-// multiply-adds in increasing p over the same kc slices, whatever the tile shape. The 14×32
+// kernels and the portable float32 kernel give the same bits (TestKernelsBitwise): each
+// element of C is one chain of fused multiply-adds in increasing p over the same kc
+// slices, whatever the tile shape. The 14×32
 // tile keeps the FMA units busy with 28 independent accumulators (latency 4, two FMAs a
 // cycle) and needs two loads and 14 broadcasts per 28 FMAs.
 //

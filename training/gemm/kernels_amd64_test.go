@@ -116,22 +116,32 @@ func measurePeak(workers int) float64 {
 	return best
 }
 
-// TestKernelsBitwise checks that the AVX-512 and AVX2 kernels give the same bits on every
-// case of either's blocking: each element of C is one chain of fused multiply-adds in
-// increasing p over the same kc slices, scaled by alpha and added to beta·C by one fused
-// multiply-add, whatever the tile shape.
+// TestKernelsBitwise checks that every float32 kernel the CPU runs (AVX-512, AVX2, the
+// portable one) gives the same bits on every case of each one's blocking: each element of
+// C is one chain of fused multiply-adds in increasing p over the same kc slices, scaled by
+// alpha and added to beta·C by one fused multiply-add, whatever the tile shape. On a CPU
+// with AVX2 alone it compares AVX2 with the portable kernel.
 func TestKernelsBitwise(t *testing.T) {
-	if !cpu.X86.HasAVX512F || !(cpu.X86.HasAVX2 && cpu.X86.HasFMA) {
-		t.Skip("needs both AVX-512F and AVX2 to compare them")
+	var kerns []*kernel[float32]
+	for _, lv := range levels32() {
+		if lv.ok {
+			kerns = append(kerns, lv.kern)
+		}
+	}
+	if len(kerns) < 2 {
+		t.Skip("this CPU runs the portable kernel alone: nothing to compare it with")
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, kern := range []*kernel[float32]{avx512Kernel, avx2Kernel} {
+	for _, kern := range kerns {
 		for _, cs := range cases(kern, testing.Short()) {
 			o := cs.operands(rng).rounded()
-			want, got := call32(avx512Kernel, nil, cs, o), call32(avx2Kernel, nil, cs, o)
-			for i := range want {
-				if math.Float64bits(want[i]) != math.Float64bits(got[i]) && !(math.IsNaN(want[i]) && math.IsNaN(got[i])) {
-					t.Fatalf("%v: C[%d] = %g (avx512), %g (avx2)", cs, i, want[i], got[i])
+			want := call32(kerns[0], nil, cs, o)
+			for _, other := range kerns[1:] {
+				got := call32(other, nil, cs, o)
+				for i := range want {
+					if math.Float64bits(want[i]) != math.Float64bits(got[i]) && !(math.IsNaN(want[i]) && math.IsNaN(got[i])) {
+						t.Fatalf("%v: C[%d] = %g (%s), %g (%s)", cs, i, want[i], kerns[0].name, got[i], other.name)
+					}
 				}
 			}
 		}

@@ -16,6 +16,12 @@ import (
 //	go test ./training/native -run '^$' -bench Step -benchtime 20x
 func BenchmarkStep(b *testing.B) { benchKernelSets(b, "tiny-llama", false) }
 
+// BenchmarkStepSmall is BenchmarkStep for small-llama (49M parameters, batch 8, sequence
+// 256), where the matrix products weigh more than in tiny-llama.
+//
+//	go test ./training/native -run '^$' -bench StepSmall -benchtime 3x
+func BenchmarkStepSmall(b *testing.B) { benchKernelSets(b, "small-llama", false) }
+
 // BenchmarkStepGPT2 is BenchmarkStep for tiny-gpt2 (batch 16, sequence 128, float32).
 func BenchmarkStepGPT2(b *testing.B) { benchKernelSets(b, "tiny-gpt2", false) }
 

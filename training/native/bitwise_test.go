@@ -10,17 +10,6 @@ import (
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
-// simdSets returns the SIMD kernel sets this machine runs (AVX2, AVX-512).
-func simdSets() []kernelSet {
-	var sets []kernelSet
-	for _, ks := range kernelSets() {
-		if ks.simd {
-			sets = append(sets, ks)
-		}
-	}
-	return sets
-}
-
 // bitwiseCase is one run of a float32 primitive: it fills its inputs from the rng given and
 // returns the outputs to compare.
 type bitwiseCase struct {
@@ -69,6 +58,21 @@ var bitwiseCases = []bitwiseCase{
 		mx, sum := vSoftmax(x)
 		return [][]float32{x, {mx, sum}}
 	}},
+	{"vSoftmax/wide", func(rng *rand.Rand, n int) [][]float32 { // e^x underflows, into the subnormals
+		x := randSlice(rng, max(n, 1), 40)
+		mx, sum := vSoftmax(x)
+		return [][]float32{x, {mx, sum}}
+	}},
+	{"vSwiGLU/wide", func(rng *rand.Rand, n int) [][]float32 {
+		out, g, u := randSlice(rng, n, 1), randSlice(rng, n, 60), randSlice(rng, n, 1)
+		vSwiGLU(out, g, u)
+		return [][]float32{out}
+	}},
+	{"geluBackward/wide", func(rng *rand.Rand, n int) [][]float32 {
+		dx, dout, x := randSlice(rng, n, 1), randSlice(rng, n, 1), randSlice(rng, n, 20)
+		geluBackward(dx, dout, x)
+		return [][]float32{dx}
+	}},
 	{"vSoftmaxBackward", func(rng *rand.Rand, n int) [][]float32 {
 		dp, p := randSlice(rng, n, 1), randSlice(rng, n, 1)
 		vSoftmaxBackward(dp, p, 0.125)
@@ -110,14 +114,14 @@ var bitwiseCases = []bitwiseCase{
 	}},
 }
 
-// Every float32 primitive gives the same bits under every SIMD kernel set the machine runs
-// (AVX-512 and AVX2): elementwise kernels compute each element in the same order, and
-// reductions sum in the same 16 lanes, reduced by the same tree. On a machine with AVX2
-// only there is one set and nothing to compare; TestKernelSetsRun says which sets ran.
+// Every float32 primitive gives the same bits under every kernel set the machine runs (the
+// portable loops of spec32.go, AVX2, AVX-512): elementwise kernels compute each element by
+// the same operations in the same order, and reductions sum in the same 16 lanes, reduced
+// by the same tree. A machine with AVX2 alone compares AVX2 with the portable loops.
 func TestKernelSetsBitwise(t *testing.T) {
-	sets := simdSets()
+	sets := kernelSets()
 	if len(sets) < 2 {
-		t.Skipf("this machine runs %d SIMD kernel set(s): nothing to compare", len(sets))
+		t.Fatalf("kernel sets %v: the portable loops and at least one SIMD set are needed to compare", sets)
 	}
 	for _, c := range bitwiseCases {
 		for _, n := range append(slices.Clone(vecLengths), 1023, 2049) {
@@ -146,11 +150,12 @@ func TestKernelSetsBitwise(t *testing.T) {
 }
 
 // A forward and backward pass of both architectures, and 20 steps of SF-AdamW training,
-// give the same bits (loss, every gradient, every parameter) under every SIMD kernel set.
+// give the same bits (loss, every gradient, every parameter) under every kernel set the
+// machine runs, the portable loops included.
 func TestTrainingBitwise(t *testing.T) {
-	sets := simdSets()
+	sets := kernelSets()
 	if len(sets) < 2 {
-		t.Skipf("this machine runs %d SIMD kernel set(s): nothing to compare", len(sets))
+		t.Fatalf("kernel sets %v: the portable loops and at least one SIMD set are needed to compare", sets)
 	}
 	for _, name := range []string{"tiny-llama", "tiny-gpt2"} {
 		cfg := preset(t, name)

@@ -76,8 +76,17 @@
 // row ops split the N rows, attention the B·H pairs, the embedding gradient its C columns,
 // the position-embedding gradient its T positions. Each output element is computed by one
 // goroutine in a fixed order, and the sums over rows of the norm-weight and bias gradients
-// are taken per fixed chunk of normChunk rows and added in chunk order, so results are bitwise independent of the number of workers
-// (gemm promises the same). They are not bitwise equal between float32 on the AVX-512
-// kernels and the portable loops (SFSWEEP_KERNELS=go or -tags purego), which differ in
-// rounding.
+// are taken per fixed chunk of normChunk rows and added in chunk order, so results are
+// bitwise independent of the number of workers (gemm promises the same).
+//
+// # One arithmetic on every machine
+//
+// In float32 every kernel family gives the same bits: the AVX-512 kernels, the AVX2 ones
+// and the portable loops (SFSWEEP_KERNELS=go, -tags purego). Each kernel's operations and
+// their order are specified once, by the SIMD kernels, and spec32.go writes them out in Go:
+// fused multiply-adds where the kernels fuse (internal/fp32), every reduction in 16 lanes
+// (element i in lane i mod 16) reduced by one tree, e^x and erf from one polynomial each.
+// TestKernelSetsBitwise checks each primitive and TestTrainingBitwise a training run under
+// every family the machine runs. Float64, the gradient-check precision, keeps its plain
+// loops.
 package native

@@ -13,10 +13,9 @@ import (
 // give the same bits: each element goes through the same operations in the same order
 // (fused multiply-adds, e^x and erf from the same polynomials), and every reduction sums in
 // the same 16 lanes (element i in lane i mod 16; AVX2 keeps them in two registers) reduced
-// by the same tree (TestKernelSetsBitwise, TestTrainingBitwise). So a run gives the same
-// result on every x86-64 machine with AVX2. The portable loops compute the same functions
-// but not bit for bit: they round every product, sum in 4 lanes and take e^x from
-// math.Exp. Results remain deterministic: a kernel's result depends only on its inputs.
+// by the same tree. The portable loops of spec32.go compute the same operations in Go, so
+// all three families give the same bits (TestKernelSetsBitwise, TestTrainingBitwise), and
+// a run gives one result on every machine.
 //
 // The set is selected at start-up: AVX-512 where the CPU and the operating system support
 // AVX-512F, AVX2 where they support AVX2 and FMA, the portable loops otherwise.

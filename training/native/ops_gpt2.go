@@ -130,6 +130,10 @@ func geluForward[T Float](out, x []T) {
 		geluForward32(p32(out), p32(x), len(out))
 		return
 	}
+	if is32[T]() {
+		geluForward32Go(f32(out), f32(x))
+		return
+	}
 	for i, v := range x {
 		u := float64(v)
 		out[i] = T(0.5 * u * (1 + math.Erf(u*(1/math.Sqrt2))))
@@ -143,6 +147,10 @@ func geluBackward[T Float](dx, dout, x []T) {
 	dout, x = dout[:len(dx)], x[:len(dx)]
 	if fast[T]() && len(dx) > 0 {
 		geluBackward32(p32(dx), p32(dout), p32(x), len(dx))
+		return
+	}
+	if is32[T]() {
+		geluBackward32Go(f32(dx), f32(dout), f32(x))
 		return
 	}
 	const invSqrt2Pi = 0.3989422804014327 // 1/√(2π)

@@ -13,6 +13,16 @@ import (
 // non-empty).
 func p32[T Float](s []T) *float32 { return (*float32)(unsafe.Pointer(unsafe.SliceData(s))) }
 
+// f32 is s as []float32 (T must be float32-sized).
+func f32[T Float](s []T) []float32 { return unsafe.Slice(p32(s), len(s)) }
+
+// is32 reports whether T is float32-sized: then the portable loops are those of spec32.go,
+// which give the SIMD kernels' bits.
+func is32[T Float]() bool {
+	var zero T
+	return unsafe.Sizeof(zero) == 4
+}
+
 // fast reports whether the float32 kernels apply to T.
 func fast[T Float]() bool {
 	var zero T
@@ -26,6 +36,9 @@ func vSumSquares[T Float](x []T) T {
 			return T(sumSquares32(p32(x), len(x)))
 		}
 		return T(sumSquares32AVX2(p32(x), len(x)))
+	}
+	if is32[T]() {
+		return T(sumSquares32Go(f32(x)))
 	}
 	var s0, s1, s2, s3 T
 	i := 0
@@ -52,6 +65,10 @@ func vScaleMul[T Float](out, x, w []T, s T) {
 		}
 		return
 	}
+	if is32[T]() {
+		scaleMul32Go(f32(out), f32(x), f32(w), float32(s))
+		return
+	}
 	for i, v := range x {
 		out[i] = v * s * w[i]
 	}
@@ -68,6 +85,10 @@ func vRMSNormBackward[T Float](dx, dwPart, dout, x, w []T, rs T) {
 		} else {
 			rmsnormBackward32AVX2(p32(dx), p32(dwPart), p32(dout), p32(x), p32(w), n, float32(rs), float32(1/float64(n)))
 		}
+		return
+	}
+	if is32[T]() {
+		rmsnormBackward32Go(f32(dx), f32(dwPart), f32(dout), f32(x), f32(w), float32(rs), float32(1/float64(n)))
 		return
 	}
 	var dot T
@@ -97,6 +118,10 @@ func vRotateHalves[T Float](x, cos, sin []T, d int) {
 		}
 		return
 	}
+	if is32[T]() {
+		rope32Go(f32(x), f32(cos), f32(sin), d)
+		return
+	}
 	for j := 0; j+d <= len(x); j += d {
 		x1, x2 := x[j:j+h], x[j+h:j+d]
 		for i, a := range x1 {
@@ -117,6 +142,10 @@ func vSoftmax[T Float](x []T) (mx, sum T) {
 		} else {
 			m, s = softmax32AVX2(p32(x), len(x))
 		}
+		return T(m), T(s)
+	}
+	if is32[T]() {
+		m, s := softmax32Go(f32(x))
 		return T(m), T(s)
 	}
 	mx = x[0]
@@ -147,6 +176,10 @@ func vSoftmaxBackward[T Float](dp, p []T, scale T) {
 		}
 		return
 	}
+	if is32[T]() {
+		softmaxBackward32Go(f32(dp), f32(p), float32(scale))
+		return
+	}
 	var dot T
 	for i, v := range p {
 		dot += v * dp[i]
@@ -167,6 +200,10 @@ func vSwiGLU[T Float](out, g, u []T) {
 		}
 		return
 	}
+	if is32[T]() {
+		swiglu32Go(f32(out), f32(g), f32(u))
+		return
+	}
 	for i, x := range g {
 		out[i] = x * sigmoid(x) * u[i]
 	}
@@ -184,6 +221,10 @@ func vSwiGLUBackward[T Float](dg, du, dout, g, u []T) {
 		}
 		return
 	}
+	if is32[T]() {
+		swigluBackward32Go(f32(dg), f32(du), f32(dout), f32(g), f32(u))
+		return
+	}
 	for i, x := range g {
 		s := sigmoid(x)
 		dg[i] = dout[i] * u[i] * s * (1 + x*(1-s))
@@ -199,6 +240,10 @@ func vScale[T Float](x []T, s T) {
 		} else {
 			scale32AVX2(p32(x), len(x), float32(s))
 		}
+		return
+	}
+	if is32[T]() {
+		scale32Go(f32(x), float32(s))
 		return
 	}
 	for i := range x {
@@ -228,13 +273,23 @@ func vMatmul[T Float](c []T, ldc int, a []T, rsA, csA int, b []T, ldb, m, n, k i
 		}
 		return
 	}
+	if is32[T]() {
+		matmul32Go(f32(c), ldc, f32(a), rsA, csA, f32(b), ldb, m, n, k, float32(alpha))
+		return
+	}
+	matmulLoop(c, ldc, a, rsA, csA, b, ldb, m, n, k, alpha, func(x, y, z T) T { return z + x*y })
+}
+
+// matmulLoop computes C = alpha·A·B (see vMatmul) with each element one chain of
+// madd(a, b, c) in increasing p from 0, then times alpha.
+func matmulLoop[T Float](c []T, ldc int, a []T, rsA, csA int, b []T, ldb, m, n, k int, alpha T, madd func(x, y, z T) T) {
 	for i := range m {
 		ci := c[i*ldc : i*ldc+n]
 		clear(ci)
 		for p := range k {
 			aip := a[i*rsA+p*csA]
 			for j, bv := range b[p*ldb : p*ldb+n] {
-				ci[j] += aip * bv
+				ci[j] = madd(aip, bv, ci[j])
 			}
 		}
 		for j := range ci {
