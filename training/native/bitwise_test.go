@@ -121,7 +121,7 @@ var bitwiseCases = []bitwiseCase{
 func TestKernelSetsBitwise(t *testing.T) {
 	sets := kernelSets()
 	if len(sets) < 2 {
-		t.Fatalf("kernel sets %v: the portable loops and at least one SIMD set are needed to compare", sets)
+		t.Skipf("kernel sets %v: this build or CPU has the portable loops alone (-tags purego, or no AVX2), nothing to compare", sets)
 	}
 	for _, c := range bitwiseCases {
 		for _, n := range append(slices.Clone(vecLengths), 1023, 2049) {
@@ -155,7 +155,7 @@ func TestKernelSetsBitwise(t *testing.T) {
 func TestTrainingBitwise(t *testing.T) {
 	sets := kernelSets()
 	if len(sets) < 2 {
-		t.Fatalf("kernel sets %v: the portable loops and at least one SIMD set are needed to compare", sets)
+		t.Skipf("kernel sets %v: this build or CPU has the portable loops alone (-tags purego, or no AVX2), nothing to compare", sets)
 	}
 	for _, name := range []string{"tiny-llama", "tiny-gpt2"} {
 		cfg := preset(t, name)
