@@ -206,6 +206,15 @@ func (st style) set(items []string, best int) string {
 
 // note returns the caption text after the title.
 func (t *Table) note(st style) string {
+	s := t.kindNote(st)
+	if len(t.Engines) > 1 {
+		s += " Results from engines of different arithmetic (" + st.escape(strings.Join(t.Engines, ", ")) + "): cells may differ in their last digits."
+	}
+	return s
+}
+
+// kindNote is the caption's note of the table's kind.
+func (t *Table) kindNote(st style) string {
 	if t.Kind == TableHyperparameters {
 		return "Bold entries indicate the best-performing configuration for each optimizer."
 	}
@@ -421,6 +430,7 @@ type tableJSON struct {
 	Cells   []cellJSON  `json:"cells,omitempty"`
 	Grids   []gridJSON  `json:"grids,omitempty"`
 	Trials  []trialJSON `json:"trials,omitempty"`
+	Engines []string    `json:"engines,omitempty"` // the arithmetics, when they differ
 }
 
 type cellJSON struct {
@@ -467,7 +477,7 @@ func (t *Table) WriteJSON(w io.Writer) error {
 	if err := t.check(); err != nil {
 		return fmt.Errorf("report: write table json: %w", err)
 	}
-	doc := tableJSON{Kind: t.Kind, Title: t.Title, Label: t.Label, Rows: t.Rows, Columns: t.Columns}
+	doc := tableJSON{Kind: t.Kind, Title: t.Title, Label: t.Label, Rows: t.Rows, Columns: t.Columns, Engines: t.Engines}
 	for _, c := range t.Cells {
 		j := cellJSON{Row: c.Row, Col: c.Col, Text: c.text(), Status: tableStatus(c.Status), Step: c.Step, Reason: c.Reason, Best: c.Best}
 		if c.Status == status.Completed {

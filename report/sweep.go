@@ -41,9 +41,26 @@ func BuildTables(m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]
 		if err != nil {
 			return nil, fmt.Errorf("tables[%d] (%s): %w", i, spec.Name, err)
 		}
+		t.Engines = mixedEngines(trials, outcomes)
 		out = append(out, NamedTable{Name: spec.Name, Table: t})
 	}
 	return out, nil
+}
+
+// mixedEngines lists the arithmetics of the engines that produced the trials' results,
+// sorted, when there is more than one; nil otherwise.
+func mixedEngines(trials []sweeps.Trial, outcomes map[string]Outcome) []string {
+	var seen []string
+	for _, t := range trials {
+		if r := outcomes[t.ID].Result; r != nil && r.Engine.Arithmetic != "" && !slices.Contains(seen, r.Engine.Arithmetic) {
+			seen = append(seen, r.Engine.Arithmetic)
+		}
+	}
+	if len(seen) < 2 {
+		return nil
+	}
+	slices.Sort(seen)
+	return seen
 }
 
 // metric returns the table's number of a finished result: the test perplexity (or the

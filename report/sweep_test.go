@@ -144,3 +144,42 @@ func TestExampleTables(t *testing.T) {
 		}
 	}
 }
+
+// A table whose results come from engines of different arithmetic says so in its caption
+// and its JSON; one engine adds nothing.
+func TestMixedEngines(t *testing.T) {
+	m, err := sweeps.Parse([]byte(seedsManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, _ := m.Expand()
+	out := map[string]Outcome{}
+	for i, tr := range trials {
+		o := finished(30)
+		o.Result.Engine.Arithmetic = "cpu-fp32/2"
+		if i == 1 {
+			o.Result.Engine.Arithmetic = "cpu-fp32/1"
+		}
+		out[tr.ID] = o
+	}
+	for _, mixed := range []bool{true, false} {
+		if !mixed {
+			out[trials[1].ID].Result.Engine.Arithmetic = "cpu-fp32/2"
+		}
+		tables, err := BuildTables(m, trials, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md, js bytes.Buffer
+		if err := tables[0].Table.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		if err := tables[0].Table.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		says := strings.Contains(md.String(), "engines of different arithmetic (cpu-fp32/1, cpu-fp32/2)") && strings.Contains(js.String(), `"engines"`)
+		if says != mixed {
+			t.Errorf("mixed %v: the table says so: %v\n%s\n%s", mixed, says, md.String(), js.String())
+		}
+	}
+}

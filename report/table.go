@@ -91,6 +91,11 @@ type Table struct {
 	// (optimizer, schedule, lr, β1, β2, C, then outcome), which Grid.Best indexes.
 	Grids  []Grid
 	Trials []TrialSummary
+
+	// Engines lists the arithmetics of the engines behind the table's results when they
+	// differ (backend.Info.Arithmetic): the caption says so, as cells of different
+	// arithmetic may differ in their last digits. Nil when one engine produced them all.
+	Engines []string
 }
 
 // TableCell is a cell of a C-sensitivity table.

@@ -17,6 +17,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/training/model"
 )
 
@@ -106,6 +107,9 @@ type Result struct {
 	ParamsHash string             `json:"params_sha256"` // sha256 of the final parameters (y for SF-AdamW)
 	Resumed    int                `json:"resumed_from,omitempty"`
 	Seconds    float64            `json:"seconds"`
+	// Engine is the engine that trained the run (the last attempt's; an attempt that
+	// resumed had the same arithmetic as the one before it).
+	Engine backend.Provenance `json:"engine"`
 }
 
 // Run trains cfg (defaults applied and valid) to the end, resuming from the newest valid
@@ -137,7 +141,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	res := &Result{ConfigHash: r.hash, Primary: Iterates(cfg.Optimizer.Name)[0], Resumed: r.step}
+	res := &Result{ConfigHash: r.hash, Primary: Iterates(cfg.Optimizer.Name)[0], Resumed: r.step, Engine: backend.ProvenanceOf(cfg.Backend)}
 	tokensPerStep := int64(cfg.BatchTokens)
 	stepStart, stepsTimed := time.Now(), 0
 	for r.step < cfg.Steps {
@@ -209,6 +213,11 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	if opt.Store != nil {
 		if err := r.writeCurves(ctx); err != nil {
 			return nil, err
+		}
+		if res.Status == status.Completed {
+			if err := r.writeModel(ctx, res); err != nil {
+				return nil, err
+			}
 		}
 		b, _ := json.MarshalIndent(res, "", "  ")
 		if err := opt.Store.Put(ctx, keys.RunResult(opt.Prefix), b); err != nil {
@@ -417,6 +426,38 @@ func (r *runner) evalSplit(split string, maxSeqs int) (map[string]float64, int, 
 		return nil, 0, err
 	}
 	return out, nb * r.cfg.MicroBatch, nil
+}
+
+// ModelCard describes a run's final model file (model.safetensors): what a reader needs
+// to build the module it loads into (bench/torch/torch_llama.py's names).
+type ModelCard struct {
+	Model      model.Config       `json:"model"`
+	Iterate    string             `json:"iterate"` // the weights: x for SF-AdamW, w for AdamW
+	Step       int                `json:"step"`
+	ConfigHash string             `json:"config_hash"`
+	Engine     backend.Provenance `json:"engine"`
+}
+
+// writeModel stores the final model at the iterate the run reports (res.Primary: x for
+// SF-AdamW, w for AdamW) as safetensors under the layout's PyTorch names, and its card.
+func (r *runner) writeModel(ctx context.Context, res *Result) error {
+	w := r.y()
+	if res.Primary == IterX {
+		w = r.scratch[len(w) : 2*len(w)]
+		r.sf.X(w)
+	}
+	b, err := (&checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: w}).Encode()
+	if err != nil {
+		return fmt.Errorf("train: model: %w", err)
+	}
+	if err := r.opt.Store.Put(ctx, keys.RunModel(r.opt.Prefix), b); err != nil {
+		return fmt.Errorf("train: model: %w", err)
+	}
+	card, _ := json.MarshalIndent(ModelCard{Model: r.mc, Iterate: res.Primary, Step: r.step, ConfigHash: r.hash, Engine: res.Engine}, "", "  ")
+	if err := r.opt.Store.Put(ctx, keys.RunModelCard(r.opt.Prefix), card); err != nil {
+		return fmt.Errorf("train: model: %w", err)
+	}
+	return nil
 }
 
 func (r *runner) setParams(w []float32) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/status"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/training/data"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -223,5 +224,104 @@ func TestNewBatchesVocab(t *testing.T) {
 	_, err := NewBatches(cfg, testCorpus(t))
 	if err == nil || !strings.Contains(err.Error(), "vocab") {
 		t.Fatalf("a token outside the vocabulary: %v", err)
+	}
+}
+
+// A result and every checkpoint record the engine that produced them and the whole config;
+// a checkpoint of another arithmetic is refused on resume (a *ConfigError naming both),
+// one of the same arithmetic resumes.
+func TestEngineProvenance(t *testing.T) {
+	cfg := testConfig(SFAdamW)
+	store := newStore(t)
+	if _, err := run(t, cfg, store, 17); !errors.Is(err, errKilled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	ctx := context.Background()
+	ck, _, err := checkpoint.Latest(ctx, store, "trials/t/checkpoints")
+	if err != nil || ck == nil {
+		t.Fatal(ck, err)
+	}
+	var ls loopState
+	if err := json.Unmarshal(ck.State, &ls); err != nil {
+		t.Fatal(err)
+	}
+	want := backend.ProvenanceOf("cpu")
+	if ls.Engine == nil || *ls.Engine != want || want.Arithmetic == "" || want.Code == "" {
+		t.Errorf("checkpoint engine %+v, want %+v", ls.Engine, want)
+	}
+	if ls.Config == nil || ls.Config.Hash() != cfg.Hash() || ls.Config.Optimizer.Beta1 != cfg.Optimizer.Beta1 {
+		t.Errorf("checkpoint config %+v: not the run's", ls.Config)
+	}
+	// the same checkpoint, written by an engine of another arithmetic
+	foreign := *ls.Engine
+	foreign.Arithmetic = "cpu-fp32/0"
+	ls.Engine = &foreign
+	if ck.State, err = json.Marshal(ls); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Save(ctx, store, "trials/t/checkpoints", ck); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, cfg, store, 0)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "arithmetic cpu-fp32/0") || !strings.Contains(err.Error(), want.Arithmetic) {
+		t.Fatalf("resume from a foreign arithmetic: %v, want a *ConfigError naming both", err)
+	}
+	ls.Engine.Arithmetic = want.Arithmetic
+	ck.State, _ = json.Marshal(ls)
+	if err := checkpoint.Save(ctx, store, "trials/t/checkpoints", ck); err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(t, cfg, store, 0)
+	if err != nil || res.Resumed != int(ck.Step) || res.Engine != want {
+		t.Fatalf("resume from the same arithmetic: %+v, %v", res, err)
+	}
+}
+
+// A finished run writes its model at the iterate it reports (x for SF-AdamW, w for AdamW)
+// as safetensors under the layout's PyTorch names, with a card: loaded into a fresh engine
+// it gives the run's test loss at that iterate exactly.
+func TestFinalModel(t *testing.T) {
+	for _, opt := range []string{SFAdamW, AdamW} {
+		cfg := testConfig(opt)
+		store := newStore(t)
+		res, err := run(t, cfg, store, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		b, err := store.Get(ctx, "trials/t/model.safetensors")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := checkpoint.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var card ModelCard
+		cb, err := store.Get(ctx, "trials/t/model.json")
+		if err == nil {
+			err = json.Unmarshal(cb, &card)
+		}
+		if err != nil || card.Iterate != res.Primary || card.Step != cfg.Steps || card.ConfigHash != cfg.Hash() || card.Engine != res.Engine || card.Model != m.Model {
+			t.Fatalf("%s: card %+v (%v)", opt, card, err)
+		}
+		mc, _ := cfg.ResolveModel()
+		eng, err := backend.New("cpu", mc, cfg.MicroBatch, cfg.SeqLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.WriteParams(m.Params); err != nil {
+			t.Fatal(err)
+		}
+		data, err := NewBatches(cfg, testCorpus(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := cfg.MicroBatch * cfg.SeqLen
+		loss, _, err := meanLoss(eng, data, "test", cfg.TestSeqs, make([]int32, n), make([]int32, n))
+		if err != nil || loss != res.Test[res.Primary] {
+			t.Errorf("%s: the model file's test loss %v (%v), the run's at %s %v", opt, loss, err, res.Primary, res.Test[res.Primary])
+		}
 	}
 }

@@ -8,17 +8,22 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 )
 
 // loopState is the training loop's part of a checkpoint, besides the parameters and the
-// optimizer and EWA states: the config it belongs to, the curves so far and the evaluation
-// size. The data position is the step itself (batches are a function of the step).
+// optimizer and EWA states: the config it belongs to (whole, so that a reader of the
+// checkpoint has every hyperparameter, β1 to recover x among them), the engine that wrote
+// it, the curves so far and the evaluation size. The data position is the step itself
+// (batches are a function of the step).
 type loopState struct {
-	ConfigHash string       `json:"config_hash"`
-	Step       int          `json:"step"`
-	Curves     []CurvePoint `json:"curves"`
-	EvalSeqs   int          `json:"eval_seqs"`
+	ConfigHash string              `json:"config_hash"`
+	Config     *Config             `json:"config,omitempty"`
+	Engine     *backend.Provenance `json:"engine,omitempty"`
+	Step       int                 `json:"step"`
+	Curves     []CurvePoint        `json:"curves"`
+	EvalSeqs   int                 `json:"eval_seqs"`
 }
 
 // The names of the optimizer states in a run's checkpoints (checkpoint.Checkpoint's
@@ -39,7 +44,8 @@ func (r *runner) ckPrefix() string { return keys.Checkpoints(r.opt.Prefix) }
 
 // checkpoint saves the run's state after r.step steps and prunes old checkpoints.
 func (r *runner) checkpoint(ctx context.Context) error {
-	st, err := json.Marshal(loopState{ConfigHash: r.hash, Step: r.step, Curves: r.curves, EvalSeqs: r.evalSeqs})
+	cfg, eng := r.cfg.Canonical(), backend.ProvenanceOf(r.cfg.Backend)
+	st, err := json.Marshal(loopState{ConfigHash: r.hash, Config: &cfg, Engine: &eng, Step: r.step, Curves: r.curves, EvalSeqs: r.evalSeqs})
 	if err != nil {
 		return err
 	}
@@ -86,6 +92,12 @@ func (r *runner) resume(ctx context.Context, log *slog.Logger) error {
 	}
 	if ls.ConfigHash != r.hash {
 		return fmt.Errorf("train: resume from step %d: the checkpoint belongs to config %.12s, this run is %.12s", ck.Step, ls.ConfigHash, r.hash)
+	}
+	if eng := backend.ProvenanceOf(r.cfg.Backend); ls.Engine != nil && !backend.SameArithmetic(ls.Engine.Arithmetic, eng.Arithmetic) {
+		return &ConfigError{Field: "backend", Value: r.cfg.Backend, Reason: fmt.Sprintf(
+			"the checkpoint at step %d was written by an engine of arithmetic %s (code %s), this one computes %s: "+
+				"resumed, the run would not be the run of either; delete the trial's checkpoints to train it again with this engine, "+
+				"or declare the two arithmetics the same (training/backend, sameArithmetic) if they are", ck.Step, ls.Engine.Arithmetic, ls.Engine.Code, eng.Arithmetic)}
 	}
 	if len(ck.Params) != len(r.y()) {
 		return fmt.Errorf("train: resume from step %d: %d parameters, the model has %d", ck.Step, len(ck.Params), len(r.y()))

@@ -7,6 +7,7 @@
 //	trials/<trial-id>/curves.jsonl                   its evaluations as they land (RunCurves)
 //	trials/<trial-id>/result.json                    its result, written once (RunResult)
 //	trials/<trial-id>/failed.json                    why it failed after its retries (TrialFailed)
+//	trials/<trial-id>/model.safetensors, model.json  the final model at the reported iterate (RunModel)
 //	trials/<trial-id>/checkpoints/step-NNNNNNNN.safetensors (+ .json sidecar) (Checkpoint)
 //	trials/<trial-id>/probes/decay-[<iterate>-]step-NNNNNNNN.json        decay probe (DecayProbe)
 //	trials/<trial-id>/probes/lr-decay-<frac>-step-NNNNNNNN.json          LR-decay branch (LRDecay)
@@ -37,6 +38,8 @@ const (
 	CurvesName     = "curves.jsonl"
 	ResultName     = "result.json"
 	FailedName     = "failed.json"
+	ModelName      = "model.safetensors"
+	ModelCardName  = "model.json"
 	CheckpointsDir = "checkpoints"
 	probesDir      = "probes"
 )
@@ -55,6 +58,11 @@ func Trial(id string) string { return Trials + id }
 // RunConfig, RunCurves and RunResult are the keys of a run's config, evaluations and
 // result under its prefix; Checkpoints is the prefix of its checkpoints.
 func RunConfig(prefix string) string   { return Join(prefix, ConfigName) }
+
+// RunModel and RunModelCard are the keys of a finished run's model (safetensors, PyTorch
+// names) and of the small JSON that describes it.
+func RunModel(prefix string) string     { return Join(prefix, ModelName) }
+func RunModelCard(prefix string) string { return Join(prefix, ModelCardName) }
 func RunCurves(prefix string) string   { return Join(prefix, CurvesName) }
 func RunResult(prefix string) string   { return Join(prefix, ResultName) }
 func Checkpoints(prefix string) string { return Join(prefix, CheckpointsDir) }

@@ -20,6 +20,12 @@ type Info struct {
 	Summary string
 	// Build says how to build a binary that carries the backend; "" for every build.
 	Build string
+	// Precision is the precision of the engine's matrix products: "fp32" or "tf32".
+	Precision string
+	// Arithmetic names the engine's floating-point arithmetic, with a version: two
+	// engines of one arithmetic give the same bits from the same inputs, whatever machine
+	// they run on. A kernel change that alters any result bumps the version.
+	Arithmetic string
 }
 
 // Devices a backend runs on.
@@ -33,9 +39,21 @@ const cudaBuild = "build sfsweep with -tags cuda against the CUDA toolkit (docs/
 // catalog lists every backend of sfsweep, built in or not: the one place that says which
 // backend names exist, what they run on and how to get them.
 var catalog = []Info{
-	{Name: "cpu", Device: DeviceCPU, Summary: "the native engine: pure Go and assembly"},
-	{Name: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, float32 GEMMs", Build: cudaBuild},
-	{Name: "cuda-tf32", Device: DeviceCUDA, Summary: "NVIDIA GPU, TF32 tensor-core GEMMs", Build: cudaBuild},
+	// cpu-fp32/2: AVX-512, AVX2 and the portable loops give the same bits (the AVX2
+	// reductions in 16 lanes, the portable loops fused); /1 differed between them.
+	{Name: "cpu", Device: DeviceCPU, Summary: "the native engine: pure Go and assembly", Precision: "fp32", Arithmetic: "cpu-fp32/2"},
+	{Name: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, float32 GEMMs", Build: cudaBuild, Precision: "fp32", Arithmetic: "cuda-fp32/1"},
+	{Name: "cuda-tf32", Device: DeviceCUDA, Summary: "NVIDIA GPU, TF32 tensor-core GEMMs", Build: cudaBuild, Precision: "tf32", Arithmetic: "cuda-tf32/1"},
+}
+
+// sameArithmetic declares arithmetics that give the same bits although their names
+// differ (a version bumped for a change that turned out to alter no result): resuming a
+// checkpoint of one on the other is allowed. Each entry maps a name to the one it equals.
+var sameArithmetic = map[string]string{}
+
+// SameArithmetic tells whether engines of arithmetics a and b give the same bits.
+func SameArithmetic(a, b string) bool {
+	return a == b || sameArithmetic[a] == b || sameArithmetic[b] == a
 }
 
 // Catalog lists every backend sfsweep has, whether this build carries it or not.
