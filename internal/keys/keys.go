@@ -59,13 +59,14 @@ func Trial(id string) string { return Trials + id }
 // result under its prefix; Checkpoints is the prefix of its checkpoints.
 func RunConfig(prefix string) string { return Join(prefix, ConfigName) }
 
+func RunCurves(prefix string) string   { return Join(prefix, CurvesName) }
+func RunResult(prefix string) string   { return Join(prefix, ResultName) }
+func Checkpoints(prefix string) string { return Join(prefix, CheckpointsDir) }
+
 // RunModel and RunModelCard are the keys of a finished run's model (safetensors, PyTorch
 // names) and of the small JSON that describes it.
 func RunModel(prefix string) string     { return Join(prefix, ModelName) }
 func RunModelCard(prefix string) string { return Join(prefix, ModelCardName) }
-func RunCurves(prefix string) string    { return Join(prefix, CurvesName) }
-func RunResult(prefix string) string    { return Join(prefix, ResultName) }
-func Checkpoints(prefix string) string  { return Join(prefix, CheckpointsDir) }
 
 // Checkpoint is the key of the weights of the checkpoint at step under a checkpoints
 // prefix, and CheckpointSidecar that of its sidecar (optimizer state, metadata).
