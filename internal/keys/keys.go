@@ -57,8 +57,7 @@ func Trial(id string) string { return Trials + id }
 
 // RunConfig, RunCurves and RunResult are the keys of a run's config, evaluations and
 // result under its prefix; Checkpoints is the prefix of its checkpoints.
-func RunConfig(prefix string) string { return Join(prefix, ConfigName) }
-
+func RunConfig(prefix string) string   { return Join(prefix, ConfigName) }
 func RunCurves(prefix string) string   { return Join(prefix, CurvesName) }
 func RunResult(prefix string) string   { return Join(prefix, ResultName) }
 func Checkpoints(prefix string) string { return Join(prefix, CheckpointsDir) }
