@@ -14,9 +14,21 @@ import "math"
 // not. Then the float64 sum's error (TwoSum, exact) says on which side the exact sum lies,
 // and the sum is moved one float64 ulp toward it before the final rounding.
 func FMA(a, b, c float32) float32 {
+	s := float64(a)*float64(b) + float64(c) // the product is exact: fused or not, one rounding
+	// Rounding s to float32 is right unless s lies exactly halfway between two float32
+	// values (its 29 low mantissa bits 1 followed by zeros) or is below the normal float32
+	// range (a subnormal result, rounded at another bit): fma handles those.
+	if math.Float64bits(s)&(1<<29-1) != 1<<28 && math.Abs(s) >= 0x1p-126 {
+		return float32(s)
+	}
+	return fma(a, b, c)
+}
+
+// fma is FMA's careful path.
+func fma(a, b, c float32) float32 {
 	p := float64(a) * float64(b)
+	s := p + float64(c)
 	cc := float64(c)
-	s := p + cc
 	f := float32(s)
 	if float64(f) == s || math.IsInf(s, 0) || math.IsNaN(s) {
 		return f

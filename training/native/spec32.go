@@ -210,5 +210,5 @@ func geluBackward32Go(dx, dout, x []float32) {
 // matmul32Go mirrors matmul32: each element of C one chain of fused multiply-adds in
 // increasing p from 0, then times alpha.
 func matmul32Go(c []float32, ldc int, a []float32, rsA, csA int, b []float32, ldb, m, n, k int, alpha float32) {
-	matmulLoop(c, ldc, a, rsA, csA, b, ldb, m, n, k, alpha, fp32.FMA)
+	matmulLoop(c, ldc, a, rsA, csA, b, ldb, m, n, k, alpha)
 }

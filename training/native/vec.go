@@ -3,6 +3,8 @@ package native
 import (
 	"math"
 	"unsafe"
+
+	"github.com/sfsweep/sfsweep/internal/fp32"
 )
 
 // Row primitives under the ops: a portable loop for any T, and the SIMD kernel of
@@ -277,19 +279,25 @@ func vMatmul[T Float](c []T, ldc int, a []T, rsA, csA int, b []T, ldb, m, n, k i
 		matmul32Go(f32(c), ldc, f32(a), rsA, csA, f32(b), ldb, m, n, k, float32(alpha))
 		return
 	}
-	matmulLoop(c, ldc, a, rsA, csA, b, ldb, m, n, k, alpha, func(x, y, z T) T { return z + x*y })
+	matmulLoop(c, ldc, a, rsA, csA, b, ldb, m, n, k, alpha)
 }
 
 // matmulLoop computes C = alpha·A·B (see vMatmul) with each element one chain of
-// madd(a, b, c) in increasing p from 0, then times alpha.
-func matmulLoop[T Float](c []T, ldc int, a []T, rsA, csA int, b []T, ldb, m, n, k int, alpha T, madd func(x, y, z T) T) {
+// multiply-adds in increasing p from 0, then times alpha; in float32 the multiply-adds are
+// fused, as the SIMD kernels' (matmul32).
+func matmulLoop[T Float](c []T, ldc int, a []T, rsA, csA int, b []T, ldb, m, n, k int, alpha T) {
+	fused := is32[T]()
 	for i := range m {
 		ci := c[i*ldc : i*ldc+n]
 		clear(ci)
 		for p := range k {
 			aip := a[i*rsA+p*csA]
 			for j, bv := range b[p*ldb : p*ldb+n] {
-				ci[j] = madd(aip, bv, ci[j])
+				if fused {
+					ci[j] = T(fp32.FMA(float32(aip), float32(bv), float32(ci[j])))
+				} else {
+					ci[j] += aip * bv
+				}
 			}
 		}
 		for j := range ci {
