@@ -88,13 +88,23 @@ tables:
   - {kind: c_sensitivity, name: t, lr: 1e-3, beta2: 0.99}
 `
 
-// Seeds of one cell are averaged over those that completed.
-func TestBuildSeedsMean(t *testing.T) {
+// seedsSweep parses seedsManifest and expands it.
+func seedsSweep(t *testing.T) (*sweeps.Manifest, []sweeps.Trial) {
+	t.Helper()
 	m, err := sweeps.Parse([]byte(seedsManifest))
 	if err != nil {
 		t.Fatal(err)
 	}
-	trials, _ := m.Expand()
+	trials, err := m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, trials
+}
+
+// Seeds of one cell are averaged over those that completed.
+func TestBuildSeedsMean(t *testing.T) {
+	m, trials := seedsSweep(t)
 	out := map[string]Outcome{}
 	for _, tr := range trials {
 		switch tr.Points[0].Seed {
@@ -148,11 +158,7 @@ func TestExampleTables(t *testing.T) {
 // A table whose results come from engines of different arithmetic says so in its caption
 // and its JSON; one engine adds nothing.
 func TestMixedEngines(t *testing.T) {
-	m, err := sweeps.Parse([]byte(seedsManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	trials, _ := m.Expand()
+	m, trials := seedsSweep(t)
 	out := map[string]Outcome{}
 	for i, tr := range trials {
 		o := finished(30)
