@@ -94,7 +94,7 @@ func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Res
 	if r == nil {
 		return workflows.TrainOutput{}
 	}
-	out := workflows.TrainOutput{Status: r.Status, DivergedAt: r.DivergedAt}
+	out := workflows.TrainOutput{Status: r.Status, DivergedAt: r.DivergedAt, Arithmetic: r.Engine.Arithmetic}
 	if infos, err := checkpoint.List(ctx, a.Store, keys.Checkpoints(keys.Trial(id))); err == nil {
 		for _, i := range infos {
 			out.Checkpoints = append(out.Checkpoints, int(i.Step))

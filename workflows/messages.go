@@ -107,6 +107,9 @@ type SweepProgress struct {
 	Running   []string `json:"running"`
 	Canceled  bool     `json:"canceled,omitempty"`
 	Runs      int      `json:"runs"` // workflow runs so far (continue-as-new)
+	// Engines counts the trials trained in this sweep by the arithmetic of their engine;
+	// more than one key means cells of the tables may differ in their last digits.
+	Engines map[string]int `json:"engines,omitempty"`
 }
 
 // Done reports whether every trial has an outcome.
@@ -153,6 +156,8 @@ type TrainOutput struct {
 	Status      status.Status `json:"status"` // status.Completed or status.Diverged
 	DivergedAt  int           `json:"diverged_at,omitempty"`
 	Checkpoints []int         `json:"checkpoints,omitempty"` // steps with a checkpoint kept
+	// Arithmetic is that of the engine that trained the trial (backend.Info.Arithmetic).
+	Arithmetic string `json:"arithmetic,omitempty"`
 }
 
 // TrainHeartbeat is the Train activity's heartbeat detail.
@@ -211,6 +216,7 @@ type TrialResult struct {
 	DivergedAt int           `json:"diverged_at,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	Probes     int           `json:"probes,omitempty"`
+	Arithmetic string `json:"arithmetic,omitempty"` // as TrainOutput's
 }
 
 // TablesInput is a sweep's Tables workflow, or its continuation.

@@ -191,6 +191,12 @@ func (s *sweep) trialDone(id string, f workflow.Future) {
 		s.p.Failed++
 		return
 	}
+	if r.Arithmetic != "" {
+		if s.p.Engines == nil {
+			s.p.Engines = map[string]int{}
+		}
+		s.p.Engines[r.Arithmetic]++
+	}
 	switch r.Status {
 	case status.Diverged:
 		s.p.Diverged++

@@ -75,7 +75,7 @@ func (t *trial) train() error {
 	var out TrainOutput
 	err := workflow.ExecuteActivity(t.gpu, ActivityTrain, TrainInput{TrialID: t.in.Trial.ID, StallTimeout: t.in.StallTimeout}).Get(t.ctx, &out)
 	if err == nil {
-		t.res.Status, t.res.DivergedAt = out.Status, out.DivergedAt
+		t.res.Status, t.res.DivergedAt, t.res.Arithmetic = out.Status, out.DivergedAt, out.Arithmetic
 		t.checkpoints = out.Checkpoints
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -93,7 +94,11 @@ func (f *fakeWorld) register(env *testsuite.TestWorkflowEnvironment) {
 		case "broken":
 			return TrainOutput{}, errors.New("CUDA error: uncorrectable ECC error encountered")
 		}
-		return TrainOutput{Status: status.Completed, Checkpoints: []int{10, 20}}, nil
+		arithmetic := "cpu-fp32/2"
+		if in.TrialID == "c" {
+			arithmetic = "cpu-fp32/1" // trained by an older engine
+		}
+		return TrainOutput{Status: status.Completed, Checkpoints: []int{10, 20}, Arithmetic: arithmetic}, nil
 	}, activity.RegisterOptions{Name: ActivityTrain})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in DecayProbeInput) error {
 		f.mu.Lock()
@@ -163,6 +168,9 @@ func TestSweep(t *testing.T) {
 	p := res.Progress
 	if p.Total != 8 || p.Skipped != 1 || p.Completed != 4 || p.Diverged != 1 || p.Failed != 2 || !p.Done() || len(p.Running) != 0 {
 		t.Errorf("progress %+v", p)
+	}
+	if !maps.Equal(p.Engines, map[string]int{"cpu-fp32/2": 3, "cpu-fp32/1": 1}) {
+		t.Errorf("engines %v: want the completed trials counted by their engine's arithmetic", p.Engines)
 	}
 	var q SweepProgress
 	v, err := env.QueryWorkflow(QueryProgress)

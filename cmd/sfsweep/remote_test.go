@@ -373,3 +373,16 @@ func TestRoutedByDevice(t *testing.T) {
 		t.Errorf("the cuda worker does not name its queue:\n%s", cuda.output())
 	}
 }
+
+// status says when the sweep's results come from engines of different arithmetic, and
+// nothing about engines when one produced them all.
+func TestStatusEngines(t *testing.T) {
+	for _, engines := range []map[string]int{{"cpu-fp32/1": 2, "cpu-fp32/2": 5}, {"cpu-fp32/2": 7}} {
+		var b bytes.Buffer
+		printStatus(&b, "sweep-x", sweepStatus{SweepProgress: workflows.SweepProgress{Total: 7, Completed: 7, Engines: engines}})
+		mixed := strings.Contains(b.String(), "engines of different arithmetic: cpu-fp32/1 (2), cpu-fp32/2 (5)")
+		if mixed != (len(engines) > 1) || !strings.HasPrefix(b.String(), "sweep-x: 7/7 trials done") {
+			t.Errorf("engines %v: status\n%s", engines, b.String())
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,6 +89,13 @@ func printStatus(w io.Writer, id string, st sweepStatus) {
 	p := st.SweepProgress
 	fmt.Fprintf(w, "%s: %d/%d trials done (%d completed, %d diverged, %d failed, %d had results), %d running\n",
 		id, p.Completed+p.Diverged+p.Failed+p.Skipped, p.Total, p.Completed, p.Diverged, p.Failed, p.Skipped, len(p.Running))
+	if len(p.Engines) > 1 {
+		var parts []string
+		for _, a := range slices.Sorted(maps.Keys(p.Engines)) {
+			parts = append(parts, fmt.Sprintf("%s (%d)", a, p.Engines[a]))
+		}
+		fmt.Fprintf(w, "  results from engines of different arithmetic: %s; cells may differ in their last digits\n", strings.Join(parts, ", "))
+	}
 	for _, t := range st.Trials {
 		line := fmt.Sprintf("  trial %s: %s", t.ID, t.State)
 		switch t.State {
