@@ -216,7 +216,7 @@ type TrialResult struct {
 	DivergedAt int           `json:"diverged_at,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	Probes     int           `json:"probes,omitempty"`
-	Arithmetic string `json:"arithmetic,omitempty"` // as TrainOutput's
+	Arithmetic string        `json:"arithmetic,omitempty"` // as TrainOutput's
 }
 
 // TablesInput is a sweep's Tables workflow, or its continuation.
