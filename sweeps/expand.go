@@ -90,7 +90,7 @@ func (m *Manifest) trialConfig(g Grid, p Point) training.Config {
 		C: p.C, GradClip: g.GradClip, WarmupFrac: m.WarmupFrac, Schedule: g.Schedule, FinalFrac: g.FinalFrac, DecayFrac: g.DecayFrac,
 	}
 	c := training.Config{
-		Model: m.Model, ModelConfig: m.ModelConfig, Backend: m.Backend, Data: m.Data, Optimizer: o,
+		Model: m.Model, ModelConfig: m.ModelConfig, Backend: m.Backend, Precision: m.Precision, Data: m.Data, Optimizer: o,
 		BatchTokens: p.BatchTokens, MicroBatch: m.MicroBatch, SeqLen: m.SeqLen, Steps: m.Steps,
 		EvalEvery: m.EvalEvery, EvalSeqs: m.EvalSeqs, TestSeqs: m.TestSeqs,
 		CheckpointEvery: m.CheckpointEvery, KeepCheckpoints: m.KeepCheckpoints, EWADecay: m.EWADecay,

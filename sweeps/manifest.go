@@ -31,6 +31,7 @@ type Manifest struct {
 	Model       string              `yaml:"model,omitempty"`
 	ModelConfig *model.Config       `yaml:"model_config,omitempty"`
 	Backend     string              `yaml:"backend,omitempty"`
+	Precision   string              `yaml:"precision,omitempty"` // fp32, tf32 or bf16: picks the backend of that precision
 	Data        training.DataConfig `yaml:"data"`
 
 	BatchTokens     IntList  `yaml:"batch_tokens"` // one value or a grid
@@ -218,7 +219,10 @@ func Parse(src []byte) (*Manifest, error) {
 // a binary that has it. A worker that lacks it never receives its trials: they wait for
 // one that has it.
 func (m *Manifest) CheckBackend(src []byte) error {
-	name := cmp.Or(m.Backend, "cpu")
+	name, err := backend.Resolve(cmp.Or(m.Backend, "cpu"), m.Precision)
+	if err != nil {
+		return nil // Parse refused it already
+	}
 	var ue *backend.UnavailableError
 	if err := backend.Check(name); !errors.As(err, &ue) {
 		return err // nil, or a name Parse already refused

@@ -125,6 +125,7 @@ func TestParseErrors(t *testing.T) {
 		{"model: micro-llama", "model: &m micro-llama\nbackend: *m", "aliases are not allowed"},
 		{"seeds: [1, 2]", "seeds: [1, 2]\nmax_trials: 8", "16 trials: the grid expands to more than max_trials = 8"},
 		{"steps: 10", "steps: .nan", "line 6: cannot unmarshal !!float `.nan` into int"},
+		{"steps: 10", "steps: 10\nprecision: bf16", "line 7: precision = bf16: backend cpu has no such precision; it has fp32"},
 		{"steps: 10", "steps: 10\nprobes: {decay: {steps: 2}}", "probes.decay.at = []: the probe runs from checkpoints"},
 		{"steps: 10", "steps: 10\ncheckpoint_every: 5\nprobes: {lr_decay: {frac: 1.5}}", "probes.lr_decay.frac = 1.5: must be in (0, 1]"},
 		{"steps: 10", "steps: 10\ncheckpoint_every: 5\nprobes: {lr_decay: {frac: 0.2}}", "probes.lr_decay = optimizers [sfadamw]: the LR-decay branch continues adamw trials"},

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -26,6 +27,10 @@ type Config struct {
 	Model       string        `json:"model,omitempty" yaml:"model,omitempty"`
 	ModelConfig *model.Config `json:"model_config,omitempty" yaml:"model_config,omitempty"`
 	Backend     string        `json:"backend,omitempty" yaml:"backend,omitempty"` // a name of backend.Catalog; "": "cpu"
+	// Precision, if set, picks the backend of Backend's family with that precision of
+	// matrix products (backend: cuda, precision: bf16 is the backend cuda-bf16);
+	// WithDefaults folds it into Backend, so the two spellings are one config.
+	Precision string `json:"precision,omitempty" yaml:"precision,omitempty"`
 
 	Data      DataConfig      `json:"data" yaml:"data"`
 	Optimizer OptimizerConfig `json:"optimizer" yaml:"optimizer"`
@@ -104,6 +109,9 @@ const maxCount = 1 << 40
 func (c Config) WithDefaults() Config {
 	if c.Backend == "" {
 		c.Backend = "cpu"
+	}
+	if name, err := backend.Resolve(c.Backend, c.Precision); err == nil {
+		c.Backend, c.Precision = name, "" // else Validate reports the precision
 	}
 	o := &c.Optimizer
 	if o.Eps == 0 {
@@ -194,6 +202,14 @@ func (c Config) Validate() error {
 	}
 	if _, ok := backend.Lookup(c.Backend); !ok {
 		return &ConfigError{Field: "backend", Value: c.Backend, Reason: "must be one of " + backendNames()}
+	}
+	if c.Precision != "" {
+		_, err := backend.Resolve(c.Backend, c.Precision)
+		reason := "must be one of " + strings.Join(backend.Precisions, ", ")
+		if slices.Contains(backend.Precisions, c.Precision) && err != nil {
+			_, reason, _ = strings.Cut(err.Error(), ": ")
+		}
+		return &ConfigError{Field: "precision", Value: c.Precision, Reason: reason}
 	}
 	if c.Data.Path != "" && c.Data.Default != "" {
 		return &ConfigError{Field: "data.default", Value: c.Data.Default, Reason: "give data.path or data.default, not both"}

@@ -56,6 +56,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"seed: 1|seed: 1\nseq_len: 9", "seq_len = 9: must be ≤ the model's context (8)"},
 		{"  lr: 0.002|  lr: 0.002\n  c: -1", "optimizer.c = -1"},
 		{"seed: 1|seed: 1\nmicro_batch: 4611686018427387904", "micro_batch = 4611686018427387904: must be ≤ 1099511627776"},
+		{"seed: 1|seed: 1\nprecision: bf16", `precision = bf16: backend cpu has no such precision; it has fp32`},
+		{"seed: 1|seed: 1\nprecision: fp8", `precision = fp8: must be one of fp32, tf32, bf16`},
 	} {
 		src := tinyYAML
 		if old, nw, ok := strings.Cut(tc.edit, "|"); ok {
@@ -91,6 +93,12 @@ func TestHashCanonical(t *testing.T) {
 	byPreset.Model, byPreset.ModelConfig = "", &mc
 	if base.Hash() != byPreset.Hash() {
 		t.Error("a preset and its spelled-out config hash differently")
+	}
+	bf, named := base, base
+	bf.Backend, bf.Precision = "cuda", "bf16"
+	named.Backend = "cuda-bf16"
+	if bf = bf.WithDefaults(); bf.Backend != "cuda-bf16" || bf.Hash() != named.WithDefaults().Hash() || bf.Hash() == base.Hash() {
+		t.Errorf("backend cuda with precision bf16 is %q, hash %.8s; backend cuda-bf16 hashes %.8s", bf.Backend, bf.Hash(), named.WithDefaults().Hash())
 	}
 	seed := base
 	seed.Seed = 2

@@ -4,7 +4,7 @@ package main
 // registers itself with training/backend; a worker serves the devices of the backends
 // registered (backend.Devices). training/cuda is empty without the cuda build tag, so the
 // default build carries the cpu backend alone, and a build with -tags cuda carries cuda
-// and cuda-tf32 too.
+// and cuda-tf32 and cuda-bf16 too.
 import (
 	_ "github.com/sfsweep/sfsweep/training/cuda"
 	_ "github.com/sfsweep/sfsweep/training/native"

@@ -49,7 +49,7 @@ func TestUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"cuda", "cuda-tf32"} {
+	for _, name := range []string{"cuda", "cuda-tf32", "cuda-bf16"} {
 		_, err := backend.New(name, cfg, 1, 4)
 		var ue *backend.UnavailableError
 		if !errors.As(err, &ue) || !errors.Is(err, backend.ErrUnavailable) || ue.Backend.Device != backend.DeviceCUDA {
@@ -64,7 +64,7 @@ func TestUnavailable(t *testing.T) {
 	if err := backend.Check("cpu"); err != nil {
 		t.Errorf("Check(cpu) = %v", err)
 	}
-	if err := backend.Check("tpu"); err == nil || errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "cpu, cuda, cuda-tf32") {
+	if err := backend.Check("tpu"); err == nil || errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "cpu, cuda, cuda-tf32, cuda-bf16") {
 		t.Errorf("Check(tpu) = %v, want an error listing the catalog", err)
 	}
 	if d := backend.Devices(); !slices.Equal(d, []string{"cpu"}) {
@@ -161,5 +161,25 @@ func TestCPUEngine(t *testing.T) {
 	got := make([]float32, n)
 	if err := e.ReadParams(got); err != nil || !slices.Equal(got, w) {
 		t.Fatalf("ReadParams: %v, equal %v", err, slices.Equal(got, w))
+	}
+}
+
+// Resolve maps a backend and a precision to the catalog's backend of that family, and
+// names the family's precisions when it has no such one.
+func TestResolve(t *testing.T) {
+	for _, c := range []struct{ name, prec, want string }{
+		{"cpu", "", "cpu"}, {"cpu", "fp32", "cpu"}, {"cuda", "", "cuda"}, {"cuda", "fp32", "cuda"},
+		{"cuda", "bf16", "cuda-bf16"}, {"cuda", "tf32", "cuda-tf32"}, {"cuda-tf32", "bf16", "cuda-bf16"},
+		{"cuda-bf16", "fp32", "cuda"},
+	} {
+		if got, err := backend.Resolve(c.name, c.prec); got != c.want || err != nil {
+			t.Errorf("Resolve(%q, %q) = %q, %v; want %q", c.name, c.prec, got, err, c.want)
+		}
+	}
+	if _, err := backend.Resolve("cpu", "bf16"); err == nil || !strings.Contains(err.Error(), `precision = "bf16"`) || !strings.Contains(err.Error(), "it has fp32") {
+		t.Errorf("Resolve(cpu, bf16) = %v, want an error naming the precision and cpu's", err)
+	}
+	if _, err := backend.Resolve("tpu", ""); err == nil {
+		t.Error("Resolve(tpu) gave no error")
 	}
 }

@@ -20,7 +20,8 @@ type Info struct {
 	Summary string
 	// Build says how to build a binary that carries the backend; "" for every build.
 	Build string
-	// Precision is the precision of the engine's matrix products: "fp32" or "tf32".
+	// Precision is the precision of the engine's matrix products: "fp32", "tf32" or
+	// "bf16" (bfloat16 operands, float32 accumulation and master weights).
 	Precision string
 	// Arithmetic names the engine's floating-point arithmetic, with a version: two
 	// engines of one arithmetic give the same bits from the same inputs, whatever machine
@@ -44,6 +45,36 @@ var catalog = []Info{
 	{Name: "cpu", Device: DeviceCPU, Summary: "the native engine: pure Go and assembly", Precision: "fp32", Arithmetic: "cpu-fp32/2"},
 	{Name: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, float32 GEMMs", Build: cudaBuild, Precision: "fp32", Arithmetic: "cuda-fp32/1"},
 	{Name: "cuda-tf32", Device: DeviceCUDA, Summary: "NVIDIA GPU, TF32 tensor-core GEMMs", Build: cudaBuild, Precision: "tf32", Arithmetic: "cuda-tf32/1"},
+	{Name: "cuda-bf16", Device: DeviceCUDA, Summary: "NVIDIA GPU, bf16 tensor-core GEMMs with float32 master weights (as torch.autocast)", Build: cudaBuild, Precision: "bf16", Arithmetic: "cuda-bf16/1"},
+}
+
+// Precisions lists the precisions of matrix products a config may ask for.
+var Precisions = []string{"fp32", "tf32", "bf16"}
+
+// Resolve returns the backend that runs name's engine at the given precision: name itself
+// when precision is "" or name's own, else the backend of name's family (the name up to
+// its first '-') with that precision (cuda and bf16: cuda-bf16). The error says which
+// precisions the family has.
+func Resolve(name, precision string) (string, error) {
+	b, ok := Lookup(name)
+	if !ok {
+		return "", Check(name)
+	}
+	if precision == "" || precision == b.Precision {
+		return name, nil
+	}
+	family, _, _ := strings.Cut(name, "-")
+	var have []string
+	for _, c := range catalog {
+		if f, _, _ := strings.Cut(c.Name, "-"); f != family {
+			continue
+		}
+		if c.Precision == precision {
+			return c.Name, nil
+		}
+		have = append(have, c.Precision)
+	}
+	return "", fmt.Errorf("precision = %q: backend %s has no such precision; it has %s", precision, name, strings.Join(have, ", "))
 }
 
 // sameArithmetic declares arithmetics that give the same bits although their names
