@@ -50,6 +50,10 @@ type Options struct {
 	// AfterStep, if set, is called after each step's optimizer update and checkpoint;
 	// returning an error stops the run with it (tests use it to interrupt runs).
 	AfterStep func(step int) error
+	// HostOptimizer steps the optimizer on the host even where the engine could step it
+	// on its device (backend.DeviceLoop); the results are bitwise the same, and the tests
+	// compare the two.
+	HostOptimizer bool
 }
 
 // Progress is a snapshot of a running run.
@@ -208,6 +212,9 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	res.Steps, res.Tokens = r.step, int64(r.step)*tokensPerStep
 	res.EvalSeqs = r.evalSeqs
 	res.Curves = r.curves
+	if err := r.pull(); err != nil {
+		return nil, err
+	}
 	res.ParamsHash = hashFloats(r.y())
 	res.Seconds = time.Since(start).Seconds()
 	if opt.Store != nil {
@@ -255,10 +262,17 @@ type runner struct {
 	host backend.HostEngine // nil for engines with their own memory
 
 	yHost, gHost []float32 // the parameters (y) and gradients on the host, for non-host engines
-	sf           *sfadamw.SFAdamW[float32]
-	adamw        *sfadamw.AdamW[float32]
-	ewa1, ewa2   *sfadamw.EWA[float32] // EWA(x) and EWA(y) for SF-AdamW; EWA(w) (ewa1) for AdamW
-	scratch      []float32             // an iterate being evaluated, and y saved meanwhile
+	// dev is the optimizer stepped on the engine's device (with its averages), when the
+	// engine is a backend.DeviceLoop; sf, adamw and the EWAs are then the host's copy of its
+	// state, brought up to date by pull before they are read, and stale marks a copy
+	// behind the device.
+	dev        backend.Optimizer
+	loop       backend.DeviceLoop
+	stale      bool
+	sf         *sfadamw.SFAdamW[float32]
+	adamw      *sfadamw.AdamW[float32]
+	ewa1, ewa2 *sfadamw.EWA[float32] // EWA(x) and EWA(y) for SF-AdamW; EWA(w) (ewa1) for AdamW
+	scratch    []float32             // an iterate being evaluated, and y saved meanwhile
 
 	tokens, targets []int32
 	step            int
@@ -315,6 +329,13 @@ func newRunner(ctx context.Context, cfg Config, opt Options) (*runner, error) {
 		eng.Close()
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	// The device optimizer stores no x, so SF-AdamW with β1 = 0 steps on the host.
+	if dl, ok := eng.(backend.DeviceLoop); ok && !opt.HostOptimizer && r.host == nil && (r.sf == nil || cfg.Optimizer.Beta1 > 0) {
+		if err := r.startDevice(dl); err != nil {
+			eng.Close()
+			return nil, fmt.Errorf("train: %w", err)
+		}
+	}
 	r.scratch = make([]float32, 2*n)
 	r.tokens = make([]int32, cfg.MicroBatch*cfg.SeqLen)
 	r.targets = make([]int32, cfg.MicroBatch*cfg.SeqLen)
@@ -348,6 +369,9 @@ func (r *runner) trainStep(step int) (float64, error) {
 		if err := r.eng.Backward(); err != nil {
 			return 0, err
 		}
+	}
+	if r.dev != nil {
+		return sum / float64(accum), r.deviceStep(accum)
 	}
 	g := r.gHost
 	if r.host != nil {
@@ -396,6 +420,9 @@ func (r *runner) evalSplit(split string, maxSeqs int) (map[string]float64, int, 
 	nb, _ := r.opt.Data.EvalBatches(split, maxSeqs)
 	if nb == 0 {
 		return nil, 0, fmt.Errorf("train: the %s split holds no whole window of seq_len = %d tokens", split, r.cfg.SeqLen)
+	}
+	if err := r.pull(); err != nil {
+		return nil, 0, err
 	}
 	y := r.y()
 	n := len(y)
@@ -481,4 +508,103 @@ func (r *runner) writeCurves(ctx context.Context) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil
+}
+
+// startDevice makes the run's optimizer and its averages on the engine's device. The
+// engine's parameters hold the initial y.
+func (r *runner) startDevice(dl backend.DeviceLoop) error {
+	var o backend.Optimizer
+	var err error
+	if r.sf != nil {
+		o, err = dl.NewSFAdamW(r.cfg.SFAdamWConfig())
+	} else {
+		o, err = dl.NewAdamW(r.cfg.AdamWConfig())
+	}
+	if err != nil {
+		return err
+	}
+	av, ok := o.(backend.Averager)
+	if !ok {
+		return fmt.Errorf("the %s backend's device optimizer keeps no averages", r.cfg.Backend)
+	}
+	if err := av.StartAverages(r.cfg.EWADecay); err != nil {
+		return err
+	}
+	r.dev, r.loop = o, dl
+	return nil
+}
+
+// deviceStep is trainStep's update on the device: the mean of the accum micro-batches'
+// gradients, the optimizer's step and the averages, as the host computes them.
+func (r *runner) deviceStep(accum int) error {
+	if accum > 1 {
+		if err := r.loop.ScaleGrads(float32(1 / float64(accum))); err != nil {
+			return err
+		}
+	}
+	if err := r.dev.Step(); err != nil {
+		return err
+	}
+	r.stale = true
+	return r.dev.(backend.Averager).UpdateAverages()
+}
+
+// pull brings the host's copy of the parameters, the optimizer's state and the averages
+// up to date with the device optimizer's; it does nothing on the host path.
+func (r *runner) pull() error {
+	if r.dev == nil || !r.stale {
+		return nil
+	}
+	if err := r.eng.ReadParams(r.yHost); err != nil {
+		return err
+	}
+	var err error
+	if r.sf != nil {
+		err = r.sf.Restore(r.dev.State())
+	} else {
+		err = r.adamw.Restore(r.dev.State())
+	}
+	if err != nil {
+		return fmt.Errorf("train: the device optimizer's state: %w", err)
+	}
+	avgs, err := r.dev.(backend.Averager).Averages()
+	if err != nil {
+		return err
+	}
+	for i, e := range r.ewas() {
+		if err := e.Restore(avgs[i]); err != nil {
+			return fmt.Errorf("train: the device's averages: %w", err)
+		}
+	}
+	r.stale = false
+	return nil
+}
+
+// push hands the host's optimizer state and averages (restored from a checkpoint) to the
+// device optimizer; the caller has written the parameters.
+func (r *runner) push() error {
+	if r.dev == nil {
+		return nil
+	}
+	st := r.adamw.State
+	if r.sf != nil {
+		st = r.sf.State
+	}
+	if err := r.dev.Restore(st()); err != nil {
+		return err
+	}
+	var avgs []sfadamw.State[float32]
+	for _, e := range r.ewas() {
+		avgs = append(avgs, e.State())
+	}
+	r.stale = false
+	return r.dev.(backend.Averager).RestoreAverages(avgs)
+}
+
+// ewas lists the run's averages in backend.Averager's order.
+func (r *runner) ewas() []*sfadamw.EWA[float32] {
+	if r.sf != nil {
+		return []*sfadamw.EWA[float32]{r.ewa1, r.ewa2}
+	}
+	return []*sfadamw.EWA[float32]{r.ewa1}
 }

@@ -44,6 +44,9 @@ func (r *runner) ckPrefix() string { return keys.Checkpoints(r.opt.Prefix) }
 
 // checkpoint saves the run's state after r.step steps and prunes old checkpoints.
 func (r *runner) checkpoint(ctx context.Context) error {
+	if err := r.pull(); err != nil {
+		return fmt.Errorf("train: checkpoint at step %d: %w", r.step, err)
+	}
 	cfg, eng := r.cfg.Canonical(), backend.ProvenanceOf(r.cfg.Backend)
 	st, err := json.Marshal(loopState{ConfigHash: r.hash, Config: &cfg, Engine: &eng, Step: r.step, Curves: r.curves, EvalSeqs: r.evalSeqs})
 	if err != nil {
@@ -121,6 +124,9 @@ func (r *runner) resume(ctx context.Context, log *slog.Logger) error {
 		err = restoreEWA(ck, StateEWA2, r.ewa2.Restore)
 	}
 	if err != nil {
+		return fmt.Errorf("train: resume from step %d: %w", ck.Step, err)
+	}
+	if err := r.push(); err != nil {
 		return fmt.Errorf("train: resume from step %d: %w", ck.Step, err)
 	}
 	r.step, r.curves, r.evalSeqs = int(ck.Step), ls.Curves, ls.EvalSeqs

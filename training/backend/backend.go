@@ -70,6 +70,32 @@ type Optimizer interface {
 	Restore(sfadamw.State[float32]) error
 }
 
+// DeviceLoop is implemented by engines on which the training loop's whole step stays where
+// the parameters live: the mean of the accumulated gradients (ScaleGrads), a device
+// optimizer's step and, where the optimizer is an Averager, the exponential averages of
+// the iterates. The loop then copies parameters and state to the host only to evaluate and
+// to checkpoint. Each operation gives bitwise what the loop computes on the host.
+type DeviceLoop interface {
+	DeviceOptimizers
+	// ScaleGrads multiplies every gradient by s (g = g·s in float32).
+	ScaleGrads(s float32) error
+}
+
+// Averager is implemented by device optimizers that also keep the training loop's
+// exponential averages of the iterates (sfadamw.EWA) where the parameters live: for
+// SF-AdamW EWA(x) and EWA(y), for AdamW EWA(w), in that order.
+type Averager interface {
+	// StartAverages makes the averages, empty, with the given decay.
+	StartAverages(decay float64) error
+	// UpdateAverages folds the current iterates into the averages, as sfadamw's
+	// UpdateEWAX (EWA(x)) and EWA.Update (EWA(y), EWA(w)) do.
+	UpdateAverages() error
+	// Averages returns copies of the averages in sfadamw.EWA's State format.
+	Averages() ([]sfadamw.State[float32], error)
+	// RestoreAverages replaces the averages with states of sfadamw.EWA's format.
+	RestoreAverages([]sfadamw.State[float32]) error
+}
+
 // CheckLen is the length check of ReadParams, WriteParams and ReadGrads, shared by backends.
 func CheckLen(what string, got, want int) error {
 	if got != want {
