@@ -390,22 +390,33 @@ func TestNeedBytes(t *testing.T) {
 	for _, name := range []string{"micro-llama", "micro-gpt2"} {
 		cfg := preset(t, name)
 		for _, sf := range []bool{true, false} {
-			e, err := New(cfg, 3, 8, Options{})
-			if err != nil {
-				t.Fatal(err)
+			for _, opt := range []Options{{}, {BF16: true}} {
+				e, err := New(cfg, 3, 8, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var o backend.Optimizer
+				if sf {
+					o, err = e.NewSFAdamW(sfadamw.Config{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8})
+				} else {
+					o, err = e.NewAdamW(sfadamw.DefaultAdamWConfig(10))
+				}
+				if err == nil {
+					err = o.(backend.Averager).StartAverages(0.99)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				// AdamW keeps one average of the two NeedBytes counts.
+				extra := int64(0)
+				if !sf {
+					extra = 4 * int64(e.NumParams())
+				}
+				if got, want := NeedBytes(cfg, 3, 8, opt), int64(e.DeviceBytes())+extra; got != want {
+					t.Errorf("%s, %s, SF-AdamW %v: NeedBytes = %d, the engine, its optimizer and averages hold %d", name, opt.Name(), sf, got, want)
+				}
+				e.Close()
 			}
-			if sf {
-				_, err = e.NewSFAdamW(sfadamw.Config{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8})
-			} else {
-				_, err = e.NewAdamW(sfadamw.DefaultAdamWConfig(10))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, want := NeedBytes(cfg, 3, 8), int64(e.DeviceBytes()); got != want {
-				t.Errorf("%s, SF-AdamW %v: NeedBytes = %d, the engine and its optimizer hold %d", name, sf, got, want)
-			}
-			e.Close()
 		}
 	}
 }
@@ -419,7 +430,7 @@ func TestOutOfMemory(t *testing.T) {
 	if !errors.As(err, &oom) {
 		t.Fatalf("New(a model larger than the GPU) = %v, want an *backend.OutOfMemoryError", err)
 	}
-	if !errors.Is(err, cu.OutOfMemory) || oom.Fits() || oom.Need != NeedBytes(cfg, 64, 4096) || oom.Total <= 0 || oom.Free <= 0 || oom.Free > oom.Total {
+	if !errors.Is(err, cu.OutOfMemory) || oom.Fits() || oom.Need != NeedBytes(cfg, 64, 4096, Options{}) || oom.Total <= 0 || oom.Free <= 0 || oom.Free > oom.Total {
 		t.Errorf("out of memory: %+v", oom)
 	}
 	for _, want := range []string{"out of device memory", "needs", "GiB", "does not fit"} {

@@ -20,6 +20,21 @@ static int sfsweepSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int
 		tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, (const float *)a, lda, sa,
 		(const float *)b, ldb, sb, &beta, (float *)c, ldc, sc, count);
 }
+
+// sfsweepGemmBF16 is the mixed-precision GEMM (count = 1) or strided-batched GEMM: A and B
+// bfloat16, C float32, products accumulated in float32 on the tensor cores.
+static int sfsweepGemmBF16(void *h, int ta, int tb, int m, int n, int k, float alpha,
+		unsigned long long a, int lda, long long sa, unsigned long long b, int ldb, long long sb,
+		float beta, unsigned long long c, int ldc, long long sc, int count) {
+	cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	if (count == 1)
+		return (int)cublasGemmEx((cublasHandle_t)h, opa, opb, m, n, k, &alpha, (const void *)a,
+			CUDA_R_16BF, lda, (const void *)b, CUDA_R_16BF, ldb, &beta, (void *)c, CUDA_R_32F, ldc,
+			CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP);
+	return (int)cublasGemmStridedBatchedEx((cublasHandle_t)h, opa, opb, m, n, k, &alpha,
+		(const void *)a, CUDA_R_16BF, lda, sa, (const void *)b, CUDA_R_16BF, ldb, sb, &beta,
+		(void *)c, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP);
+}
 */
 import "C"
 
@@ -58,6 +73,7 @@ var kernelNames = []string{
 	"crossentropy_forward", "crossentropy_backward", "sumsq_chunks", "sfadamw_step", "adamw_step",
 	"position_forward", "position_backward", "layernorm_forward", "layernorm_backward_dx",
 	"layernorm_backward_dwdb_part", "bias_forward", "colsum_part", "gelu_forward", "gelu_backward",
+	"scale", "ewa_update", "sf_x", "ewa_update_x", "to_bf16",
 }
 
 // device is GPU 0 as the backend uses it: its primary context, one cuBLAS handle and the
@@ -254,15 +270,28 @@ func (d *device) gemm(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, l
 	return nil
 }
 
+// gemmBF16 is gemmBatched (gemm for count = 1) on bfloat16 operands a and b: C stays
+// float32 and the products accumulate in float32 on the tensor cores.
+func (d *device) gemmBF16(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda, sa int, b cu.DevicePtr, ldb, sb int, beta float32, c cu.DevicePtr, ldc, sc, count int) error {
+	st := C.sfsweepGemmBF16(d.handle, cbool(tB), cbool(tA), C.int(n), C.int(m), C.int(k), C.float(alpha),
+		C.ulonglong(b), C.int(ldb), C.longlong(sb), C.ulonglong(a), C.int(lda), C.longlong(sa),
+		C.float(beta), C.ulonglong(c), C.int(ldc), C.longlong(sc), C.int(count))
+	if st != 0 {
+		return fmt.Errorf("cuda: cublasGemmEx bf16 (%v, %v, m=%d, n=%d, k=%d, count=%d): %v", tA, tB, m, n, k, count, cublas.Status(st))
+	}
+	return nil
+}
+
+func cbool(t bool) C.int {
+	if t {
+		return 1
+	}
+	return 0
+}
+
 // gemmBatched is gemm over count matrices at strides sa, sb, sc (in elements).
 func (d *device) gemmBatched(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda, sa int, b cu.DevicePtr, ldb, sb int, beta float32, c cu.DevicePtr, ldc, sc, count int) error {
-	bt := func(t bool) C.int {
-		if t {
-			return 1
-		}
-		return 0
-	}
-	st := C.sfsweepSgemmStridedBatched(d.handle, bt(tB), bt(tA), C.int(n), C.int(m), C.int(k), C.float(alpha),
+	st := C.sfsweepSgemmStridedBatched(d.handle, cbool(tB), cbool(tA), C.int(n), C.int(m), C.int(k), C.float(alpha),
 		C.ulonglong(b), C.int(ldb), C.longlong(sb), C.ulonglong(a), C.int(lda), C.longlong(sa),
 		C.float(beta), C.ulonglong(c), C.int(ldc), C.longlong(sc), C.int(count))
 	if st != 0 {

@@ -19,6 +19,33 @@ type Options struct {
 	// TF32 lets cuBLAS run the GEMMs on TF32 tensor cores (inputs rounded to 10-bit
 	// mantissas, float32 accumulation). Off by default: GEMMs are full float32.
 	TF32 bool
+	// BF16 runs every matrix product (the linear layers and both products of attention) on
+	// bfloat16 operands with float32 accumulation and float32 outputs, as torch.autocast
+	// with dtype bfloat16 does; parameters, gradients, the other ops and the optimizers
+	// stay float32 (the master weights). It takes precedence over TF32.
+	BF16 bool
+}
+
+// Name is the backend name of an engine with these options (training/backend's catalog).
+func (o Options) Name() string {
+	switch {
+	case o.BF16:
+		return "cuda-bf16"
+	case o.TF32:
+		return "cuda-tf32"
+	}
+	return "cuda"
+}
+
+// bf16 is the state of an engine in bf16 mode: a bfloat16 copy of the parameters, made
+// again when they have changed, and two scratch buffers for the activation operands of a
+// product.
+type bf16 struct {
+	on     bool
+	params cu.DevicePtr // (size) bfloat16 copy of the parameters
+	stale  bool         // the parameters changed since the copy
+	a, b   cu.DevicePtr // scratch for the operands A and B, cap elements each
+	cap    int
 }
 
 // Engine is the CUDA engine for one model configuration (LLaMA or GPT-2) and micro-batch
@@ -51,6 +78,8 @@ type Engine struct {
 	bytes  int // device memory held
 
 	counting bool // NeedBytes: mk adds up sizes and allocates nothing
+
+	bf bf16
 }
 
 // weights are the device addresses of the tensors of one flat buffer in Layout order; qkv
@@ -108,8 +137,8 @@ var _ backend.Engine = (*Engine)(nil)
 var _ backend.DeviceOptimizers = (*Engine)(nil)
 
 func init() {
-	for name, opt := range map[string]Options{"cuda": {}, "cuda-tf32": {TF32: true}} {
-		backend.Register(name, func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
+	for _, opt := range []Options{{}, {TF32: true}, {BF16: true}} {
+		backend.Register(opt.Name(), func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
 			e, err := New(cfg, batch, seqLen, opt)
 			if err != nil {
 				return nil, err
@@ -138,7 +167,7 @@ func New(cfg model.Config, batch, seqLen int, opt Options) (*Engine, error) {
 	unlock := d.lock()
 	defer unlock()
 	e := &Engine{d: d, opt: opt, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
-		lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
+		bf: bf16{on: opt.BF16, stale: true}, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
 	if err := e.allocate(); err != nil {
 		e.free()
 		return nil, e.oom(err)
@@ -147,18 +176,22 @@ func New(cfg model.Config, batch, seqLen int, opt Options) (*Engine, error) {
 }
 
 // optimizerVectors is the number of parameter-sized state vectors of the device
-// optimizers: z and v for SF-AdamW, m and v for AdamW.
-const optimizerVectors = 2
+// optimizers: z and v for SF-AdamW, m and v for AdamW; averageVectors those of the
+// exponential averages a device optimizer may keep (EWA(x) and EWA(y), or EWA(w)).
+const (
+	optimizerVectors = 2
+	averageVectors   = 2
+)
 
 // NeedBytes is the device memory an engine for cfg on micro-batches of batch sequences of
 // seqLen tokens allocates, with the state and scratch of a device optimizer: what a trial
 // of that shape needs on the GPU, beyond the CUDA context and cuBLAS's workspace.
-func NeedBytes(cfg model.Config, batch, seqLen int) int64 {
-	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true}
+func NeedBytes(cfg model.Config, batch, seqLen int, opt Options) int64 {
+	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true, bf: bf16{on: opt.BF16}}
 	_ = c.allocBuffers()
 	size := c.layout.Size
 	_, _ = c.mk(blocks(size, normChunk), 8) // the gradient-norm scratch
-	for range optimizerVectors {
+	for range optimizerVectors + averageVectors {
 		_, _ = c.mk(size)
 	}
 	return int64(c.bytes)
@@ -170,16 +203,13 @@ func (e *Engine) oom(err error) error {
 	if !errors.Is(err, cu.OutOfMemory) {
 		return err
 	}
-	name := "cuda"
-	if e.opt.TF32 {
-		name = "cuda-tf32"
-	}
+	name := e.opt.Name()
 	free, total, merr := cu.MemInfo()
 	if merr != nil {
 		free, total = -1, -1
 	}
 	return &backend.OutOfMemoryError{
-		Backend: name, Need: NeedBytes(e.cfg, e.b, e.t), Total: total, Free: free, Err: err,
+		Backend: name, Need: NeedBytes(e.cfg, e.b, e.t, e.opt), Total: total, Free: free, Err: err,
 		What: fmt.Sprintf("%s of %d parameters at micro-batch %d×%d, with its optimizer,", e.cfg.Arch, e.cfg.NumParams(), e.b, e.t),
 	}
 }
@@ -281,6 +311,12 @@ func (e *Engine) allocBuffers() error {
 	s.dwPart = a(blocks(n, normRows) * c)
 	s.q, s.k, s.v, s.hy = a(n*c), a(n*c), a(n*c), a(n*c)
 	s.dq, s.dk, s.dv = a(n*c), a(n*c), a(n*c)
+	if e.bf.on {
+		// The largest activation operand of a product: the logits' gradient, the attention
+		// probabilities, or a layer's widest activation.
+		e.bf.cap = max(n*v, bhtt, n*max(3*c, gu, f))
+		e.bf.params, e.bf.a, e.bf.b = a(size, 2), a(e.bf.cap, 2), a(e.bf.cap, 2)
+	}
 	if err != nil {
 		return err
 	}
@@ -427,6 +463,7 @@ func (e *Engine) WriteParams(src []float32) error {
 	}
 	unlock := e.d.lock()
 	defer unlock()
+	e.bf.stale = true
 	return htod(e.params, src)
 }
 
@@ -512,7 +549,19 @@ func (e *Engine) Backward() error {
 // run is a sequence of device operations that stops at the first error.
 type run struct {
 	d   *device
+	e   *Engine
 	err error
+}
+
+// newRun starts a sequence of operations of the engine; in bf16 mode it first brings the
+// bfloat16 copy of the parameters up to date.
+func (e *Engine) newRun() *run {
+	r := &run{d: e.d, e: e}
+	if e.bf.on && e.bf.stale {
+		r.launch("to_bf16", lin(e.layout.Size), blk, e.bf.params, e.params, int64(e.layout.Size))
+		e.bf.stale = r.err != nil
+	}
+	return r
 }
 
 func (r *run) launch(name string, grid, block dim, args ...any) {
@@ -522,15 +571,48 @@ func (r *run) launch(name string, grid, block dim, args ...any) {
 }
 
 func (r *run) gemm(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda int, b cu.DevicePtr, ldb int, beta float32, c cu.DevicePtr, ldc int) {
+	if r.e != nil && r.e.bf.on {
+		r.gemmBatched(tA, tB, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1)
+		return
+	}
 	if r.err == nil {
 		r.err = r.d.gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }
 
 func (r *run) gemmBatched(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda, sa int, b cu.DevicePtr, ldb, sb int, beta float32, c cu.DevicePtr, ldc, sc, count int) {
+	if r.e != nil && r.e.bf.on {
+		ar, br := m, k // rows of A and B as stored
+		if tA {
+			ar = k
+		}
+		if tB {
+			br = n
+		}
+		a = r.operand(a, (count-1)*sa+ar*lda, r.e.bf.a)
+		b = r.operand(b, (count-1)*sb+br*ldb, r.e.bf.b)
+		if r.err == nil {
+			r.err = r.d.gemmBF16(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+		}
+		return
+	}
 	if r.err == nil {
 		r.err = r.d.gemmBatched(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
 	}
+}
+
+// operand returns the bfloat16 form of the n float32 elements at p: its place in the
+// bfloat16 copy of the parameters for a weight, else p rounded into scratch.
+func (r *run) operand(p cu.DevicePtr, n int, scratch cu.DevicePtr) cu.DevicePtr {
+	e := r.e
+	if p >= e.params && p < e.params+cu.DevicePtr(4*e.layout.Size) {
+		return e.bf.params + (p-e.params)/2
+	}
+	if n > e.bf.cap && r.err == nil {
+		r.err = fmt.Errorf("bf16 operand of %d elements, scratch holds %d", n, e.bf.cap)
+	}
+	r.launch("to_bf16", lin(n), blk, scratch, p, int64(n))
+	return scratch
 }
 
 func (r *run) do(f func() error) {
@@ -554,7 +636,7 @@ func (e *Engine) forward() error {
 	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
 	eps := float32(e.cfg.NormEps)
 	s := &e.act
-	r := &run{d: e.d}
+	r := e.newRun()
 	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
 	r.do(func() error { return htod(e.tokens, e.hostTokens) })
 	r.do(func() error { return htod(e.targets, e.hostTargets) })
@@ -647,7 +729,7 @@ func (e *Engine) headBackward(r *run) {
 func (e *Engine) backward() error {
 	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
 	s := &e.act
-	r := &run{d: e.d}
+	r := e.newRun()
 	e.headBackward(r)
 	e.rmsnormBackward(r, s.dresid, e.g.norm, s.dnorm, s.resid[2*e.cfg.Layers], e.p.norm, s.nfRstd)
 	for l := e.cfg.Layers - 1; l >= 0; l-- {

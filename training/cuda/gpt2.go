@@ -12,7 +12,7 @@ func (e *Engine) forwardGPT2() error {
 	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
 	eps := float32(e.cfg.NormEps)
 	s := &e.act
-	r := &run{d: e.d}
+	r := e.newRun()
 	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
 	r.do(func() error { return htod(e.tokens, e.hostTokens) })
 	r.do(func() error { return htod(e.targets, e.hostTargets) })
@@ -66,7 +66,7 @@ func (e *Engine) biasBackward(r *run, db, dout cu.DevicePtr, w int) {
 func (e *Engine) backwardGPT2() error {
 	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
 	s := &e.act
-	r := &run{d: e.d}
+	r := e.newRun()
 	e.headBackward(r)
 	e.layernormBackward(r, s.dresid, e.g.norm, e.g.normB, s.dnorm, s.resid[2*e.cfg.Layers], e.p.norm, s.nfMean, s.nfRstd)
 	for l := e.cfg.Layers - 1; l >= 0; l-- {

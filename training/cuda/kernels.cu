@@ -16,6 +16,7 @@
 // hidden width, V vocabulary, N = B·T rows.
 
 #include <stdint.h>
+#include <cuda_bf16.h>
 
 #define WARP 32
 
@@ -482,6 +483,43 @@ __global__ void gelu_backward(float *dx, const float *dout, const float *x, long
     float cdf = 0.5f * (1.0f + erff(v * 0.70710678118654752f));
     float pdf = 0.3989422804014327f * expf(-0.5f * v * v);
     dx[i] = dout[i] * (cdf + v * pdf);
+}
+
+// The training loop's step on the device (training.Run with a device optimizer): the mean
+// of the accumulated gradients and the exponential averages of the iterates, in the
+// element order and rounding of training.scaleGrads and sfadamw.EWA / UpdateEWAX.
+
+// scale multiplies x by s: x = x·s (the mean of accumulated micro-batch gradients).
+__global__ void scale(float *x, float s, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * s;
+}
+
+// ewa_update folds w into the average v: v = d·v + (1−d)·w, with omd = 1−d rounded to
+// float32 as sfadamw.EWA does.
+__global__ void ewa_update(float *v, const float *w, float d, float omd, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) v[i] = d * v[i] + omd * w[i];
+}
+
+// sf_x writes SF-AdamW's x = (y − (1−β)·z)/β into x (sfadamw's X).
+__global__ void sf_x(float *x, const float *y, const float *z, float b, float omb, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = (y[i] - omb * z[i]) / b;
+}
+
+// ewa_update_x folds x = (y − (1−β)·z)/β into v without storing x (sfadamw's UpdateEWAX).
+__global__ void ewa_update_x(float *v, const float *y, const float *z, float d, float omd,
+                             float b, float omb, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) v[i] = d * v[i] + omd * ((y[i] - omb * z[i]) / b);
+}
+
+// to_bf16 rounds x to bfloat16 (to nearest, ties to even): the operands of the bf16
+// matrix products, as torch.autocast casts them.
+__global__ void to_bf16(__nv_bfloat16 *dst, const float *x, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = __float2bfloat16_rn(x[i]);
 }
 
 } // extern "C"

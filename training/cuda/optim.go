@@ -17,13 +17,115 @@ import (
 // scale) are bitwise those of the CPU.
 const normChunk = 1 << 14
 
-// optimizer is what both device optimizers share: the engine and the gradient-norm scratch.
+// optimizer is what both device optimizers share: the engine, the gradient-norm scratch
+// and the exponential averages.
 type optimizer struct {
 	e        *Engine
 	gradClip float64
 	part     cu.DevicePtr // (chunks) float64
 	partHost []float64
 	lastNorm float64
+	averages
+}
+
+// averages are the exponential averages of the iterates a device optimizer keeps for the
+// training loop (backend.Averager): vals[i] has folded in updates[i] iterates.
+type averages struct {
+	decay, omd float32 // d and 1 − d, rounded to float32 as sfadamw.EWA rounds them
+	vals       []cu.DevicePtr
+	updates    []int64
+}
+
+var (
+	_ backend.Averager   = (*SFAdamW)(nil)
+	_ backend.Averager   = (*AdamW)(nil)
+	_ backend.DeviceLoop = (*Engine)(nil)
+)
+
+// ScaleGrads multiplies every gradient by s, as the training loop averages the gradients
+// of accumulated micro-batches.
+func (e *Engine) ScaleGrads(s float32) error {
+	if e.closed {
+		return errClosed
+	}
+	unlock := e.d.lock()
+	defer unlock()
+	n := e.layout.Size
+	return e.d.launch("scale", lin(n), blk, e.grads, s, int64(n))
+}
+
+// startAverages allocates count averages with the given decay.
+func (o *optimizer) startAverages(decay float64, count int) error {
+	if math.IsNaN(decay) || decay < 0 || decay >= 1 {
+		return fmt.Errorf("cuda: ewa_decay = %v: must be in [0, 1)", decay)
+	}
+	if o.e.closed {
+		return errClosed
+	}
+	unlock := o.e.d.lock()
+	defer unlock()
+	d := float32(decay)
+	o.averages = averages{decay: d, omd: 1 - d, vals: make([]cu.DevicePtr, count), updates: make([]int64, count)}
+	for i := range o.vals {
+		var err error
+		if o.vals[i], err = o.e.mk(o.e.layout.Size); err != nil {
+			return o.e.oom(err)
+		}
+	}
+	return nil
+}
+
+// fold folds the float32 vector w into average i, as sfadamw.EWA.Update does: the first
+// update copies w.
+func (o *optimizer) fold(i int, w cu.DevicePtr) error {
+	n := o.e.layout.Size
+	o.updates[i]++
+	if o.updates[i] == 1 {
+		return dtod(o.vals[i], w, n)
+	}
+	return o.e.d.launch("ewa_update", lin(n), blk, o.vals[i], w, o.decay, o.omd, int64(n))
+}
+
+// Averages returns copies of the averages in sfadamw.EWA's State format.
+func (o *optimizer) Averages() ([]sfadamw.State[float32], error) {
+	if o.e.closed {
+		return nil, errClosed
+	}
+	unlock := o.e.d.lock()
+	defer unlock()
+	sts := make([]sfadamw.State[float32], len(o.vals))
+	for i, p := range o.vals {
+		v := make([]float32, o.e.layout.Size)
+		if err := dtoh(v, p); err != nil {
+			return nil, err
+		}
+		sts[i] = sfadamw.State[float32]{Algorithm: "ewa", Step: o.updates[i], Vectors: []sfadamw.Vector[float32]{{Name: "ewa", Data: v}}}
+	}
+	return sts, nil
+}
+
+// RestoreAverages replaces the averages with sts, in sfadamw.EWA's State format.
+func (o *optimizer) RestoreAverages(sts []sfadamw.State[float32]) error {
+	if len(sts) != len(o.vals) {
+		return fmt.Errorf("cuda: restore averages: %d states, want %d", len(sts), len(o.vals))
+	}
+	for _, st := range sts {
+		if err := checkState("ewa", st, []string{"ewa"}, o.e.layout.Size); err != nil {
+			return err
+		}
+	}
+	if o.e.closed {
+		return errClosed
+	}
+	unlock := o.e.d.lock()
+	defer unlock()
+	for i, st := range sts {
+		if err := htod(o.vals[i], st.Vectors[0].Data); err != nil {
+			return err
+		}
+		o.updates[i] = st.Step
+	}
+	return nil
 }
 
 func (e *Engine) newOptimizer(gradClip float64, state int) (optimizer, []cu.DevicePtr, error) {
@@ -138,6 +240,7 @@ func (s *SFAdamW) Step() error {
 	b2 := s.cfg.Beta2
 	rs := 1 / math.Sqrt(1-math.Pow(b2, float64(s.step)))
 	n := s.e.layout.Size
+	s.e.bf.stale = true
 	err = s.e.d.launch("sfadamw_step", lin(n), blk, s.e.grads, s.e.params, s.z, s.v, int64(n),
 		float32(b2), float32(1-b2), float32(rs), float32(s.cfg.Eps), float32(s.cfg.WeightDecay), float32(gs),
 		float32(c), float32(gamma), float32(gamma*(s.cfg.Beta1*(1-c)-1)))
@@ -188,6 +291,36 @@ func (s *SFAdamW) Restore(st sfadamw.State[float32]) error {
 
 // Steps returns the number of steps taken.
 func (s *SFAdamW) Steps() int { return int(s.step) }
+
+// StartAverages makes EWA(x) and EWA(y), empty, with the given decay.
+func (s *SFAdamW) StartAverages(decay float64) error { return s.startAverages(decay, 2) }
+
+// UpdateAverages folds x into EWA(x) without storing x, as sfadamw's UpdateEWAX does, and
+// y into EWA(y).
+func (s *SFAdamW) UpdateAverages() error {
+	if len(s.vals) != 2 {
+		return fmt.Errorf("cuda: sfadamw: UpdateAverages before StartAverages")
+	}
+	if s.e.closed {
+		return errClosed
+	}
+	unlock := s.e.d.lock()
+	defer unlock()
+	n := s.e.layout.Size
+	b := float32(s.cfg.Beta1)
+	omb := 1 - b
+	s.updates[0]++
+	var err error
+	if s.updates[0] == 1 {
+		err = s.e.d.launch("sf_x", lin(n), blk, s.vals[0], s.e.params, s.z, b, omb, int64(n))
+	} else {
+		err = s.e.d.launch("ewa_update_x", lin(n), blk, s.vals[0], s.e.params, s.z, s.decay, s.omd, b, omb, int64(n))
+	}
+	if err != nil {
+		return err
+	}
+	return s.fold(1, s.e.params)
+}
 
 func checkState(algorithm string, st sfadamw.State[float32], names []string, size int) error {
 	if st.Algorithm != algorithm {
@@ -248,6 +381,7 @@ func (a *AdamW) Step() error {
 	a.lr = a.cfg.Schedule.At(int(a.step))
 	b1, b2 := a.cfg.Beta1, a.cfg.Beta2
 	n := a.e.layout.Size
+	a.e.bf.stale = true
 	err = a.e.d.launch("adamw_step", lin(n), blk, a.e.grads, a.e.params, a.m, a.v, int64(n),
 		float32(1-a.lr*a.cfg.WeightDecay), float32(b1), float32(1-b1), float32(b2), float32(1-b2),
 		float32(a.lr/(1-math.Pow(b1, t))), float32(1/math.Sqrt(1-math.Pow(b2, t))), float32(a.cfg.Eps), float32(gs))
@@ -296,3 +430,19 @@ func (a *AdamW) Restore(st sfadamw.State[float32]) error {
 
 // Steps returns the number of steps taken.
 func (a *AdamW) Steps() int { return int(a.step) }
+
+// StartAverages makes EWA(w), empty, with the given decay.
+func (a *AdamW) StartAverages(decay float64) error { return a.startAverages(decay, 1) }
+
+// UpdateAverages folds the weights into EWA(w).
+func (a *AdamW) UpdateAverages() error {
+	if len(a.vals) != 1 {
+		return fmt.Errorf("cuda: adamw: UpdateAverages before StartAverages")
+	}
+	if a.e.closed {
+		return errClosed
+	}
+	unlock := a.e.d.lock()
+	defer unlock()
+	return a.fold(0, a.e.params)
+}
