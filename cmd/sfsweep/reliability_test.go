@@ -55,6 +55,12 @@ tables:
   - {kind: hyperparameters, name: worker_kill}
 `
 
+// killManifestEnv names a manifest file TestWorkerKilledMidTrain runs instead of
+// killManifest: on a GPU machine, a trial of a cuda backend (bench/gpu/check.sh), whose
+// gpu workers then train on the GPU. It keeps killManifest's shape: one trial, evaluated
+// every two steps, checkpointed every 50.
+const killManifestEnv = "SFSWEEP_KILL_MANIFEST"
+
 // A gpu worker process is killed (SIGKILL) in the middle of a trial, between two of its
 // checkpoints; a second gpu worker is started. The Train activity's heartbeat times out,
 // RetryTransient starts it again on the new worker, which resumes from the newest
@@ -62,7 +68,15 @@ tables:
 // trained uninterrupted.
 func TestWorkerKilledMidTrain(t *testing.T) {
 	ctx := serverTest(t, 3*time.Minute, "starts the embedded Temporal server, worker processes, and trains")
-	lab := newGPULab(ctx, t, killManifest)
+	src := killManifest
+	if file := os.Getenv(killManifestEnv); file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = string(b)
+	}
+	lab := newGPULab(ctx, t, src)
 	dir, cache, manifest, trial, refStore, want, tc, objects := lab.dir, lab.cache, lab.manifest, lab.trial, lab.refStore, lab.want, lab.tc, lab.objects
 	cpuLog := &lab.cpuLog
 	const ckEvery = 50

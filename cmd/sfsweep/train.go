@@ -95,7 +95,7 @@ func progressPrinter(w io.Writer, live bool) func(training.Progress) {
 			if live {
 				fmt.Fprint(w, "\r\033[K")
 			}
-			fmt.Fprintf(w, "step %d/%d  train %.4f  val %s\n", p.Step, p.Steps, p.TrainLoss, formatLosses(p.Eval.Val))
+			fmt.Fprintf(w, "step %d/%d  train %.4f  %.0f tok/s  val %s\n", p.Step, p.Steps, p.TrainLoss, p.TokensPerSec, formatLosses(p.Eval.Val))
 		}
 		if live {
 			fmt.Fprintf(w, "\rstep %d/%d  loss %.4f  %.0f tok/s  ETA %s ", p.Step, p.Steps, p.TrainLoss, p.TokensPerSec, p.ETA.Round(time.Second))

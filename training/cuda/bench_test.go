@@ -20,7 +20,7 @@ const (
 
 // BenchmarkTrainStep times a full training step of llama-124m (and gpt2-124m) at context
 // 512 — forward, backward and an AdamW step on the device, the step of the PyTorch peer
-// testdata/torch_llama_cuda.py — and reports tokens/s, TFLOP/s by model.FLOPsPerStep and the
+// bench/torch/torch_llama_cuda.py — and reports tokens/s, TFLOP/s by model.FLOPsPerStep and the
 // model-FLOPs utilisation against the H100's dense peak.
 func BenchmarkTrainStep(b *testing.B) {
 	for _, tc := range []struct {

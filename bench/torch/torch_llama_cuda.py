@@ -51,6 +51,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--tf32", action="store_true", help="allow TF32 matmuls (default: strict fp32)")
     ap.add_argument("--sdpa", action="store_true", help="use F.scaled_dot_product_attention")
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast (fp32 master weights)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step")
     ap.add_argument("--peak-tflops", type=float, default=0.0, help="peak for MFU (default: by device name)")
     args = ap.parse_args()
 
@@ -62,6 +65,14 @@ def main():
     torch.manual_seed(0)
     c = dict(CONFIGS[args.config], batch=args.batch, ctx=max(args.seq, CONFIGS[args.config]["ctx"]))
     model = torch_llama.Llama(c).to(dev)
+    fwd = model
+    compiled = False
+    if args.compile:
+        try:
+            fwd = torch.compile(model)
+            compiled = True
+        except Exception as e:  # noqa: BLE001
+            print(json.dumps(dict(compile_failed=str(e)[:200])), file=sys.stderr)
     n_params = sum(p.numel() for p in model.parameters())
     n_matmul = n_params - model.emb.weight.numel()
     decay = [p for p in model.parameters() if p.dim() == 2]
@@ -72,15 +83,25 @@ def main():
     g = torch.Generator(device=dev).manual_seed(0)
 
     def step():
-        batch = torch.randint(0, V, (B, T + 1), generator=g, device=dev)
-        loss = model(batch[:, :-1], batch[:, 1:])
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        for _ in range(args.accum):
+            batch = torch.randint(0, V, (B, T + 1), generator=g, device=dev)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.bf16):
+                loss = fwd(batch[:, :-1], batch[:, 1:])
+            (loss / args.accum).backward()
         opt.step()
         return loss
 
-    for _ in range(args.warmup):
-        step()
+    try:
+        for _ in range(args.warmup):
+            step()
+    except Exception as e:  # noqa: BLE001 -- compile errors surface at the first call
+        if not compiled:
+            raise
+        print(json.dumps(dict(compile_failed=str(e)[:200])), file=sys.stderr)
+        fwd, compiled = model, False
+        for _ in range(args.warmup):
+            step()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -88,7 +109,7 @@ def main():
         loss = step()
     end.record()
     torch.cuda.synchronize()
-    sec = start.elapsed_time(end) / 1e3 / args.steps
+    sec = start.elapsed_time(end) / 1e3 / args.steps / args.accum  # per micro-batch
     L, d = c["layers"], c["d"]
     flops = 6.0 * n_matmul * B * T + 12.0 * L * T * T * d * B
     name = torch.cuda.get_device_name(0)
@@ -96,10 +117,14 @@ def main():
     if peak == 0:
         # dense peaks from NVIDIA's H100 datasheet: FP32 67 / TF32 495 (SXM), 51 / 378 (PCIe)
         sxm = "PCIe" not in name
-        peak = (495.0 if sxm else 378.0) if args.tf32 else (67.0 if sxm else 51.0)
+        # bf16 dense 989 (SXM) / 756 (PCIe)
+        if args.bf16:
+            peak = 989.0 if sxm else 756.0
+        else:
+            peak = (495.0 if sxm else 378.0) if args.tf32 else (67.0 if sxm else 51.0)
     print(json.dumps(dict(
         impl="pytorch", torch=torch.__version__, device=name, config=args.config, batch=B, seq=T,
-        tf32=args.tf32, sdpa=args.sdpa, params=n_params, step_ms=round(sec * 1e3, 3),
+        tf32=args.tf32, sdpa=args.sdpa, bf16=args.bf16, compiled=compiled, accum=args.accum, params=n_params, step_ms=round(sec * 1e3, 3),
         tokens_per_s=round(B * T / sec), tflops=round(flops / sec / 1e12, 2),
         mfu=round(flops / sec / 1e12 / peak, 4), peak_tflops=peak, loss=round(loss.item(), 4),
         max_mem_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2))))

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The GPU checks of the cuda backend, in one command on a machine with an NVIDIA GPU and
+# the CUDA toolkit but no Go: the binaries are built elsewhere (docs/gpu.md, "Build here,
+# run there") into .gpubin/ with two prepared corpora:
+#
+#   .gpubin/cuda.test.xz     go test -c -tags cuda ./training/cuda
+#   .gpubin/training.test.xz go test -c -tags cuda ./training
+#   .gpubin/sfsweep.test.xz  go test -c -tags cuda ./cmd/sfsweep: the sfsweep command itself
+#                            when SFSWEEP_TEST_RUN_MAIN=1, and its tests
+# (xz-compressed, to travel light).
+#   .gpubin/data/go-byte     sfsweep data default -max-bytes 400000
+#   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
+#
+# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed unit loop kill sweep
+# curve; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+set -u
+OUT=${1:?usage: check.sh OUTDIR [STAGES]}
+STAGES=${2:-ptx speed unit loop kill sweep curve}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$ROOT/.gpubin
+DATA=$BIN/data
+mkdir -p "$OUT"
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+	[ -d "$d" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
+done
+WORK=$(mktemp -d)
+for t in sfsweep cuda training; do
+	if [ -f "$BIN/$t.test.xz" ]; then xz -dc "$BIN/$t.test.xz" >"$WORK/$t.test" && chmod +x "$WORK/$t.test"; fi
+done
+sfsweep() { SFSWEEP_TEST_RUN_MAIN=1 "$WORK/sfsweep.test" "$@"; }
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+verdict() { echo "== $1: $2"; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+
+if has ptx; then
+	# the kernels compiled by this toolkit, loaded instead of the embedded copy
+	if nvcc -ptx -arch=sm_80 -O3 -fmad=false -o "$OUT/kernels.ptx" "$ROOT/training/cuda/kernels.cu" 2>"$OUT/ptx.log"; then
+		export SFSWEEP_CUDA_PTX=$OUT/kernels.ptx
+		verdict ptx "compiled with $(nvcc --version | tail -1)"
+	else verdict ptx "FAILED (see ptx.log)"; fi
+fi
+
+train_cfg() { # name precision seq micro batch_tokens steps eval_every seed
+	cat >"$WORK/$1.yaml" <<YAML
+model: llama-124m
+backend: cuda
+precision: $2
+data: {path: $DATA/go-gpt2}
+seq_len: $3
+micro_batch: $4
+batch_tokens: $5
+steps: $6
+eval_every: $7
+eval_seqs: 64
+test_seqs: 64
+seed: ${8:-1}
+optimizer: {name: sfadamw, lr: 2e-3, beta1: 0.9, beta2: 0.99}
+YAML
+}
+
+if has speed; then
+	# llama-124m, context 512, the paper's 0.5M-token batch (64 micro-batches of 16 x 512):
+	# sfsweep train against the PyTorch peer at its best, on this GPU
+	train_cfg speed bf16 512 16 524288 6 0
+	(cd "$WORK" && timeout 150 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/speed' '$WORK/speed.yaml'") >"$OUT/speed-sfsweep.log" 2>&1
+	timeout 240 python3 "$ROOT/bench/torch/torch_llama_cuda.py" --batch 16 --seq 512 --accum 64 --steps 3 --warmup 1 --bf16 --sdpa --compile >"$OUT/speed-torch.json" 2>"$OUT/speed-torch.log"
+	python3 "$ROOT/bench/gpu/speed_table.py" "$OUT/speed-sfsweep.log" "$OUT/speed-torch.json" | tee "$OUT/speed.txt"
+fi
+
+if has unit; then
+	(cd "$ROOT/training/cuda" && timeout 150 "$WORK/cuda.test" -test.v -test.timeout 140s) >"$OUT/unit.log" 2>&1
+	verdict unit "exit $? ($(grep -c '^--- PASS' "$OUT/unit.log") passed, $(grep -c '^--- FAIL' "$OUT/unit.log") failed)"
+fi
+
+if has loop; then
+	(cd "$ROOT/training" && SFSWEEP_TEST_DATA=$DATA/go-byte timeout 150 "$WORK/training.test" -test.v -test.run 'CUDA|DeviceLoop|BF16' -test.timeout 140s) >"$OUT/loop.log" 2>&1
+	verdict loop "exit $? ($(grep -c '^--- PASS' "$OUT/loop.log") passed, $(grep -c '^--- FAIL' "$OUT/loop.log") failed)"
+fi
+
+if has kill; then
+	# one bf16 trial of a small LLaMA (GPT-2 vocabulary) on the GPU: its gpu worker process is SIGKILLed between
+	# two checkpoints, a second one resumes it, and the result must be bitwise the
+	# uninterrupted run's (TestWorkerKilledMidTrain)
+	cat >"$WORK/kill.yaml" <<YAML
+name: gpu-worker-kill
+model_config: {arch: llama, vocab: 50304, dim: 128, layers: 2, heads: 2, context: 256, hidden: 344, batch: 4}
+backend: cuda
+precision: bf16
+data: {path: $DATA/go-gpt2}
+seq_len: 256
+micro_batch: 4
+batch_tokens: 2048
+steps: 200
+eval_every: 2
+eval_seqs: 4
+test_seqs: 8
+checkpoint_every: 50
+seeds: [1]
+optimizers:
+  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]]}
+tables:
+  - {kind: hyperparameters, name: gpu_worker_kill}
+YAML
+	(cd "$ROOT/cmd/sfsweep" && SFSWEEP_KILL_MANIFEST=$WORK/kill.yaml timeout 150 "$WORK/sfsweep.test" -test.v -test.run 'TestWorkerKilledMidTrain$' -test.timeout 145s) >"$OUT/kill.log" 2>&1
+	verdict kill "exit $? $(grep -E 'killed at step|^--- ' "$OUT/kill.log" | tr '\n' ' ')"
+fi
+
+if has sweep; then
+	# the GPU twin of tab:c_sweep_05M end to end on the embedded stack
+	sed "s|^  default: gpt2|  path: $DATA/go-gpt2|; /^  max_bytes:/d" "$ROOT/sweeps/examples/c-sweep-05M-gpu.yaml" >"$WORK/sweep.yaml"
+	start=$(date +%s)
+	(cd "$WORK" && timeout 270 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' run -ui=false -dir '$WORK/state' -out '$WORK/out' '$WORK/sweep.yaml'") >"$OUT/sweep.log" 2>&1
+	rc=$?
+	(cd "$WORK" && tar czf "$OUT/sweep-out.tgz" out)
+	verdict sweep "exit $rc in $(($(date +%s) - start)) s; $(find "$WORK/out" -type f | wc -l) files written"
+	cat "$WORK"/out/*/tables/*.md 2>/dev/null | head -20
+fi
+
+if has curve; then
+	# 200 steps of llama-124m in bf16 and in fp32 from the same initialisation and data,
+	# and in fp32 from another seed: the yardstick
+	for run in fp32:1 bf16:1 fp32:2; do
+		p=${run%:*} seed=${run#*:}
+		train_cfg "curve-$p-$seed" $p 512 16 8192 200 20 $seed
+		(cd "$WORK" && timeout 100 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -json -out '$WORK/curve' '$WORK/curve-$p-$seed.yaml'") >"$OUT/curve-$p-$seed.json" 2>"$OUT/curve-$p-$seed.log"
+	done
+	python3 "$ROOT/bench/gpu/compare_curves.py" "$OUT/curve-fp32-1.json" "$OUT/curve-bf16-1.json" "$OUT/curve-fp32-2.json" | tee "$OUT/curve.txt"
+fi
+
