@@ -14,14 +14,28 @@ import "math"
 // not. Then the float64 sum's error (TwoSum, exact) says on which side the exact sum lies,
 // and the sum is moved one float64 ulp toward it before the final rounding.
 func FMA(a, b, c float32) float32 {
+	if r, ok := Quick(a, b, c); ok {
+		return r
+	}
+	return fma(a, b, c)
+}
+
+// Quick is FMA's fast path, small enough to inline into a kernel's inner loop: it returns
+// a·b + c rounded once and true, or false where FMA must take its careful path. A hot loop
+// writes
+//
+//	r, ok := fp32.Quick(a, b, c)
+//	if !ok {
+//		r = fp32.FMA(a, b, c)
+//	}
+func Quick(a, b, c float32) (float32, bool) {
 	s := float64(a)*float64(b) + float64(c) // the product is exact: fused or not, one rounding
 	// Rounding s to float32 is right unless s lies exactly halfway between two float32
 	// values (its 29 low mantissa bits 1 followed by zeros) or is below the normal float32
-	// range (a subnormal result, rounded at another bit): fma handles those.
-	if math.Float64bits(s)&(1<<29-1) != 1<<28 && math.Abs(s) >= 0x1p-126 {
-		return float32(s)
-	}
-	return fma(a, b, c)
+	// range (a subnormal result, rounded at another bit): fma handles those. The exponent
+	// field of |s| ≥ 2⁻¹²⁶ is at least 1023 − 126.
+	u := math.Float64bits(s)
+	return float32(s), u&(1<<29-1) != 1<<28 && (u>>52)&0x7ff >= 1023-126
 }
 
 // fma is FMA's careful path.

@@ -101,7 +101,11 @@ func micro4x4f32(kc int, a, b, c []float32, ldc int, alpha, beta float32, beta0 
 		for i, ai := range aa {
 			row := &acc[i]
 			for j, bj := range bb {
-				row[j] = fp32.FMA(ai, bj, row[j])
+				r, ok := fp32.Quick(ai, bj, row[j])
+				if !ok {
+					r = fp32.FMA(ai, bj, row[j])
+				}
+				row[j] = r
 			}
 		}
 	}
