@@ -48,9 +48,15 @@ type invalidError struct{ error }
 func (e invalidError) Unwrap() error        { return e.error }
 func (e invalidError) Is(target error) bool { return target == ErrInvalid }
 
-// Build rebuilds every table and plot of manifest m from the results in store, writes
-// them under Output(m) and returns the keys written.
-func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options) ([]string, error) {
+// Results are a manifest's trials and what is known of each when they are read.
+type Results struct {
+	Trials   []sweeps.Trial
+	Outcomes map[string]Outcome // by trial ID
+	Listed   []string           // the keys under trials/, sorted: which probe results exist
+}
+
+// Load reads the outcome of every trial of manifest m from store.
+func Load(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options) (*Results, error) {
 	if opt.Result == nil {
 		opt.Result = func(ctx context.Context, id string) (*training.Result, error) { return ReadResult(ctx, store, id) }
 	}
@@ -83,6 +89,17 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 		}
 		outcomes[t.ID] = o
 	}
+	return &Results{Trials: trials, Outcomes: outcomes, Listed: listed}, nil
+}
+
+// Build rebuilds every table and plot of manifest m from the results in store, writes
+// them under Output(m) and returns the keys written.
+func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options) ([]string, error) {
+	res, err := Load(ctx, store, m, opt)
+	if err != nil {
+		return nil, err
+	}
+	trials, outcomes, listed := res.Trials, res.Outcomes, res.Listed
 	tables, err := BuildTables(m, trials, outcomes)
 	if err != nil {
 		return nil, invalidError{err}
