@@ -45,11 +45,12 @@ func formatLR(v float64) string {
 // formatG formats a number in the shortest form that parses back to it: 0.95, 200.
 func formatG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// Plain text of a cell: the number, div@N, failed or --.
+// Plain text of a cell: the number (mean ± standard deviation over seeds), div@N, failed
+// or --.
 func (c Cell) text() string {
 	switch c.Status {
 	case status.Completed:
-		return formatPerplexity(c.Value)
+		return valueText(c.Value, c.Spread, " ± ")
 	case status.Diverged:
 		if c.Step > 0 {
 			return "div@" + strconv.Itoa(c.Step)
@@ -61,10 +62,39 @@ func (c Cell) text() string {
 	return "--"
 }
 
-func (c TableCell) markdown() string {
+// valueText formats a value with its standard deviation over seeds where there are two or
+// more: "18.20 ± 0.31".
+func valueText(v float64, sp Spread, pm string) string {
+	s := formatPerplexity(v)
+	if sp.N >= 2 {
+		s += pm + formatPerplexity(sp.Std)
+	}
+	return s
+}
+
+// seedNote says how a cell's seeds differ from the table's n seeds: fewer completed, some
+// diverged or failed. "" when they do not.
+func seedNote(sp Spread, n int) string {
+	var parts []string
+	if sp.N > 0 && sp.N != n {
+		parts = append(parts, "n="+strconv.Itoa(sp.N))
+	}
+	if sp.Diverged > 0 {
+		parts = append(parts, strconv.Itoa(sp.Diverged)+" diverged")
+	}
+	if sp.Failed > 0 {
+		parts = append(parts, strconv.Itoa(sp.Failed)+" failed")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+func (c TableCell) markdown(n int) string {
 	switch c.Status {
 	case status.Completed:
-		return bold(formatPerplexity(c.Value), c.Best, "**", "**")
+		return bold(valueText(c.Value, c.Spread, " ± "), c.Best, "**", "**") + seedNote(c.Spread, n)
 	case status.Diverged:
 		if c.Step > 0 {
 			return "diverged (step " + strconv.Itoa(c.Step) + ")"
@@ -74,10 +104,10 @@ func (c TableCell) markdown() string {
 	return c.text()
 }
 
-func (c TableCell) latex() string {
+func (c TableCell) latex(n int) string {
 	switch c.Status {
 	case status.Completed:
-		return bold(formatPerplexity(c.Value), c.Best, `\textbf{`, `}`)
+		return bold(valueText(c.Value, c.Spread, ` $\pm$ `), c.Best, `\textbf{`, `}`) + seedNote(c.Spread, n)
 	case status.Diverged:
 		if c.Step > 0 {
 			return `$\dagger$\,` + strconv.Itoa(c.Step)
@@ -85,6 +115,19 @@ func (c TableCell) latex() string {
 		return `$\dagger$`
 	}
 	return c.text()
+}
+
+// seeds returns the number of seeds of the table's values: the most seeds any cell or trial
+// has an outcome for (0 when all were given by hand as single values).
+func (t *Table) seeds() int {
+	n := 0
+	for _, c := range t.Cells {
+		n = max(n, c.N+c.Diverged+c.Failed)
+	}
+	for _, tr := range t.Trials {
+		n = max(n, tr.N+tr.Diverged+tr.Failed)
+	}
+	return n
 }
 
 func bold(s string, on bool, open, close string) string {
@@ -131,13 +174,14 @@ func (t *Table) grid(st style) (header []string, body [][]string) {
 				first = false
 			}
 		}
+		n := t.seeds()
 		for r, key := range t.Rows {
 			line := []string{key}
 			for _, c := range t.Cells[r*len(t.Columns) : (r+1)*len(t.Columns)] {
 				if st.latex {
-					line = append(line, c.latex())
+					line = append(line, c.latex(n))
 				} else {
-					line = append(line, c.markdown())
+					line = append(line, c.markdown(n))
 				}
 			}
 			body = append(body, line)
@@ -215,14 +259,28 @@ func (t *Table) note(st style) string {
 
 // kindNote is the caption's note of the table's kind.
 func (t *Table) kindNote(st style) string {
+	n := t.seeds()
 	if t.Kind == TableHyperparameters {
-		return "Bold entries indicate the best-performing configuration for each optimizer."
+		s := "Bold entries indicate the best-performing configuration for each optimizer."
+		if n >= 2 {
+			s += fmt.Sprintf(" Best: the lowest mean test perplexity over n = %d seeds.", n)
+		}
+		return s
 	}
-	c := "C"
+	c, pm := "C", "±"
 	if st.latex {
-		c = "$C$"
+		c, pm = "$C$", `$\pm$`
 	}
 	s := "Test perplexity under varying " + c + " values. Bold: the best value in each row; --: not run."
+	if n >= 2 {
+		s = fmt.Sprintf("Test perplexity under varying %s values: mean %s standard deviation over n = %d seeds "+
+			"(a cell with fewer says so, and counts the seeds that diverged or failed). "+
+			"Bold: the lowest mean in each row, and every cell that a paired t-test over seeds (two-sided, 5%%) "+
+			"cannot tell apart from it; a cell with a diverged seed is never bold. --: not run.", c, pm, n)
+		if st.latex {
+			s = strings.ReplaceAll(s, "5%", `5\%`)
+		}
+	}
 	if st.latex {
 		for _, cell := range t.Cells {
 			if cell.Status == status.Diverged {
@@ -367,12 +425,16 @@ func (s tableStatus) MarshalText() ([]byte, error) {
 // full precision and empty fields where a value does not apply.
 //
 // C-sensitivity: one record per cell, row-major in display order, with columns
-// beta1, c, value, status, step, reason, best (c is "vanilla" or the number; value only for
-// status ok; step only for diverged with a known step; reason only for failed).
+// beta1, c, value, status, step, reason, best, std, n, diverged, failed (c is "vanilla" or
+// the number; value, the mean over the completed seeds, only for status ok; step only for
+// diverged with a known step; reason only for failed; best as the bold of the Markdown;
+// std only where n ≥ 2; n, the completed seeds, empty for a value given by hand; diverged
+// and failed count seeds).
 //
 // Hyperparameters: one record per trial in canonical order, with columns optimizer,
-// schedule, lr, beta1, beta2, c, value, status, step, reason, best (best: the trial whose
-// values are bold in its row).
+// schedule, lr, beta1, beta2, c, value, status, step, reason, best, std, n, diverged,
+// failed, tied (best: the trial whose values are bold in its row; tied: one that a paired
+// comparison over seeds cannot tell apart from it).
 func (t *Table) WriteCSV(w io.Writer) error {
 	if err := t.check(); err != nil {
 		return fmt.Errorf("report: write table csv: %w", err)
@@ -388,20 +450,32 @@ func (t *Table) WriteCSV(w io.Writer) error {
 		}
 		return []string{v, tableStatus(s).String(), st, reason}
 	}
+	spread := func(sp Spread) []string {
+		std, n := "", ""
+		if sp.N >= 2 {
+			std = formatG(sp.Std)
+		}
+		if sp.N > 0 {
+			n = strconv.Itoa(sp.N)
+		}
+		return []string{std, n, strconv.Itoa(sp.Diverged), strconv.Itoa(sp.Failed)}
+	}
 	switch t.Kind {
 	case TableCSensitivity:
-		cw.Write([]string{"beta1", "c", "value", "status", "step", "reason", "best"})
+		cw.Write([]string{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed"})
 		for _, c := range t.Cells {
 			rec := append([]string{formatG(c.Row), c.Col}, outcome(c.Value, c.Status, c.Step, c.Reason)...)
-			cw.Write(append(rec, strconv.FormatBool(c.Best)))
+			cw.Write(append(append(rec, strconv.FormatBool(c.Best)), spread(c.Spread)...))
 		}
 	case TableHyperparameters:
-		cw.Write([]string{"optimizer", "schedule", "lr", "beta1", "beta2", "c", "value", "status", "step", "reason", "best"})
-		best := t.bestTrials()
+		cw.Write([]string{"optimizer", "schedule", "lr", "beta1", "beta2", "c", "value", "status", "step", "reason", "best",
+			"std", "n", "diverged", "failed", "tied"})
+		best, tied := t.bestTrials()
 		for i, tr := range t.Trials {
 			rec := []string{tr.Optimizer, tr.Schedule, formatG(tr.LR), formatG(tr.Beta1), formatG(tr.Beta2), formatG(tr.C)}
 			rec = append(rec, outcome(tr.Value, tr.Status, tr.Step, tr.Reason)...)
-			cw.Write(append(rec, strconv.FormatBool(best[i])))
+			rec = append(append(rec, strconv.FormatBool(best[i])), spread(tr.Spread)...)
+			cw.Write(append(rec, strconv.FormatBool(tied[i])))
 		}
 	}
 	cw.Flush()
@@ -411,14 +485,36 @@ func (t *Table) WriteCSV(w io.Writer) error {
 	return nil
 }
 
-func (t *Table) bestTrials() []bool {
-	best := make([]bool, len(t.Trials))
+// bestTrials tells which trials are their grid's best, and which tie with it.
+func (t *Table) bestTrials() (best, tied []bool) {
+	best, tied = make([]bool, len(t.Trials)), make([]bool, len(t.Trials))
 	for _, g := range t.Grids {
 		if g.Best >= 0 {
 			best[g.Best] = true
 		}
+		for _, i := range g.Ties {
+			tied[i] = true
+		}
 	}
-	return best
+	return best, tied
+}
+
+// spreadJSON is a Spread as the JSON tables write it: std where n ≥ 2, n where known,
+// counts where not zero, the seeds' values where there are two or more.
+type spreadJSON struct {
+	Std      *float64    `json:"std,omitempty"`
+	N        int         `json:"n,omitempty"`
+	Diverged int         `json:"diverged,omitempty"`
+	Failed   int         `json:"failed,omitempty"`
+	Samples  []SeedValue `json:"seeds,omitempty"`
+}
+
+func spreadOf(sp Spread) spreadJSON {
+	j := spreadJSON{N: sp.N, Diverged: sp.Diverged, Failed: sp.Failed}
+	if sp.N >= 2 {
+		j.Std, j.Samples = &sp.Std, sp.Samples
+	}
+	return j
 }
 
 type tableJSON struct {
@@ -442,6 +538,7 @@ type cellJSON struct {
 	Step   int         `json:"step,omitempty"`
 	Reason string      `json:"reason,omitempty"`
 	Best   bool        `json:"best"`
+	spreadJSON
 }
 
 type gridJSON struct {
@@ -452,6 +549,7 @@ type gridJSON struct {
 	Betas     [][2]float64 `json:"betas"`
 	C         []float64    `json:"c"`
 	Best      *int         `json:"best"`
+	Ties      []int        `json:"ties,omitempty"`
 }
 
 type trialJSON struct {
@@ -466,36 +564,40 @@ type trialJSON struct {
 	Step      int         `json:"step,omitempty"`
 	Reason    string      `json:"reason,omitempty"`
 	Best      bool        `json:"best"`
+	Tied      bool        `json:"tied,omitempty"`
+	spreadJSON
 }
 
 // WriteJSON writes the table as indented JSON (two spaces): kind, title, label, rows and
 // columns (the keys), then for a C-sensitivity table "cells" (row-major; beta1, c, text as
-// in plain text, value only for status ok, status, step, reason, best), and for a
-// hyperparameter table "grids" (per row: lr, betas, c lists and best, the index of the best
-// trial or null) and "trials" (as in WriteCSV).
+// in plain text, value only for status ok, status, step, reason, best, and over seeds std,
+// n, diverged, failed and "seeds", each seed's value), and for a hyperparameter table
+// "grids" (per row: lr, betas, c lists, best, the index of the best trial or null, and
+// ties, those that tie with it) and "trials" (as in WriteCSV).
 func (t *Table) WriteJSON(w io.Writer) error {
 	if err := t.check(); err != nil {
 		return fmt.Errorf("report: write table json: %w", err)
 	}
 	doc := tableJSON{Kind: t.Kind, Title: t.Title, Label: t.Label, Rows: t.Rows, Columns: t.Columns, Engines: t.Engines}
 	for _, c := range t.Cells {
-		j := cellJSON{Row: c.Row, Col: c.Col, Text: c.text(), Status: tableStatus(c.Status), Step: c.Step, Reason: c.Reason, Best: c.Best}
+		j := cellJSON{Row: c.Row, Col: c.Col, Text: c.text(), Status: tableStatus(c.Status), Step: c.Step, Reason: c.Reason, Best: c.Best,
+			spreadJSON: spreadOf(c.Spread)}
 		if c.Status == status.Completed {
 			j.Value = &c.Value
 		}
 		doc.Cells = append(doc.Cells, j)
 	}
 	for i, g := range t.Grids {
-		j := gridJSON{Row: t.Rows[i], Optimizer: g.Optimizer, Schedule: g.Schedule, LR: nonNil(g.LR), Betas: nonNil(g.Betas), C: nonNil(g.C)}
+		j := gridJSON{Row: t.Rows[i], Optimizer: g.Optimizer, Schedule: g.Schedule, LR: nonNil(g.LR), Betas: nonNil(g.Betas), C: nonNil(g.C), Ties: g.Ties}
 		if g.Best >= 0 {
 			j.Best = &g.Best
 		}
 		doc.Grids = append(doc.Grids, j)
 	}
-	best := t.bestTrials()
+	best, tied := t.bestTrials()
 	for i, tr := range t.Trials {
 		j := trialJSON{Optimizer: tr.Optimizer, Schedule: tr.Schedule, LR: tr.LR, Beta1: tr.Beta1, Beta2: tr.Beta2, C: tr.C,
-			Status: tableStatus(tr.Status), Step: tr.Step, Reason: tr.Reason, Best: best[i]}
+			Status: tableStatus(tr.Status), Step: tr.Step, Reason: tr.Reason, Best: best[i], Tied: tied[i], spreadJSON: spreadOf(tr.Spread)}
 		if tr.Status == status.Completed {
 			j.Value = &tr.Value
 		}

@@ -27,6 +27,10 @@ func goldenTables(t *testing.T) map[string]*Table {
 		t.Fatal(err)
 	}
 	tabs["statuses"] = tab
+	cells, rows, cols = seedCells()
+	if tabs["seeds"], err = CSensitivityTable("Over seeds: means, spreads, ties", "tab:seeds", cells, rows, cols); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"hyperparameter_main", "hyperparameter_owt_largeBS"} {
 		tab, err := HyperparameterTable("Hyperparameter sweep.", "tab:"+name, syntheticTrials(paperGrids[name]))
 		if err != nil {

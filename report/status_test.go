@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/internal/stats"
 	"github.com/sfsweep/sfsweep/internal/status"
 )
 
@@ -77,16 +78,16 @@ func TestCSensitivityStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCSV := [][]string{
-		{"beta1", "c", "value", "status", "step", "reason", "best"},
-		{"0.1", "vanilla", "110.8", "ok", "", "", "false"},
-		{"0.1", "5", "54.8", "ok", "", "", "true"},
-		{"0.1", "50", "", "diverged", "1200", "", "false"},
-		{"0.5", "vanilla", "38.42", "ok", "", "", "true"},
-		{"0.5", "5", "38.42", "ok", "", "", "true"},
-		{"0.5", "50", "", "failed", "", `node lost, "retry" exhausted`, "false"},
-		{"0.9", "vanilla", "", "diverged", "", "", "false"},
-		{"0.9", "5", "", "missing", "", "", "false"},
-		{"0.9", "50", "", "missing", "", "", "false"},
+		{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed"},
+		{"0.1", "vanilla", "110.8", "ok", "", "", "false", "", "", "0", "0"},
+		{"0.1", "5", "54.8", "ok", "", "", "true", "", "", "0", "0"},
+		{"0.1", "50", "", "diverged", "1200", "", "false", "", "", "0", "0"},
+		{"0.5", "vanilla", "38.42", "ok", "", "", "true", "", "", "0", "0"},
+		{"0.5", "5", "38.42", "ok", "", "", "true", "", "", "0", "0"},
+		{"0.5", "50", "", "failed", "", `node lost, "retry" exhausted`, "false", "", "", "0", "0"},
+		{"0.9", "vanilla", "", "diverged", "", "", "false", "", "", "0", "0"},
+		{"0.9", "5", "", "missing", "", "", "false", "", "", "0", "0"},
+		{"0.9", "50", "", "missing", "", "", "false", "", "", "0", "0"},
 	}
 	if fmt.Sprintf("%q", recs) != fmt.Sprintf("%q", wantCSV) {
 		t.Errorf("CSV records\n%q\nwant\n%q", recs, wantCSV)
@@ -182,4 +183,106 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// seedCells is a C-sensitivity table over three seeds: in the first row C = 5 is lowest;
+// C = 50 is higher by the same 0.3 on every seed (a real difference), C = 20 by 0.3 on
+// average but with seed-to-seed scatter a paired test cannot tell from noise; vanilla is
+// lowest of all but diverged on one seed. In the second row one seed failed.
+func seedCells() ([]Cell, []float64, []string) {
+	sp := func(div, failed int, vals ...float64) (float64, Spread) {
+		var s Spread
+		for i, v := range vals {
+			s.Samples = append(s.Samples, SeedValue{i + 1, v})
+		}
+		sum := summarizeSeeds(s.Samples)
+		s.N, s.Std, s.Diverged, s.Failed = len(vals), sum.Std, div, failed
+		return sum.Mean, s
+	}
+	cell := func(row float64, col string, div, failed int, vals ...float64) Cell {
+		m, s := sp(div, failed, vals...)
+		return Cell{Row: row, Col: col, Value: m, Status: status.Completed, Spread: s}
+	}
+	cells := []Cell{
+		cell(0.1, "vanilla", 1, 0, 19.0, 19.2),
+		cell(0.1, "5", 0, 0, 19.9, 20.0, 20.1),
+		cell(0.1, "20", 0, 0, 19.5, 20.8, 20.6),
+		cell(0.1, "50", 0, 0, 20.2, 20.3, 20.4),
+		cell(0.5, "vanilla", 0, 1, 25.0, 25.5),
+		cell(0.5, "5", 0, 0, 22.0, 22.1, 22.3),
+		{Row: 0.5, Col: "20", Status: status.Diverged, Step: 40, Spread: Spread{Diverged: 3}},
+	}
+	return cells, []float64{0.1, 0.5}, []string{"vanilla", "5", "20", "50"}
+}
+
+// summarizeSeeds is stats.Summarize of the seeds' values, for building test cells.
+func summarizeSeeds(vs []SeedValue) stats.Summary {
+	xs := make([]float64, len(vs))
+	for i, v := range vs {
+		xs[i] = v.Value
+	}
+	return stats.Summarize(xs)
+}
+
+// TestSeedsBest checks the bold of a table over seeds: the lowest mean, and every cell a
+// paired t-test cannot tell apart from it; never a cell with a diverged seed.
+func TestSeedsBest(t *testing.T) {
+	cells, rows, cols := seedCells()
+	tab, err := CSensitivityTable("seeds", "tab:seeds", cells, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := markdownBody(t, render(t, tab, FormatMarkdown))
+	want := [][]string{
+		{"0.1", "19.10 ± 0.14 (n=2, 1 diverged)", "**20.00 ± 0.10**", "**20.30 ± 0.70**", "20.30 ± 0.10"},
+		{"0.5", "25.25 ± 0.35 (n=2, 1 failed)", "**22.13 ± 0.15**", "diverged (step 40)", "--"},
+	}
+	if fmt.Sprint(body) != fmt.Sprint(want) {
+		t.Errorf("Markdown body\n%q\nwant\n%q", body, want)
+	}
+	md := render(t, tab, FormatMarkdown)
+	if !strings.Contains(md, "over n = 3 seeds") || !strings.Contains(md, "paired t-test") {
+		t.Errorf("caption does not state the seeds and the rule:\n%s", md)
+	}
+}
+
+// TestSeedsHyperparameterTies checks a hyperparameter table over seeds: the best trial is
+// the lowest mean without a diverged seed, and the trials a paired test cannot tell apart
+// from it are listed as ties, in the CSV's tied column too.
+func TestSeedsHyperparameterTies(t *testing.T) {
+	trial := func(lr float64, div int, vals ...float64) TrialSummary {
+		var s Spread
+		for i, v := range vals {
+			s.Samples = append(s.Samples, SeedValue{i + 1, v})
+		}
+		sum := summarizeSeeds(s.Samples)
+		s.N, s.Std, s.Diverged = len(vals), sum.Std, div
+		return TrialSummary{Optimizer: "adamw", LR: lr, Beta1: 0.9, Beta2: 0.95, Value: sum.Mean, Status: status.Completed, Spread: s}
+	}
+	tab, err := HyperparameterTable("h", "tab:h", []TrialSummary{
+		trial(1e-3, 0, 20.0, 20.1, 19.9),
+		trial(2e-3, 0, 19.6, 20.9, 20.3), // scattered: a tie
+		trial(5e-3, 0, 20.5, 20.6, 20.4), // higher on every seed
+		trial(5e-4, 1, 18.0, 18.1),       // lowest, but diverged once
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := tab.Grids[0]
+	if tab.Trials[g.Best].LR != 1e-3 || len(g.Ties) != 1 || tab.Trials[g.Ties[0]].LR != 2e-3 {
+		t.Fatalf("best %d ties %v of %+v", g.Best, g.Ties, tab.Trials)
+	}
+	recs, err := csv.NewReader(strings.NewReader(render(t, tab, FormatCSV))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tied []string
+	for _, r := range recs[1:] {
+		if r[len(r)-1] == "true" {
+			tied = append(tied, r[2])
+		}
+	}
+	if fmt.Sprint(tied) != "[0.002]" || recs[0][len(recs[0])-1] != "tied" {
+		t.Errorf("tied trials %v in\n%q", tied, recs)
+	}
 }

@@ -2,10 +2,8 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
-	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 )
@@ -24,7 +22,8 @@ type NamedTable struct {
 }
 
 // BuildTables builds every table of the manifest from the trials' outcomes (by trial ID).
-// A cell with several seeds shows their mean over the seeds that completed.
+// A cell with several seeds shows the mean and spread over the seeds that completed, and
+// counts those that diverged or failed.
 func BuildTables(m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]Outcome) ([]NamedTable, error) {
 	var out []NamedTable
 	for i, spec := range m.Tables {
@@ -72,37 +71,9 @@ func metric(spec sweeps.Table, r *training.Result) float64 {
 	return r.TestPPL[r.Primary]
 }
 
-// cellOf merges the outcomes of one grid cell (several seeds) into a value and status.
-func cellOf(spec sweeps.Table, os []Outcome) (float64, status.Status, int, string) {
-	var sum float64
-	var ok, div, step int
-	reason := ""
-	for _, o := range os {
-		switch {
-		case o.Result != nil && o.Result.Status == status.Completed:
-			v := metric(spec, o.Result)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				div++
-				continue
-			}
-			sum += v
-			ok++
-		case o.Result != nil && o.Result.Status == status.Diverged:
-			div++
-			step = o.Result.DivergedAt
-		case o.Failed != "":
-			reason = o.Failed
-		}
-	}
-	switch {
-	case ok > 0:
-		return sum / float64(ok), status.Completed, 0, ""
-	case div > 0:
-		return 0, status.Diverged, step, ""
-	case reason != "":
-		return 0, status.Failed, 0, reason
-	}
-	return 0, status.Missing, 0, ""
+// cellOf merges the outcomes of one grid cell's seeds into the value a table shows.
+func cellOf(spec sweeps.Table, os []SeedOutcome) Seeds {
+	return Gather(os, func(r *training.Result) float64 { return metric(spec, r) })
 }
 
 func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]Outcome) (*Table, error) {
@@ -114,7 +85,7 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 		row float64
 		col string
 	}
-	groups := map[key][]Outcome{}
+	groups := map[key][]SeedOutcome{}
 	var keys []key
 	var rows []float64
 	var colsC []float64
@@ -127,7 +98,7 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 			if _, seen := groups[k]; !seen {
 				keys = append(keys, k)
 			}
-			groups[k] = append(groups[k], outcomes[t.ID])
+			groups[k] = append(groups[k], SeedOutcome{p.Seed, outcomes[t.ID]})
 			if !slices.Contains(rows, p.Beta1) {
 				rows = append(rows, p.Beta1)
 			}
@@ -147,8 +118,8 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 	}
 	cells := make([]Cell, 0, len(keys))
 	for _, k := range keys {
-		v, st, step, reason := cellOf(spec, groups[k])
-		cells = append(cells, Cell{Row: k.row, Col: k.col, Value: v, Status: st, Step: step, Reason: reason})
+		s := cellOf(spec, groups[k])
+		cells = append(cells, Cell{Row: k.row, Col: k.col, Value: s.Mean, Status: s.Status, Step: s.Step, Reason: s.Reason, Spread: s.Spread})
 	}
 	return CSensitivityTable(spec.Title, spec.Label, cells, rows, cols)
 }
@@ -158,7 +129,7 @@ func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Tria
 		opt, sched    string
 		lr, b1, b2, c float64
 	}
-	groups := map[key][]Outcome{}
+	groups := map[key][]SeedOutcome{}
 	var keys []key
 	for _, t := range trials {
 		for _, p := range t.Points {
@@ -177,7 +148,7 @@ func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Tria
 			if _, seen := groups[k]; !seen {
 				keys = append(keys, k)
 			}
-			groups[k] = append(groups[k], outcomes[t.ID])
+			groups[k] = append(groups[k], SeedOutcome{p.Seed, outcomes[t.ID]})
 		}
 	}
 	if len(keys) == 0 {
@@ -185,9 +156,9 @@ func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Tria
 	}
 	trs := make([]TrialSummary, 0, len(keys))
 	for _, k := range keys {
-		v, st, step, reason := cellOf(spec, groups[k])
+		s := cellOf(spec, groups[k])
 		trs = append(trs, TrialSummary{Optimizer: k.opt, Schedule: k.sched, LR: k.lr, Beta1: k.b1, Beta2: k.b2, C: k.c,
-			Value: v, Status: st, Step: step, Reason: reason})
+			Value: s.Mean, Status: s.Status, Step: s.Step, Reason: s.Reason, Spread: s.Spread})
 	}
 	return HyperparameterTable(spec.Title, spec.Label, trs)
 }

@@ -121,9 +121,18 @@ func TestBuildSeedsMean(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range tables[0].Table.Cells {
-		if c.Status != status.Completed || math.Abs(c.Value-35) > 1e-12 {
-			t.Errorf("cell %+v, want the mean 35 of the completed seeds", c)
+		// the sample standard deviation of 30 and 40 is √50
+		if c.Status != status.Completed || math.Abs(c.Value-35) > 1e-12 || c.N != 2 || math.Abs(c.Std-math.Sqrt(50)) > 1e-12 ||
+			c.Diverged != 1 || c.Failed != 0 || len(c.Samples) != 2 || c.Samples[0] != (SeedValue{1, 30}) {
+			t.Errorf("cell %+v, want the mean 35 ± 7.07 of the 2 completed seeds and 1 diverged", c)
 		}
+		if c.Best {
+			t.Errorf("cell %+v with a diverged seed is bold", c)
+		}
+	}
+	var md bytes.Buffer
+	if err := tables[0].Table.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "| 35.00 ± 7.07 (n=2, 1 diverged) |") {
+		t.Errorf("markdown (%v):\n%s", err, md.String())
 	}
 	if n := len(tables[0].Table.Cells); n != 4 {
 		t.Errorf("%d cells, want 2 β1 × 2 C at lr 1e-3", n)

@@ -38,6 +38,7 @@ type Cell struct {
 	Status status.Status
 	Step   int    // status.Diverged: the step at which the loss diverged; 0 if unknown
 	Reason string // status.Failed: a short reason, written to CSV and JSON only
+	Spread        // over seeds: Value is then the mean of the completed seeds
 }
 
 // TrialSummary is the outcome of one trial of a hyperparameter sweep; its Status is as in
@@ -53,6 +54,7 @@ type TrialSummary struct {
 	Status    status.Status
 	Step      int    // status.Diverged: the step at which the loss diverged; 0 if unknown
 	Reason    string // status.Failed: a short reason
+	Spread           // over seeds, as in Cell
 }
 
 // TableKind says which of the paper's tables a Table is.
@@ -101,7 +103,10 @@ type Table struct {
 // TableCell is a cell of a C-sensitivity table.
 type TableCell struct {
 	Cell
-	Best bool // the lowest perplexity of its row (all cells tying for it are best)
+	// Best: the lowest perplexity of its row, or one that cannot be told apart from it
+	// (tiesWith: the same number, or no difference beyond noise in a paired comparison
+	// over seeds). A cell with a diverged seed is never best.
+	Best bool
 }
 
 // Grid is one row of a hyperparameter table: the values an optimizer was run with, each
@@ -113,6 +118,9 @@ type Grid struct {
 	Betas     [][2]float64 // (β1, β2) pairs, by β1 then β2
 	C         []float64    // empty for adamw and sfadamw
 	Best      int          // index in Table.Trials of the lowest-perplexity finished trial; -1 if none
+	// Ties lists the other trials of the grid that cannot be told apart from Best (as a
+	// TableCell's Best), by index in Table.Trials.
+	Ties []int
 }
 
 // Table formats accepted by Table.Write.
@@ -137,6 +145,9 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 	}
 	for i, c := range cells {
 		if err := checkOutcome(c.Value, c.Status, c.Step); err != nil {
+			return fail("cells[%d]: %w", i, err)
+		}
+		if err := checkSpread(c.Spread); err != nil {
 			return fail("cells[%d]: %w", i, err)
 		}
 		if err := checkBeta("Row", c.Row); err != nil {
@@ -246,14 +257,14 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 	}
 	for r := range rowKeys {
 		row := t.Cells[r*len(colKeys) : (r+1)*len(colKeys)]
-		best := math.Inf(1)
-		for _, c := range row {
-			if c.Status == status.Completed && c.Value < best {
-				best = c.Value
+		best := -1
+		for k, c := range row {
+			if bestCandidate(c.Status, c.Spread) && (best < 0 || c.Value < row[best].Value) {
+				best = k
 			}
 		}
-		for k := range row {
-			row[k].Best = row[k].Status == status.Completed && row[k].Value == best
+		for k, c := range row {
+			row[k].Best = best >= 0 && bestCandidate(c.Status, c.Spread) && tiesWith(c.Value, c.Spread, row[best].Value, row[best].Spread)
 		}
 	}
 	return t, nil
@@ -262,9 +273,56 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 // normalizeCell returns c with its row and column keys canonical and the fields that do not
 // apply to its status zeroed, so that equal outcomes render equally.
 func normalizeCell(c Cell, row float64, col string) Cell {
-	n := Cell{Row: row, Col: col, Status: c.Status}
+	n := Cell{Row: row, Col: col, Status: c.Status, Spread: normalizeSpread(c.Status, c.Spread)}
 	n.Value, n.Step, n.Reason = outcomeFields(c.Status, c.Value, c.Step, c.Reason)
 	return n
+}
+
+// bestCandidate reports whether an outcome may be marked best: it completed, and none of
+// its seeds diverged (a configuration that diverges on some seeds is not the best one).
+func bestCandidate(s status.Status, sp Spread) bool {
+	return s == status.Completed && sp.Diverged == 0
+}
+
+// normalizeSpread returns sp with its samples sorted by seed, in a copy, and nothing of it
+// for a missing outcome.
+func normalizeSpread(s status.Status, sp Spread) Spread {
+	if s == status.Missing {
+		return Spread{}
+	}
+	sp.Samples = slices.Clone(sp.Samples)
+	slices.SortFunc(sp.Samples, func(a, b SeedValue) int { return cmp.Compare(a.Seed, b.Seed) })
+	if s != status.Completed {
+		sp.Std, sp.N, sp.Samples = 0, 0, nil
+	}
+	return sp
+}
+
+// checkSpread validates the spread of an outcome over seeds.
+func checkSpread(sp Spread) error {
+	switch {
+	case sp.N < 0:
+		return &sfadamw.ConfigError{Field: "N", Value: sp.N, Reason: "must be ≥ 0"}
+	case sp.Diverged < 0:
+		return &sfadamw.ConfigError{Field: "Diverged", Value: sp.Diverged, Reason: "must be ≥ 0"}
+	case sp.Failed < 0:
+		return &sfadamw.ConfigError{Field: "Failed", Value: sp.Failed, Reason: "must be ≥ 0"}
+	case !(sp.Std >= 0) || math.IsInf(sp.Std, 0):
+		return &sfadamw.ConfigError{Field: "Std", Value: sp.Std, Reason: "must be finite and ≥ 0"}
+	case len(sp.Samples) > 0 && len(sp.Samples) != sp.N:
+		return &sfadamw.ConfigError{Field: "Samples", Value: len(sp.Samples), Reason: fmt.Sprintf("must hold one value per completed seed (N = %d)", sp.N)}
+	}
+	seen := map[int]bool{}
+	for _, v := range sp.Samples {
+		if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+			return &sfadamw.ConfigError{Field: "Samples", Value: v.Value, Reason: "must be finite"}
+		}
+		if seen[v.Seed] {
+			return &sfadamw.ConfigError{Field: "Samples", Value: v.Seed, Reason: "seed given twice"}
+		}
+		seen[v.Seed] = true
+	}
+	return nil
 }
 
 // outcomeFields keeps of an outcome's value, step and reason the one its status uses: the
@@ -358,8 +416,13 @@ func HyperparameterTable(title, label string, trials []TrialSummary) (*Table, er
 			if tr.C > 0 {
 				g.C = append(g.C, tr.C)
 			}
-			if tr.Status == status.Completed && (g.Best < 0 || tr.Value < ts[g.Best].Value) {
+			if bestCandidate(tr.Status, tr.Spread) && (g.Best < 0 || tr.Value < ts[g.Best].Value) {
 				g.Best = i
+			}
+		}
+		for i := lo; i < hi && g.Best >= 0; i++ {
+			if tr := ts[i]; i != g.Best && bestCandidate(tr.Status, tr.Spread) && tiesWith(tr.Value, tr.Spread, ts[g.Best].Value, ts[g.Best].Spread) {
+				g.Ties = append(g.Ties, i)
 			}
 		}
 		slices.Sort(g.LR)
@@ -404,11 +467,15 @@ func checkTrial(tr TrialSummary) error {
 	} else if tr.C != 0 {
 		return &sfadamw.ConfigError{Field: "C", Value: tr.C, Reason: "must be 0 for " + tr.Optimizer + " (use optimizer refined)"}
 	}
+	if err := checkSpread(tr.Spread); err != nil {
+		return err
+	}
 	return checkOutcome(tr.Value, tr.Status, tr.Step)
 }
 
 func normalizeTrial(tr TrialSummary) TrialSummary {
 	n := tr
+	n.Spread = normalizeSpread(tr.Status, tr.Spread)
 	n.LR, n.Beta1, n.Beta2 = tr.LR+0, tr.Beta1+0, tr.Beta2+0
 	n.Value, n.Step, n.Reason = outcomeFields(tr.Status, tr.Value, tr.Step, tr.Reason)
 	return n
@@ -427,6 +494,13 @@ func compareTrials(a, b TrialSummary) int {
 		cmp.Compare(a.Value, b.Value),
 		cmp.Compare(a.Step, b.Step),
 		strings.Compare(a.Reason, b.Reason),
+		cmp.Compare(a.N, b.N),
+		cmp.Compare(a.Std, b.Std),
+		cmp.Compare(a.Diverged, b.Diverged),
+		cmp.Compare(a.Failed, b.Failed),
+		slices.CompareFunc(a.Samples, b.Samples, func(x, y SeedValue) int {
+			return cmp.Or(cmp.Compare(x.Seed, y.Seed), cmp.Compare(x.Value, y.Value))
+		}),
 	)
 }
 
