@@ -1,0 +1,418 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/stats"
+	"github.com/sfsweep/sfsweep/internal/status"
+	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
+)
+
+// findingsManifest has every configuration the checks look for: AdamW at constant LR and
+// with a cosine schedule, vanilla SF-AdamW at a suboptimal and the tuned β1, refined
+// SF-AdamW at both with C = 50 and 200; three seeds; every probe, from checkpoints 5, 10, 15.
+const findingsManifest = `name: findings
+model: micro-llama
+data: {default: byte}
+batch_tokens: 32
+steps: 20
+checkpoint_every: 5
+seeds: [1, 2, 3]
+optimizers:
+  - {name: adamw, lr: 1e-3, betas: [[0.9, 0.95]], schedule: constant}
+  - {name: adamw, lr: 1e-3, betas: [[0.9, 0.95]], schedule: cosine}
+  - {name: sfadamw, lr: 2e-3, betas: [[0.5, 0.99], [0.95, 0.99]], c: [vanilla, 50, 200]}
+probes:
+  decay: {steps: 2}
+  lr_decay: {frac: 0.5}
+  interpolate: {from: 10, to: 15, points: 5}
+`
+
+// spec is what a configuration's trials report. Seed s adds 0.1·s to every loss and
+// perplexity (shared by all configurations: pairing by seed takes it out) and jitter·s
+// to every number (which the paired differences keep); decayWobble[s−1] is added to the
+// decay-probe gain of seed s.
+type spec struct {
+	val            map[string]float64 // final validation loss per iterate
+	ppl            float64            // test perplexity at the primary iterate
+	decay, lrDecay float64            // the probes' gains; 0: no probe result
+	decayWobble    []float64
+	interp         []float64 // the loss along the interpolation; nil: none
+	jitter         float64
+}
+
+// paperSpecs are outcomes under which every claim of the paper holds.
+func paperSpecs() map[string]*spec {
+	return map[string]*spec{
+		"adamw constant": {val: map[string]float64{"w": 3.5, "ewa_w": 3.4}, ppl: 33, decay: 0.3, lrDecay: 0.2,
+			interp: []float64{3.6, 3.5, 3.45, 3.5, 3.6}, jitter: -0.001},
+		"adamw cosine":  {val: map[string]float64{"w": 3.3, "ewa_w": 3.29}, ppl: 25, jitter: 0.002},
+		"sf 0.95":       {val: map[string]float64{"x": 3.3, "y": 3.32, "ewa_x": 3.3, "ewa_y": 3.28}, ppl: 27, decay: 0.01, interp: []float64{3.31, 3.305, 3.3, 3.3, 3.295}, jitter: 0.001},
+		"sf 0.5":        {val: map[string]float64{"x": 3.6, "y": 3.5, "ewa_x": 3.6, "ewa_y": 3.45}, ppl: 40, decay: 0.2, jitter: 0.003},
+		"sf 0.95 C=200": {val: map[string]float64{"x": 3.25, "y": 3.26, "ewa_x": 3.25, "ewa_y": 3.24}, ppl: 24, jitter: 0.0005},
+		"sf 0.95 C=50":  {val: map[string]float64{"x": 3.27, "y": 3.28, "ewa_x": 3.27, "ewa_y": 3.26}, ppl: 26},
+		"sf 0.5 C=50":   {val: map[string]float64{"x": 3.45, "y": 3.46, "ewa_x": 3.45, "ewa_y": 3.44}, ppl: 30},
+		"sf 0.5 C=200":  {val: map[string]float64{"x": 3.47, "y": 3.47, "ewa_x": 3.47, "ewa_y": 3.46}, ppl: 31, jitter: 0.001},
+	}
+}
+
+// specName names a trial's configuration as paperSpecs does.
+func specName(t sweeps.Trial) string {
+	o := t.Config.Optimizer
+	if o.Name == training.AdamW {
+		return "adamw " + o.Schedule
+	}
+	n := "sf " + formatG(o.Beta1)
+	if o.C != 0 {
+		n += " C=" + formatG(o.C)
+	}
+	return n
+}
+
+// fakeSweep is a manifest's trials with outcomes and probe results built from specs, in a
+// store on disk.
+type fakeSweep struct {
+	m     *sweeps.Manifest
+	res   *Results
+	store blob.Store
+}
+
+// newFakeSweep builds the sweep of src from specs; a trial whose configuration has no
+// spec is missing, and diverged names trials (spec name and seed) that diverged.
+func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...string) *fakeSweep {
+	t.Helper()
+	m := parse(t, src)
+	trials, err := m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := blob.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	put := func(key string, v any) {
+		b, _ := json.Marshal(v)
+		if err := store.Put(ctx, key, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[string]Outcome{}
+	for _, tr := range trials {
+		sp := specs[specName(tr)]
+		if sp == nil {
+			continue
+		}
+		seed := int(tr.Config.Seed)
+		if strings.Contains(strings.Join(diverged, ","), specName(tr)+" seed "+formatG(float64(seed))) {
+			out[tr.ID] = Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 7}}
+			continue
+		}
+		shift := func(v float64) float64 { return v + 0.1*float64(seed) + sp.jitter*float64(seed) }
+		r := &training.Result{Status: status.Completed, Primary: "x", Val: map[string]float64{}, Seconds: 1.5}
+		if tr.Config.Optimizer.Name == training.AdamW {
+			r.Primary = "w"
+		}
+		for it, v := range sp.val {
+			r.Val[it] = shift(v)
+		}
+		r.TestPPL = map[string]float64{r.Primary: shift(sp.ppl)}
+		out[tr.ID] = Outcome{Result: r}
+		tp := m.ProbesFor(tr)
+		if tp.Decay == nil {
+			continue
+		}
+		last := tp.Decay.At[len(tp.Decay.At)-1]
+		before := r.Val[r.Primary]
+		if sp.decay != 0 {
+			gain := sp.decay + sp.jitter*float64(seed)
+			if sp.decayWobble != nil {
+				gain += sp.decayWobble[seed-1]
+			}
+			put(keys.DecayProbe(tr.ID, last, ""), training.DecayProbeResult{
+				DecayProbeConfig: training.DefaultDecayProbe(last, tp.Decay.Steps, r.Primary), Before: before, After: training.Loss(before - gain)})
+		}
+		if sp.lrDecay != 0 {
+			put(keys.LRDecay(tr.ID, last, tp.LRDecay.Frac), training.LRDecayResult{FromStep: last, Before: before,
+				After: training.Loss(before - sp.lrDecay - sp.jitter*float64(seed))})
+		}
+		if sp.interp != nil {
+			ip := tp.Interpolate
+			res := training.InterpolationResult{From: ip.From, To: ip.To, Iterate: r.Primary}
+			for i, l := range sp.interp {
+				res.Points = append(res.Points, training.InterpolationPoint{Alpha: float64(i) / float64(len(sp.interp)-1), Loss: training.Loss(shift(l))})
+			}
+			put(keys.Interpolation(tr.ID, ip.From, ip.To, ip.Points, false), res)
+		}
+	}
+	listed, err := store.List(ctx, keys.Trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeSweep{m: m, res: &Results{Trials: trials, Outcomes: out, Listed: listed}, store: store}
+}
+
+// findings returns the sweep's findings by ID.
+func (f *fakeSweep) findings(t *testing.T) map[string]Finding {
+	t.Helper()
+	fs, err := Findings(context.Background(), f.store, f.m, f.res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != len(checks) {
+		t.Fatalf("%d findings, want one per check (%d)", len(fs), len(checks))
+	}
+	byID := map[string]Finding{}
+	for i, fd := range fs {
+		if fd.ID != checks[i].id {
+			t.Errorf("finding %d is %s, want %s: the order of the checks", i, fd.ID, checks[i].id)
+		}
+		byID[fd.ID] = fd
+	}
+	return byID
+}
+
+func wantVerdict(t *testing.T, fs map[string]Finding, id string, want Verdict) Finding {
+	t.Helper()
+	f := fs[id]
+	if f.Verdict != want {
+		t.Errorf("%s: %s, want %s; note %q, rows:", id, f.Verdict, want, f.Note)
+		for _, r := range f.Rows {
+			t.Logf("  %s %s | %s %s: %s %+v", r.A.Config, r.A.Value, r.B.Config, r.B.Value, r.Verdict, r.Paired)
+		}
+	}
+	return f
+}
+
+// Outcomes like the paper's: every claim a sweep can test holds, the two it cannot have
+// no data and say what covers them; the decay probe's comparison is worked by hand.
+func TestFindingsHold(t *testing.T) {
+	fs := newFakeSweep(t, findingsManifest, paperSpecs()).findings(t)
+	for _, id := range []string{"obs1-decay", "obs1-ewa", "obs1-lr-decay", "obs1-interpolation", "obs2-momentum", "obs3-y",
+		"refined-momentum", "refined-best", "refined-large-batch"} {
+		wantVerdict(t, fs, id, Holds)
+	}
+	for _, id := range []string{"obs4-eos", "obs5-reformulation"} {
+		if f := wantVerdict(t, fs, id, NoData); f.Need == "" || len(f.Rows) != 0 {
+			t.Errorf("%s: need %q, %d rows", id, f.Need, len(f.Rows))
+		}
+	}
+	if !strings.Contains(fs["obs4-eos"].Need, "sfsweep eos") || !strings.Contains(fs["obs5-reformulation"].Need, "TestReformulationSFy") {
+		t.Errorf("observations 4 and 5 do not name what covers them: %q, %q", fs["obs4-eos"].Need, fs["obs5-reformulation"].Need)
+	}
+
+	// AdamW's gain 0.3 − 0.001·s against SF-AdamW's 0.01 + 0.001·s: differences 0.288,
+	// 0.286, 0.284, mean 0.286, sample sd 0.002, standard error 0.002/√3, t(2) = 4.303
+	r := fs["obs1-decay"].Rows[0]
+	p := r.Paired
+	if p.N != 3 || math.Abs(p.Diff-0.286) > 1e-9 || math.Abs(p.SE-0.002/math.Sqrt(3)) > 1e-9 || math.Abs(p.Critical-4.303) > 5e-4 || p.Verdict != stats.Higher {
+		t.Errorf("obs1-decay: %+v, want n 3, difference 0.286, SE %.6f, t 4.303", p, 0.002/math.Sqrt(3))
+	}
+	if r.A.Config != "AdamW (constant) lr 1e-3 β (0.9, 0.95), batch 32" || r.B.Config != "SF-AdamW lr 2e-3 β (0.95, 0.99), batch 32" ||
+		r.A.Value != "decay-probe gain (before − after) from step 15" || r.Want != ">" {
+		t.Errorf("obs1-decay compares %q (%s) %s %q", r.A.Config, r.A.Value, r.Want, r.B.Config)
+	}
+	if r.A.N != 3 || math.Abs(r.A.Mean-0.298) > 1e-9 || math.Abs(r.A.Std-0.001) > 1e-9 {
+		t.Errorf("AdamW's gains: %+v, want mean 0.298 ± 0.001 over 3 seeds", r.A.Seeds)
+	}
+
+	// one row per β1 < 0.9 (obs2), y against x at 0.5 and EWA(y) against y at both (obs3)
+	if n := len(fs["obs2-momentum"].Rows); n != 1 {
+		t.Errorf("obs2: %d rows, want 1 (β1 = 0.5 against 0.95)", n)
+	}
+	if rows := fs["obs3-y"].Rows; len(rows) != 3 || rows[0].A.Value != "Val[y]" || rows[0].B.Value != "Val[x]" || !strings.Contains(rows[0].A.Config, "β (0.5, 0.99)") {
+		t.Errorf("obs3 rows: %+v", rows)
+	}
+	// C = 50 at β1 = 0.5: two comparisons
+	if rows := fs["refined-momentum"].Rows; len(rows) != 2 || !strings.HasPrefix(rows[0].A.Config, "refined SF-AdamW C=50 ") || rows[1].Want != "≤" {
+		t.Errorf("refined-momentum rows: %+v", rows)
+	}
+	if rows := fs["refined-best"].Rows; len(rows) != 1 || !strings.HasPrefix(rows[0].A.Config, "refined SF-AdamW C=200 lr 2e-3 β (0.95, 0.99)") {
+		t.Errorf("refined-best rows: %+v", rows)
+	}
+	if note := fs["refined-best"].Note; !strings.Contains(note, "lower beyond noise in 4 of 4, higher in 0") {
+		t.Errorf("refined-best tally: %q", note)
+	}
+}
+
+// The same comparisons against the claim: they come out "does not hold".
+func TestFindingsDoNotHold(t *testing.T) {
+	specs := paperSpecs()
+	specs["adamw constant"].decay, specs["sf 0.95"].decay = 0.01, 0.3 // the probe helps SF-AdamW more
+	specs["sf 0.95 C=200"].ppl = 29                                   // refined worse than vanilla (27) and AdamW-cosine (25)
+	specs["sf 0.5"].val["y"] = 3.7                                    // y above x at β1 = 0.5
+	fs := newFakeSweep(t, findingsManifest, specs).findings(t)
+	f := wantVerdict(t, fs, "obs1-decay", DoesNotHold)
+	// (0.01 − 0.001·s) − (0.3 + 0.001·s): mean −0.294
+	if p := f.Rows[0].Paired; math.Abs(p.Diff+0.294) > 1e-9 || p.Verdict != stats.Lower {
+		t.Errorf("obs1-decay: %+v, want difference −0.294, lower", p)
+	}
+	wantVerdict(t, fs, "obs2-momentum", DoesNotHold) // 0.2 at β1 = 0.5 against 0.3 at 0.95
+	wantVerdict(t, fs, "obs3-y", DoesNotHold)
+	wantVerdict(t, fs, "refined-best", DoesNotHold)
+	f = wantVerdict(t, fs, "refined-large-batch", DoesNotHold)
+	if len(f.Rows) != 2 || f.Rows[0].Verdict != Holds || f.Rows[1].Verdict != DoesNotHold {
+		t.Errorf("large batch: vanilla above AdamW holds, refined above it does not: %+v", f.Rows)
+	}
+	wantVerdict(t, fs, "obs1-ewa", Holds) // untouched
+}
+
+// Differences that change sign from seed to seed are noise; so is anything over one seed.
+func TestFindingsNoise(t *testing.T) {
+	specs := paperSpecs()
+	specs["sf 0.95"].decay = 0.3
+	specs["sf 0.95"].decayWobble = []float64{0.05, -0.08, 0.03}
+	fs := newFakeSweep(t, findingsManifest, specs).findings(t)
+	// (0.3 − 0.001·s) − (0.3 + 0.001·s + wobble) = −0.052, 0.076, −0.036
+	f := wantVerdict(t, fs, "obs1-decay", Noise)
+	if p := f.Rows[0].Paired; p.N != 3 || math.Abs(p.Diff+0.004) > 1e-9 || p.Verdict != stats.Noise {
+		t.Errorf("obs1-decay: %+v, want difference −0.004, noise", p)
+	}
+
+	one := strings.Replace(findingsManifest, "seeds: [1, 2, 3]", "seeds: [1]", 1)
+	fs = newFakeSweep(t, one, paperSpecs()).findings(t)
+	for _, c := range checks {
+		if c.run != nil {
+			wantVerdict(t, fs, c.id, Noise)
+		}
+	}
+	if p := fs["obs1-decay"].Rows[0].Paired; p.N != 1 || p.SE != 0 || p.Critical != 0 {
+		t.Errorf("one seed: %+v", p)
+	}
+}
+
+// Checks whose configurations or probes the sweep lacks say "no data" and what they need;
+// a diverged seed is counted on its side and left out of the pairs.
+func TestFindingsNoData(t *testing.T) {
+	specs := paperSpecs()
+	for _, sp := range specs {
+		sp.decay = 0
+	}
+	fs := newFakeSweep(t, findingsManifest, specs, "adamw constant seed 3").findings(t)
+	f := wantVerdict(t, fs, "obs1-decay", NoData)
+	if len(f.Rows) != 1 || f.Rows[0].Paired.N != 0 || !strings.Contains(f.Need, "probes.decay") {
+		t.Errorf("without decay probes: %+v", f)
+	}
+	wantVerdict(t, fs, "obs2-momentum", NoData)
+	f = wantVerdict(t, fs, "obs1-lr-decay", Holds)
+	if a := f.Rows[0].A; a.N != 2 || a.Diverged != 1 || f.Rows[0].Paired.N != 2 {
+		t.Errorf("a diverged seed: %+v, paired %+v", a.Seeds, f.Rows[0].Paired)
+	}
+
+	// a C-sensitivity sweep: no AdamW, no probes, one batch size
+	cOnly := `name: c
+model: micro-llama
+data: {default: byte}
+batch_tokens: 32
+steps: 20
+seeds: [1, 2, 3]
+optimizers:
+  - {name: sfadamw, lr: 2e-3, betas: [[0.5, 0.99], [0.95, 0.99]], c: [vanilla, 50, 200]}
+`
+	fs = newFakeSweep(t, cOnly, paperSpecs()).findings(t)
+	for _, id := range []string{"obs1-decay", "obs1-ewa", "obs1-lr-decay", "obs1-interpolation", "refined-large-batch"} {
+		f := wantVerdict(t, fs, id, NoData)
+		if len(f.Rows) != 0 || !strings.Contains(f.Note, "AdamW") || f.Need == "" {
+			t.Errorf("%s: note %q, need %q, %d rows", id, f.Note, f.Need, len(f.Rows))
+		}
+	}
+	wantVerdict(t, fs, "obs3-y", Holds)
+	wantVerdict(t, fs, "refined-momentum", Holds)
+	wantVerdict(t, fs, "refined-best", Holds)
+
+	// nothing has finished
+	fs = newFakeSweep(t, findingsManifest, nil).findings(t)
+	for _, c := range checks {
+		wantVerdict(t, fs, c.id, NoData)
+	}
+}
+
+// judge and overall, case by case.
+func TestVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		p    stats.Paired
+		want string
+		v    Verdict
+	}{
+		{stats.Paired{N: 0}, "<", NoData},
+		{stats.Paired{N: 3, Verdict: stats.Lower}, "<", Holds},
+		{stats.Paired{N: 3, Verdict: stats.Higher}, "<", DoesNotHold},
+		{stats.Paired{N: 3, Verdict: stats.Noise}, "<", Noise},
+		{stats.Paired{N: 3, Verdict: stats.Higher}, ">", Holds},
+		{stats.Paired{N: 3, Verdict: stats.Lower}, ">", DoesNotHold},
+		{stats.Paired{N: 3, Verdict: stats.Noise}, "≤", Holds},
+		{stats.Paired{N: 3, Verdict: stats.Lower}, "≤", Holds},
+		{stats.Paired{N: 3, Verdict: stats.Higher}, "≤", DoesNotHold},
+		{stats.Paired{N: 1, Verdict: stats.Noise}, "≤", Noise},
+	} {
+		if v := judge(c.p, c.want); v != c.v {
+			t.Errorf("judge(%+v, %s) = %s, want %s", c.p, c.want, v, c.v)
+		}
+	}
+	rows := func(vs ...Verdict) []Comparison {
+		var out []Comparison
+		for _, v := range vs {
+			out = append(out, Comparison{Verdict: v})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		rows []Comparison
+		v    Verdict
+	}{
+		{nil, NoData},
+		{rows(NoData, NoData), NoData},
+		{rows(Holds, NoData, Holds), Holds},
+		{rows(Holds, Noise), Noise},
+		{rows(Noise, Holds), Noise},
+		{rows(Holds, Noise, DoesNotHold), DoesNotHold},
+	} {
+		if v := overall(c.rows); v != c.v {
+			t.Errorf("overall(%v) = %s, want %s", c.rows, v, c.v)
+		}
+	}
+}
+
+// The grid of tab:c_sweep_05M over one seed: where C = 1/(1−β1) the refined point is the
+// vanilla trial and no cell of its own, the best-case gain compares C = 200 at β1 0.9 and
+// 0.95, and one seed tells nothing apart.
+func TestFindingsCSweepGrid(t *testing.T) {
+	const grid = `name: c-grid
+model: micro-llama
+data: {default: byte}
+batch_tokens: 32
+steps: 20
+seeds: [1]
+optimizers:
+  - {name: sfadamw, lr: 2e-3, betas: [[0.1, 0.99]], c: [vanilla, 5, 10, 20, 50, 100]}
+  - {name: sfadamw, lr: 2e-3, betas: [[0.5, 0.99]], c: [vanilla, 20, 50, 100, 200]}
+  - {name: sfadamw, lr: 2e-3, betas: [[0.9, 0.99]], c: [vanilla, 10, 50, 100, 200, 500]}
+  - {name: sfadamw, lr: 2e-3, betas: [[0.95, 0.99]], c: [vanilla, 20, 50, 100, 200, 500]}
+`
+	specs := map[string]*spec{}
+	for _, b1 := range []string{"0.1", "0.5", "0.9", "0.95"} {
+		for _, c := range []string{"", " C=5", " C=10", " C=20", " C=50", " C=100", " C=200", " C=500"} {
+			specs["sf "+b1+c] = &spec{val: map[string]float64{"x": 3.5, "y": 3.4, "ewa_x": 3.5, "ewa_y": 3.3}, ppl: 30}
+		}
+	}
+	fs := newFakeSweep(t, grid, specs).findings(t)
+	f := wantVerdict(t, fs, "refined-best", Noise)
+	if len(f.Rows) != 2 || !strings.Contains(f.Rows[0].A.Config, "C=200 lr 2e-3 β (0.9, 0.99)") || !strings.Contains(f.Rows[1].A.Config, "C=200 lr 2e-3 β (0.95, 0.99)") {
+		t.Errorf("refined-best rows: %+v", f.Rows)
+	}
+	// 5 + 4 + 4 + 4 refined cells: C = 10 at β1 = 0.9 and C = 20 at 0.95 are the vanilla trials
+	if !strings.Contains(f.Note, "lower beyond noise in 0 of 17, higher in 0, not distinguishable in 17") {
+		t.Errorf("tally: %q", f.Note)
+	}
+	// C = 50 at β1 0.1 and 0.5, two comparisons each
+	if n := len(fs["refined-momentum"].Rows); n != 4 {
+		t.Errorf("refined-momentum: %d rows, want 4", n)
+	}
+}

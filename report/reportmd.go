@@ -1,0 +1,202 @@
+package report
+
+// The Markdown report of one or several sweeps: the paper's findings checked on each, its
+// trials, tables and plots. A pure function of its sections: the same results give the
+// same bytes.
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sfsweep/sfsweep/internal/stats"
+	"github.com/sfsweep/sfsweep/internal/status"
+	"github.com/sfsweep/sfsweep/sweeps"
+)
+
+// Section is one manifest of a report: its results and what was built from them.
+type Section struct {
+	Manifest *sweeps.Manifest
+	Source   string // the manifest's file as given; "" if none
+	Results  *Results
+	Tables   []NamedTable // BuildTables of the results
+	Plots    []PlotLink   // the plots Build wrote, in the order shown
+	Findings []Finding    // Findings of the results, in the order of the checks
+}
+
+// PlotLink is a plot and the path the report links it by, relative to the report.
+type PlotLink struct{ Name, Path string }
+
+// WriteReport writes the Markdown report of sections: a summary of every check's verdict
+// on each manifest first, then each manifest's trials, tables, plots and findings with the
+// numbers behind them.
+func WriteReport(w io.Writer, sections []Section) error {
+	var b strings.Builder
+	b.WriteString("# Through the River: the paper's findings on these sweeps\n\n")
+	fmt.Fprintf(&b, "Each check compares configurations seed by seed (a paired t-test over the seeds both completed, two-sided, %g%%): "+
+		"*%s*: the difference the paper reports, beyond seed noise; *%s*: the opposite difference, beyond noise; "+
+		"*%s*: neither (always so with one seed); *%s*: the sweep lacks the configurations or probes the check needs.\n\n",
+		stats.Level*100, Holds, DoesNotHold, Noise, NoData)
+	writeSummary(&b, sections)
+	for _, s := range sections {
+		writeSection(&b, s)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("report: write report: %w", err)
+	}
+	return nil
+}
+
+// writeSummary writes one row per check: its ID, the claim, and its verdict on each
+// manifest.
+func writeSummary(b *strings.Builder, sections []Section) {
+	header := []string{"check", "claim"}
+	for _, s := range sections {
+		header = append(header, escapeMarkdown(s.Manifest.Name))
+	}
+	writePipeRow(b, header)
+	writePipeRow(b, append([]string{"---", "---"}, repeat("---", len(sections))...))
+	for i, c := range checks {
+		row := []string{c.id, c.claim + " (" + c.ref + ")"}
+		for _, s := range sections {
+			v := "--"
+			if i < len(s.Findings) {
+				v = string(s.Findings[i].Verdict)
+			}
+			row = append(row, v)
+		}
+		writePipeRow(b, row)
+	}
+	b.WriteString("\n")
+}
+
+func writeSection(b *strings.Builder, s Section) {
+	m := s.Manifest
+	fmt.Fprintf(b, "## %s\n\n", escapeMarkdown(m.Name))
+	if m.Description != "" {
+		b.WriteString(escapeMarkdown(m.Description) + "\n\n")
+	}
+	if s.Source != "" {
+		fmt.Fprintf(b, "Manifest `%s`; ", s.Source)
+	}
+	fmt.Fprintf(b, "tables and plots under `%s` in the store.\n\n", Output(m))
+
+	b.WriteString("### Trials\n\n")
+	t := trialTally(s.Results)
+	writePipeRow(b, []string{"trials", "completed", "diverged", "failed", "missing", "training time"})
+	writePipeRow(b, repeat("---:", 6))
+	writePipeRow(b, []string{strconv.Itoa(len(s.Results.Trials)), strconv.Itoa(t.n[status.Completed]), strconv.Itoa(t.n[status.Diverged]),
+		strconv.Itoa(t.n[status.Failed]), strconv.Itoa(t.n[status.Missing]), t.training.String()})
+	b.WriteString("\n")
+
+	if len(s.Tables) > 0 {
+		b.WriteString("### Tables\n\n")
+		for _, nt := range s.Tables {
+			fmt.Fprintf(b, "#### %s\n\n", escapeMarkdown(nt.Name))
+			if err := nt.Table.WriteMarkdown(b); err != nil {
+				fmt.Fprintf(b, "(%s)\n", escapeMarkdown(err.Error()))
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(s.Plots) > 0 {
+		b.WriteString("### Plots\n\n")
+		for _, p := range s.Plots {
+			fmt.Fprintf(b, "![%s](%s)\n\n", escapeMarkdown(p.Name), p.Path)
+		}
+	}
+	b.WriteString("### Findings\n\n")
+	for _, f := range s.Findings {
+		writeFinding(b, f)
+	}
+}
+
+func writeFinding(b *strings.Builder, f Finding) {
+	fmt.Fprintf(b, "#### %s: %s\n\n*%s.* %s\n\n", f.ID, f.Verdict, f.Ref, f.Claim)
+	if len(f.Rows) > 0 {
+		writePipeRow(b, []string{"A", "B", "expected", "n", "mean A − B", "SE", "t crit", "verdict"})
+		writePipeRow(b, []string{"---", "---", ":---:", "---:", "---:", "---:", "---:", "---"})
+		for _, r := range f.Rows {
+			p := r.Paired
+			diff, se, crit := "--", "--", "--"
+			if p.N > 0 {
+				diff = formatNum(p.Diff)
+			}
+			if p.N >= 2 {
+				se, crit = formatNum(p.SE), formatNum(p.Critical)
+			}
+			writePipeRow(b, []string{sideText(r.A), sideText(r.B), "A " + r.Want + " B", strconv.Itoa(p.N), diff, se, crit, string(r.Verdict)})
+		}
+		b.WriteString("\n")
+	}
+	if f.Note != "" {
+		b.WriteString(f.Note + "\n\n")
+	}
+	if f.Verdict == NoData && f.Need != "" {
+		b.WriteString("Needs " + f.Need + ".\n\n")
+	}
+}
+
+// sideText is a side of a comparison: its configuration, value, mean ± standard deviation
+// and seeds.
+func sideText(s Side) string {
+	if s.Config == "0" {
+		return "0"
+	}
+	v := "--"
+	if s.N > 0 {
+		v = formatNum(s.Mean)
+		if s.N >= 2 {
+			v += " ± " + formatNum(s.Std)
+		}
+	}
+	seeds := []string{"n=" + strconv.Itoa(s.N)}
+	if s.Diverged > 0 {
+		seeds = append(seeds, strconv.Itoa(s.Diverged)+" diverged")
+	}
+	if s.Failed > 0 {
+		seeds = append(seeds, strconv.Itoa(s.Failed)+" failed")
+	}
+	return fmt.Sprintf("%s · %s: %s (%s)", s.Config, s.Value, v, strings.Join(seeds, ", "))
+}
+
+// formatNum formats a number of a finding with four significant digits.
+func formatNum(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+// tally is a sweep's trials by status and the training time of their results.
+type tally struct {
+	n        map[status.Status]int
+	training time.Duration
+}
+
+func trialTally(res *Results) tally {
+	t := tally{n: map[status.Status]int{}}
+	var seconds float64
+	for _, tr := range res.Trials {
+		switch o := res.Outcomes[tr.ID]; {
+		case o.Result != nil:
+			t.n[o.Result.Status]++
+			seconds += o.Result.Seconds
+		case o.Failed != "":
+			t.n[status.Failed]++
+		default:
+			t.n[status.Missing]++
+		}
+	}
+	d := time.Duration(seconds * float64(time.Second))
+	t.training = d.Round(time.Second)
+	if d < time.Minute {
+		t.training = d.Round(100 * time.Millisecond)
+	}
+	return t
+}
