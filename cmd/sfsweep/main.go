@@ -1,10 +1,11 @@
 // Command sfsweep runs Schedule-Free optimizer research end to end. It runs a sweep
 // manifest's trials and tables either on an embedded stack in one process (Temporal, S3
 // and workers: "sfsweep run") or against a Temporal cluster and S3 ("submit", "worker",
-// "status", "cancel", "tables"); it checks manifests ("validate"), trains a single run from
-// a config file ("train"), prepares token datasets ("data"), measures the training engine's
-// speed ("bench"), and draws the analysis figures of "Through the River" ("figures", "toy",
-// "weights", "eos", "centralflow").
+// "status", "cancel", "tables"); it checks the paper's findings on finished sweeps and
+// writes them with their tables and plots as Markdown ("report"), checks manifests
+// ("validate"), trains a single run from a config file ("train"), prepares token datasets
+// ("data"), measures the training engine's speed ("bench"), and draws the analysis figures
+// of "Through the River" ("figures", "toy", "weights", "eos", "centralflow").
 //
 // Usage:
 //
@@ -45,6 +46,7 @@ var commands = []command{
 	{name: "status", summary: "show a submitted sweep's progress", run: runStatus},
 	{name: "cancel", summary: "cancel a submitted sweep: no new trials start, running ones stop", run: runCancel},
 	{name: "tables", summary: "tables regenerate SWEEP-ID: rebuild a sweep's tables from the results in S3", run: runTables},
+	{name: "report", summary: "report MANIFEST...: the paper's findings checked on finished sweeps, with their tables and plots, as Markdown (default out/report/report.md)", run: runReport},
 	{name: "train", summary: "run one training run from a config file (YAML), resuming if it was interrupted", run: runTrain},
 	{name: "data", summary: "token datasets: 'data prepare' tokenises a folder of text, 'data default' the Go source tree", run: runDataCmd},
 	{name: "bench", summary: "training-step speed of the native engine (tokens/s, GFLOP/s), against PyTorch when it is installed", run: runBenchCmd},
