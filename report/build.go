@@ -10,12 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/figure"
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 )
@@ -23,9 +23,9 @@ import (
 // Formats are the table formats written, with their file extensions.
 var Formats = []struct{ Format, Ext string }{{FormatMarkdown, "md"}, {FormatCSV, "csv"}, {FormatLaTeX, "tex"}, {FormatJSON, "json"}}
 
-// MaxPlottedTrials bounds the trials drawn in a sweep's curve plots: a plot of more reads
-// as noise, and the tables hold the results.
-const MaxPlottedTrials = 64
+// MaxPlottedLines bounds the lines (configurations, each the mean of its seeds) drawn in a
+// sweep's plots: a figure of more reads as noise, and the tables hold the results.
+const MaxPlottedLines = 64
 
 // Output is where a manifest's tables and plots go.
 func Output(m *sweeps.Manifest) string { return keys.Output(m.Name, m.Output.Prefix) }
@@ -126,25 +126,27 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 		return w.keys, w.err
 	}
 	sp, err := sweepSeries(ctx, store, m, trials, outcomes, listed)
-	if err != nil || len(sp.curves) > MaxPlottedTrials {
+	if err != nil || sp.lines > MaxPlottedLines {
 		return w.keys, err
 	}
-	opts := CurvesOptions{Title: m.Name + ": validation loss"}
-	if len(sp.curves) > 4 {
+	seeds := len(m.Seeds)
+	opts := CurvesOptions{Title: m.Name + ": validation loss", Seeds: seeds}
+	if linesPerPanel(sp.curves) > 2 {
 		opts.Iterates = []string{training.IterX, training.IterW} // the primary iterate only
 	}
 	if fig, err := CurvesPlot(sp.curves, opts); err == nil {
 		w.figure("curves", fig)
 	}
-	if fig, err := DecayProbePlot(sp.probes, DecayProbeOptions{Title: m.Name + ": decay probe"}); err == nil {
+	if fig, err := DecayProbePlot(sp.probes, DecayProbeOptions{Title: m.Name + ": decay probe", Seeds: seeds}); err == nil {
 		w.figure("decay-probe", fig)
 	}
-	if fig, err := DecayProbePlot(sp.lrDecays, DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay"}); err == nil {
+	if fig, err := DecayProbePlot(sp.lrDecays, DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay", Seeds: seeds}); err == nil {
 		w.figure("lr-decay", fig)
 	}
 	if ip := m.Probes.Interpolate; ip != nil {
 		title := fmt.Sprintf("%s: α·w(%d) + (1−α)·w(%d)", m.Name, ip.From, ip.To)
-		if fig, err := InterpolationPlot(sp.interpolations, InterpolationOptions{Title: title}); err == nil {
+		opts := InterpolationOptions{Title: title, Decayed: fmt.Sprintf("into the LR decay to step %d", ip.To), Seeds: seeds}
+		if fig, err := InterpolationPlot(sp.interpolations, opts); err == nil {
 			w.figure("interpolation", fig)
 		}
 	}
@@ -207,50 +209,64 @@ func (w *writer) figure(name string, fig *figure.Figure) {
 	}
 }
 
-// trialLabel names a trial in plots by its grid point.
-func trialLabel(t sweeps.Trial) string {
-	p := t.Points[0]
-	name := cmp.Or(p.Label, p.Optimizer)
-	l := fmt.Sprintf("%s lr=%g β=(%g, %g)", name, p.LR, p.Beta1, p.Beta2)
-	if p.Optimizer == training.SFAdamW {
-		l += " C=" + p.CLabel()
-	}
-	if len(t.Points) > 1 || p.Seed != 0 {
-		l += fmt.Sprintf(" seed %d", p.Seed)
+// trialLine is the line a trial is drawn in: its canonical configuration less its seed.
+func trialLine(t sweeps.Trial) Line {
+	o := t.Config.Optimizer
+	l := Line{Optimizer: o.Name, LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, C: o.C, BatchTokens: t.Config.BatchTokens}
+	if o.Name != training.SFAdamW {
+		l.Schedule = o.Schedule
 	}
 	return l
 }
 
 // series are what a sweep's plots draw.
 type series struct {
+	lines            int // distinct lines among the curves
 	curves           []Curve
 	probes, lrDecays []DecayProbeCurve
 	interpolations   []InterpolationCurve
 }
 
-// sweepSeries gathers the validation curves of the finished trials, their decay probes,
+// sweepSeries gathers the validation curves of the completed trials, their decay probes,
 // LR-decay branches and interpolations, as the manifest asks for them (listed: the keys
-// under trials/, sorted). It stops reading once there are more curves than are plotted.
+// under trials/, sorted). Diverged and unfinished trials are left out (the plots say how
+// many seeds each line averages), and so is a trial whose line and seed an earlier one
+// has (grids that differ only in what a Line does not hold, such as weight decay: the
+// tables tell them apart). It stops reading once there are more lines than are plotted.
 func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]Outcome, listed []string) (series, error) {
 	var sp series
 	has := func(k string) bool { _, found := slices.BinarySearch(listed, k); return found }
+	type drawn struct {
+		line Line
+		seed int
+	}
+	seen := map[drawn]bool{}
+	lines := map[Line]bool{}
 	for _, t := range trials {
 		r := outcomes[t.ID].Result
-		if r == nil || len(r.Curves) == 0 {
+		if r == nil || r.Status != status.Completed || len(r.Curves) == 0 {
 			continue
 		}
-		c := Curve{Label: trialLabel(t)}
+		line, seed := trialLine(t), t.Points[0].Seed
+		if seen[drawn{line, seed}] {
+			continue
+		}
+		seen[drawn{line, seed}] = true
+		if !lines[line] {
+			lines[line] = true
+			if sp.lines++; sp.lines > MaxPlottedLines {
+				return series{lines: sp.lines}, nil
+			}
+		}
+		c := Curve{Line: line, Seed: seed}
 		for _, p := range r.Curves {
 			c.Points = append(c.Points, CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
 		}
 		sp.curves = append(sp.curves, c)
-		if len(sp.curves) > MaxPlottedTrials {
-			return series{curves: sp.curves}, nil
-		}
-		// keep adds a trial's probe curve, labelled as its validation curve, if it has points
+		// keep adds a trial's probe curve if it has points
 		keep := func(dst *[]DecayProbeCurve, pc DecayProbeCurve, err error) error {
 			if err == nil && len(pc.Points) > 0 {
-				pc.Label = c.Label
+				pc.Line, pc.Seed = line, seed
 				*dst = append(*dst, pc)
 			}
 			return err
@@ -290,14 +306,13 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 				if json.Unmarshal(b, &res) != nil {
 					continue
 				}
-				ic := InterpolationCurve{Label: c.Label}
-				if decayed {
-					ic.Label += ", LR decayed to step " + strconv.Itoa(ip.To)
-				}
+				ic := InterpolationCurve{Line: line, Seed: seed, Decayed: decayed}
 				for _, q := range res.Points {
 					ic.Points = append(ic.Points, InterpolationPoint{Alpha: q.Alpha, Loss: float64(q.Loss)})
 				}
-				sp.interpolations = append(sp.interpolations, ic)
+				if len(ic.Points) > 0 {
+					sp.interpolations = append(sp.interpolations, ic)
+				}
 			}
 		}
 	}

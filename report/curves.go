@@ -1,29 +1,27 @@
 package report
 
-// The validation curves of a sweep's trials at each iterate (fig:EMA_y, fig:Obs1 middle):
-// a pure function of plain data returning a figure; the same data give the same bytes.
-// Non-finite values are never drawn.
+// The validation curves of a sweep's trials at each iterate (fig:EMA_y, fig:Obs1 middle),
+// seeds averaged and laid out in panels as facets.go says: a pure function of plain data
+// returning a figure; the same data give the same bytes. Non-finite values are never drawn.
 
 import (
 	"cmp"
 	"fmt"
-	"image/color"
 	"math"
 	"slices"
 	"strconv"
 
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/sfsweep/sfsweep/sfadamw"
 
 	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
-// Curve is the validation curve of one trial, shaped like training.CurvePoint's series.
+// Curve is the validation curve of one trial: one seed of a Line.
 type Curve struct {
-	Label  string // legend text, unique within a plot: "β1 = 0.95", "AdamW"
+	Line   Line // the configuration; curves of one Line are its seeds, drawn as their mean
+	Seed   int
 	Points []CurvePoint
 }
 
@@ -43,8 +41,12 @@ type CurvesOptions struct {
 	// the order x, y, ewa_x, ewa_y, w, ewa_w, then any others by name.
 	Iterates []string
 	Steps    bool // plot against steps instead of tokens
-	// YMin and YMax fix the loss axis; both 0 fit it to the data. Lines are clipped to it.
+	// YMin and YMax fix the loss axis; both 0 fit it to the lines, its top to where they
+	// are after the first tenth of the x axis. Lines are clipped to it.
 	YMin, YMax float64
+	// Seeds is the number of seeds each line was run with: a line that averages fewer (the
+	// others diverged or are unfinished) says so in the legend. 0: the most any line has.
+	Seeds int
 }
 
 // iterateStyles gives each known iterate its dash pattern and legend text; an iterate and
@@ -77,28 +79,23 @@ func iterateRank(name string) int {
 	return len(iterateStyles)
 }
 
-// trialColors are the colours of the trials of a plot, in turn (Tableau 10); trials beyond
-// ten repeat them.
-var trialColors = []color.RGBA{
-	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
-	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
-	{188, 189, 34, 255}, {23, 190, 207, 255},
+// CurvesPlot returns the validation loss of a sweep's trials against tokens (or steps), as
+// in the paper's fig:EMA_y and fig:Obs1 (middle): the seeds of each Line averaged into one
+// line per iterate, at the evaluations every seed has, over a band from the lowest to the
+// highest seed; one panel per β1 (SF-AdamW) or per schedule and β1 (AdamW), on shared
+// axes; the colour saying C (or the optimizer) and the dash the iterate. Give the
+// completed seeds only. A non-finite or absent value breaks its line there and is not
+// drawn; a finite point with no finite neighbour is drawn as a marker. The legend, right of
+// the panels, lists the colours, the iterates drawn, the markers (where lines of a panel
+// differ in lr, β2 or batch size) and what the bands are.
+func CurvesPlot(curves []Curve, opts CurvesOptions) (*figure.Figure, error) {
+	return figureOf(curvesFigure(curves, opts))
 }
 
-func trialColor(i int) color.Color { return trialColors[i%len(trialColors)] }
-
-// keyColor draws the style entries of a legend (the iterates, before and after).
-var keyColor = color.RGBA{60, 60, 60, 255}
-
-// CurvesPlot returns the validation loss of one or more trials against tokens (or steps):
-// one line per trial and iterate, the colour saying the trial and the dash the iterate, as
-// in the paper's fig:EMA_y and fig:Obs1 (middle). Points are drawn in order of tokens (or
-// steps); a non-finite or absent value breaks its line there and is not drawn, and a
-// finite point with no finite neighbour is drawn as a dot. The legend lists the trials by
-// label, then the iterates drawn.
-func CurvesPlot(curves []Curve, opts CurvesOptions) (*figure.Figure, error) {
-	fail := func(err error) (*figure.Figure, error) { return nil, fmt.Errorf("report: curves plot: %w", err) }
-	err := checkPlotInput("curves", len(curves), opts.YMin, opts.YMax, func(i int) string { return curves[i].Label },
+func curvesFigure(curves []Curve, opts CurvesOptions) (*facetFigure, error) {
+	fail := func(err error) (*facetFigure, error) { return nil, fmt.Errorf("report: curves plot: %w", err) }
+	err := checkPlotInput("curves", len(curves), opts.YMin, opts.YMax,
+		func(i int) seriesID { return seriesID{line: curves[i].Line, seed: curves[i].Seed} },
 		func(i int) int { return len(curves[i].Points) }, func(i, j int) error {
 			q := curves[i].Points[j]
 			if q.Tokens < 0 {
@@ -116,60 +113,44 @@ func CurvesPlot(curves []Curve, opts CurvesOptions) (*figure.Figure, error) {
 	if err != nil {
 		return fail(err)
 	}
-
-	xOf := func(q CurvePoint) float64 { return float64(q.Tokens) }
-	xLabel, scale := "step", 1.0
-	if opts.Steps {
-		xOf = func(q CurvePoint) float64 { return float64(q.Step) }
-	} else {
+	spec := facetSpec{
+		title: cmp.Or(opts.Title, "Validation loss"), xLabel: "step", xFrom0: true, kindHeading: "Iterate", trimEarly: true,
+		yMin: opts.YMin, yMax: opts.YMax, seeds: opts.Seeds,
+		empty: &sfadamw.ConfigError{Field: "curves[].Points[].Val", Value: "no finite value", Reason: "nothing to plot at iterates " + fmt.Sprint(iterates)},
+	}
+	xOf := func(q CurvePoint) float64 { return float64(q.Step) }
+	if !opts.Steps {
 		var most int64
 		for _, c := range curves {
 			for _, q := range c.Points {
 				most = max(most, q.Tokens)
 			}
 		}
-		xLabel, scale = tokenUnit(most)
+		spec.xLabel, spec.xScale = tokenUnit(most)
+		xOf = func(q CurvePoint) float64 { return float64(q.Tokens) }
 	}
-
-	p := linePlot(cmp.Or(opts.Title, "Validation loss"), xLabel)
-	drawn := make([]bool, len(iterates))
-	drewAny := false
-	for i, c := range curves {
-		pts := slices.Clone(c.Points)
-		slices.SortStableFunc(pts, func(a, b CurvePoint) int { return cmp.Compare(xOf(a), xOf(b)) })
+	for _, it := range iterates {
+		spec.kinds = append(spec.kinds, seriesKind{text: iterateText(it), dashes: iterateDashes(it, iterates)})
+	}
+	var series []seedSeries
+	for _, c := range curves {
 		for k, it := range iterates {
-			xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
-			for j, q := range pts {
-				xs[j] = xOf(q) / scale
+			s := seedSeries{line: c.Line, seed: c.Seed, kind: k}
+			for _, q := range c.Points {
 				v, ok := q.Val[it]
 				if !ok {
 					v = math.NaN()
 				}
-				ys[j] = v
+				s.xs, s.ys = append(s.xs, xOf(q)), append(s.ys, v)
 			}
-			style := draw.LineStyle{Color: trialColor(i), Width: vg.Points(1.3), Dashes: iterateDashes(it, iterates)}
-			n, err := addSeries(p, xs, ys, style, dotGlyph(trialColor(i)))
-			if err != nil {
-				return fail(err)
-			}
-			if n > 0 {
-				drawn[k], drewAny = true, true
-			}
+			series = append(series, s)
 		}
 	}
-	if !drewAny {
-		return fail(&sfadamw.ConfigError{Field: "curves[].Points[].Val", Value: "no finite value", Reason: "nothing to plot at iterates " + fmt.Sprint(iterates)})
+	ff, err := spec.build(series)
+	if err != nil {
+		return fail(err)
 	}
-	setYRange(p, opts.YMin, opts.YMax)
-	for i, c := range curves {
-		p.Legend.Add(c.Label, &plotter.Line{LineStyle: draw.LineStyle{Color: trialColor(i), Width: vg.Points(2)}})
-	}
-	for k, it := range iterates {
-		if drawn[k] {
-			p.Legend.Add(iterateText(it), &plotter.Line{LineStyle: draw.LineStyle{Color: keyColor, Width: vg.Points(1.3), Dashes: iterateDashes(it, iterates)}})
-		}
-	}
-	return lineFigure(p), nil
+	return ff, nil
 }
 
 // curveIterates returns the iterates to draw: those asked for, checked, or every one
@@ -226,4 +207,20 @@ func iterateText(it string) string {
 		return iterateStyles[r].text
 	}
 	return it
+}
+
+// linesPerPanel returns the most lines (configurations) that one panel of the curves'
+// plot holds, per iterate.
+func linesPerPanel(curves []Curve) int {
+	lines := map[facet]map[Line]bool{}
+	most := 0
+	for _, c := range curves {
+		f := facetOf(c.Line)
+		if lines[f] == nil {
+			lines[f] = map[Line]bool{}
+		}
+		lines[f][c.Line] = true
+		most = max(most, len(lines[f]))
+	}
+	return most
 }

@@ -1,16 +1,19 @@
 package report
 
-// What the plots share: series checks, axes, finite segments, glyphs and colour maps.
+// What the plots share: axes, finite segments, seed bands, markers, the legend of a
+// faceted figure and colour maps.
 
 import (
 	"fmt"
 	"image/color"
 	"math"
-	"slices"
-	"strconv"
+	"strings"
 
+	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -18,58 +21,25 @@ import (
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
-// checkPlotInput checks the n series of a line plot: at least one, the loss axis's range,
-// every point (check returns the error of point j of series i, or nil), and the labels and
-// point counts (checkSeries).
-func checkPlotInput(field string, n int, yMin, yMax float64, label func(i int) string, points func(i int) int, check func(i, j int) error) error {
-	if n == 0 {
-		return &sfadamw.ConfigError{Field: field, Value: 0, Reason: "no trials to plot"}
-	}
-	if err := checkYRange(yMin, yMax); err != nil {
-		return err
-	}
-	labels := make([]string, n)
-	for i := range n {
-		labels[i] = label(i)
-		for j := range points(i) {
-			if err := check(i, j); err != nil {
-				return err
-			}
-		}
-	}
-	return checkSeries(field, labels, points)
-}
-
-// linePlot starts a line plot of the validation loss against x, with a grid.
+// linePlot starts a panel of a sweep plot: its title, the validation loss against x, a
+// light grid and the fonts of a figure of several panels.
 func linePlot(title, x string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(10)
 	p.X.Label.Text = x
 	p.Y.Label.Text = "validation loss"
-	p.Add(plotter.NewGrid())
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(10)
+		a.Tick.Label.Font.Size = vg.Points(8.5)
+	}
+	g := plotter.NewGrid()
+	g.Vertical.Color, g.Horizontal.Color = gridColor, gridColor
+	p.Add(g)
 	return p
 }
 
-// checkSeries checks the labels and point counts of the series of a plot: each label one
-// non-empty line, unique, and each series with at least one point.
-func checkSeries(field string, labels []string, points func(int) int) error {
-	for i, l := range labels {
-		f := fmt.Sprintf("%s[%d].Label", field, i)
-		if l == "" {
-			return &sfadamw.ConfigError{Field: f, Value: `""`, Reason: "empty: the legend needs a label"}
-		}
-		if err := checkPlainText(f, l); err != nil {
-			return err
-		}
-		if j := slices.Index(labels[:i], l); j >= 0 {
-			return &sfadamw.ConfigError{Field: f, Value: strconv.Quote(l), Reason: fmt.Sprintf("same as %s[%d].Label", field, j)}
-		}
-		if points(i) == 0 {
-			return &sfadamw.ConfigError{Field: fmt.Sprintf("%s[%d].Points", field, i), Value: 0, Reason: "empty: no point to plot"}
-		}
-	}
-	return nil
-}
+var gridColor = color.RGBA{225, 225, 225, 255}
 
 func checkYRange(lo, hi float64) error {
 	if lo == 0 && hi == 0 {
@@ -82,13 +52,6 @@ func checkYRange(lo, hi float64) error {
 		return &sfadamw.ConfigError{Field: "opts.YMax", Value: hi, Reason: fmt.Sprintf("must be finite and above YMin = %g", lo)}
 	}
 	return nil
-}
-
-// setYRange fixes the loss axis when asked.
-func setYRange(p *plot.Plot, lo, hi float64) {
-	if lo != 0 || hi != 0 {
-		p.Y.Min, p.Y.Max = lo, hi
-	}
 }
 
 // tokenUnit returns the label of a tokens axis and the divisor that puts its largest value
@@ -151,21 +114,157 @@ func addSeries(p *plot.Plot, xs, ys []float64, style draw.LineStyle, lone draw.G
 	return n, nil
 }
 
-// addGlyphs marks every finite point of a series.
-func addGlyphs(p *plot.Plot, xs, ys []float64, g draw.GlyphStyle) {
-	for _, seg := range finiteSegments(xs, ys) {
-		if len(seg) > 1 { // addSeries marked the lone points
-			p.Add(&plotter.Scatter{XYs: seg, GlyphStyle: g})
+// band fills the area between two series where both are finite: the spread of a line's
+// seeds. It is clipped to the data area.
+type band struct {
+	xs, lo, hi []float64
+	fill       color.Color
+}
+
+// Plot implements plot.Plotter.
+func (b *band) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	start := 0
+	fill := func(end int) { // the run [start, end)
+		if end-start >= 2 {
+			var ring []vg.Point
+			for i := start; i < end; i++ {
+				ring = append(ring, vg.Point{X: trX(b.xs[i]), Y: trY(b.lo[i])})
+			}
+			for i := end - 1; i >= start; i-- {
+				ring = append(ring, vg.Point{X: trX(b.xs[i]), Y: trY(b.hi[i])})
+			}
+			c.FillPolygon(b.fill, c.ClipPolygonXY(ring))
 		}
+		start = end + 1
+	}
+	for i := range b.xs {
+		if !finite(b.xs[i]) || !finite(b.lo[i]) || !finite(b.hi[i]) {
+			fill(i)
+		}
+	}
+	fill(len(b.xs))
+}
+
+// markers draws a glyph at each of its points that lies in the data area.
+type markers struct {
+	xys   plotter.XYs
+	glyph draw.GlyphStyle
+}
+
+// Plot implements plot.Plotter.
+func (m *markers) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for _, q := range m.xys {
+		c.DrawGlyph(m.glyph, vg.Point{X: trX(q.X), Y: trY(q.Y)})
 	}
 }
 
-func dotGlyph(c color.Color) draw.GlyphStyle {
-	return draw.GlyphStyle{Color: c, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
+// legend is the key of a faceted figure, drawn down from the top left of the data area it
+// is given (it may run below it): the figure's title, then headings and entries, each
+// entry a thumbnail (a line, a marker or a band) and its text.
+type legend struct {
+	rows []legendRow
 }
 
-func triangleGlyph(c color.Color) draw.GlyphStyle {
-	return draw.GlyphStyle{Color: c, Radius: vg.Points(2.6), Shape: draw.PyramidGlyph{}}
+type legendRow struct {
+	text  string
+	font  text.Style
+	above vg.Length // space above the row
+	line  *draw.LineStyle
+	glyph *draw.GlyphStyle
+	band  color.Color
+}
+
+// The legend's geometry: the width of a thumbnail, the gap after it, the least width it
+// wraps its title to.
+const (
+	keyThumb    = vg.Length(24)
+	keyGap      = vg.Length(5)
+	keyMinWidth = panelW - 6
+)
+
+// keyFont is the legend's text style at size pt, bold if asked.
+func keyFont(pt float64, bold bool) text.Style {
+	f := font.From(plot.DefaultFont, vg.Points(pt))
+	if bold {
+		f.Weight = xfont.WeightBold
+	}
+	return text.Style{Color: color.Black, Font: f, XAlign: text.XLeft, YAlign: text.YCenter, Handler: plot.DefaultTextHandler}
+}
+
+func (k *legend) heading(s string) {
+	k.rows = append(k.rows, legendRow{text: s, font: keyFont(9.5, true), above: vg.Points(5)})
+}
+
+// entry adds a line of text after a thumbnail: a line, a marker or a band (those not nil).
+func (k *legend) entry(s string, line *draw.LineStyle, glyph *draw.GlyphStyle, band color.Color) {
+	k.rows = append(k.rows, legendRow{text: s, font: keyFont(9, false), line: line, glyph: glyph, band: band})
+}
+
+// setTitle puts the title on top, wrapped to the width of the entries (keyMinWidth at
+// least: the legend's column is as wide as a panel).
+func (k *legend) setTitle(title string) {
+	if title == "" {
+		return
+	}
+	w, _ := k.size()
+	t := plot.New()
+	t.Title.Text, t.Title.TextStyle = title, keyFont(11, true)
+	wrapTitle(t, max(w, keyMinWidth)+vg.Points(12)) // wrapTitle leaves 12 pt spare
+	var rows []legendRow
+	for _, l := range strings.Split(t.Title.Text, "\n") {
+		rows = append(rows, legendRow{text: l, font: t.Title.TextStyle})
+	}
+	if len(k.rows) > 0 {
+		k.rows[0].above += vg.Points(3)
+	}
+	k.rows = append(rows, k.rows...)
+}
+
+func (r legendRow) height() vg.Length { return r.font.FontExtents().Height * 1.15 }
+
+func (r legendRow) indent() vg.Length {
+	if r.line == nil && r.glyph == nil && r.band == nil {
+		return 0
+	}
+	return keyThumb + keyGap
+}
+
+// size returns the width and height the legend takes.
+func (k *legend) size() (w, h vg.Length) {
+	for _, r := range k.rows {
+		w = max(w, r.indent()+r.font.Width(r.text))
+		h += r.above + r.height()
+	}
+	return w, h
+}
+
+// rect is where the legend is drawn in data area c: from its top left corner down.
+func (k *legend) rect(c vg.Rectangle) vg.Rectangle {
+	w, h := k.size()
+	return vg.Rectangle{Min: vg.Point{X: c.Min.X, Y: c.Max.Y - h}, Max: vg.Point{X: c.Min.X + w, Y: c.Max.Y}}
+}
+
+// Plot implements plot.Plotter: the legend in k.rect(c.Rectangle).
+func (k *legend) Plot(c draw.Canvas, _ *plot.Plot) {
+	r := k.rect(c.Rectangle)
+	x0, y := r.Min.X, r.Max.Y
+	for _, r := range k.rows {
+		y -= r.above
+		mid := y - r.height()/2
+		if r.band != nil {
+			c.FillPolygon(r.band, []vg.Point{{X: x0, Y: mid - 4}, {X: x0 + keyThumb, Y: mid - 4}, {X: x0 + keyThumb, Y: mid + 4}, {X: x0, Y: mid + 4}})
+		}
+		if r.line != nil {
+			c.StrokeLine2(*r.line, x0, mid, x0+keyThumb, mid)
+		}
+		if r.glyph != nil {
+			c.DrawGlyphNoClip(*r.glyph, vg.Point{X: x0 + keyThumb/2, Y: mid})
+		}
+		c.FillText(r.font, vg.Point{X: x0 + r.indent(), Y: mid}, r.text)
+		y -= r.height()
+	}
 }
 
 // Heat-map cell colours for cells without a finished value.

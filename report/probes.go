@@ -2,28 +2,25 @@ package report
 
 // The probes' plots: validation loss before and after the decay probe or the LR-decay
 // branch (fig:Obs1, fig:Decay_AdamW_betas) and along a checkpoint interpolation
-// (fig:river_valley_loss_profile).
+// (fig:river_valley_loss_profile), in the layout of the validation curves (facets.go).
 
 import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/sfsweep/sfsweep/sfadamw"
 
 	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
-// DecayProbeCurve is the decay probe of one trial: the validation loss at each checkpoint
-// and after the short decay run from it.
+// DecayProbeCurve is the decay probe of one trial (one seed of a Line): the validation
+// loss at each checkpoint and after the short decay run from it.
 type DecayProbeCurve struct {
-	Label  string // legend text, unique within a plot
+	Line   Line
+	Seed   int
 	Points []DecayProbePoint
 }
 
@@ -38,15 +35,25 @@ type DecayProbeOptions struct {
 	Title      string // "" for "Validation loss before and after the decay probe"
 	After      string // legend of the dashed lines; "" for "after the decay probe"
 	YMin, YMax float64
+	Seeds      int // as CurvesOptions.Seeds
 }
 
-// DecayProbePlot returns the validation loss at each checkpoint (solid, dots) and after its
-// decay probe (dashed, triangles) against tokens, one colour per trial: the paper's
-// fig:Obs1 (right) and fig:Decay_AdamW_betas. A non-finite value breaks its line and is
-// not drawn.
+// afterDash is the dash of the loss after a probe, and of an interpolation into an LR decay.
+var afterDash = []vg.Length{vg.Points(5), vg.Points(3)}
+
+// DecayProbePlot returns the validation loss at each checkpoint (solid) and after its
+// decay probe (dashed) against tokens, every checkpoint marked: the paper's fig:Obs1
+// (right) and fig:Decay_AdamW_betas, in the layout of CurvesPlot (seeds averaged, panels
+// by β1, colour by C, legend right of the panels). A non-finite value breaks its line and
+// is not drawn.
 func DecayProbePlot(probes []DecayProbeCurve, opts DecayProbeOptions) (*figure.Figure, error) {
-	fail := func(err error) (*figure.Figure, error) { return nil, fmt.Errorf("report: decay probe plot: %w", err) }
-	err := checkPlotInput("probes", len(probes), opts.YMin, opts.YMax, func(i int) string { return probes[i].Label },
+	return figureOf(decayProbeFigure(probes, opts))
+}
+
+func decayProbeFigure(probes []DecayProbeCurve, opts DecayProbeOptions) (*facetFigure, error) {
+	fail := func(err error) (*facetFigure, error) { return nil, fmt.Errorf("report: decay probe plot: %w", err) }
+	err := checkPlotInput("probes", len(probes), opts.YMin, opts.YMax,
+		func(i int) seriesID { return seriesID{line: probes[i].Line, seed: probes[i].Seed} },
 		func(i int) int { return len(probes[i].Points) }, func(i, j int) error {
 			if q := probes[i].Points[j]; q.Tokens < 0 {
 				return &sfadamw.ConfigError{Field: fmt.Sprintf("probes[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"}
@@ -62,56 +69,39 @@ func DecayProbePlot(probes []DecayProbeCurve, opts DecayProbeOptions) (*figure.F
 			most = max(most, q.Tokens)
 		}
 	}
-	xLabel, scale := tokenUnit(most)
-
-	p := linePlot(cmp.Or(opts.Title, "Validation loss before and after the decay probe"), xLabel)
-	beforeDash, afterDash := []vg.Length(nil), []vg.Length{vg.Points(5), vg.Points(3)}
-	drewAny := false
-	for i, pr := range probes {
-		pts := slices.Clone(pr.Points)
-		slices.SortStableFunc(pts, func(a, b DecayProbePoint) int { return cmp.Compare(a.Tokens, b.Tokens) })
-		xs := make([]float64, len(pts))
-		before, after := make([]float64, len(pts)), make([]float64, len(pts))
-		for j, q := range pts {
-			xs[j], before[j], after[j] = float64(q.Tokens)/scale, q.Before, q.After
+	spec := facetSpec{
+		title: cmp.Or(opts.Title, "Validation loss before and after the decay probe"), xFrom0: true, markAll: true, trimEarly: true,
+		kinds:       []seriesKind{{text: "at the checkpoint"}, {text: cmp.Or(opts.After, "after the decay probe"), dashes: afterDash}},
+		kindHeading: "Loss", yMin: opts.YMin, yMax: opts.YMax, seeds: opts.Seeds,
+		empty: &sfadamw.ConfigError{Field: "probes[].Points[].Before/After", Value: "no finite value", Reason: "nothing to plot"},
+	}
+	spec.xLabel, spec.xScale = tokenUnit(most)
+	var series []seedSeries
+	for _, pr := range probes {
+		before := seedSeries{line: pr.Line, seed: pr.Seed}
+		after := seedSeries{line: pr.Line, seed: pr.Seed, kind: 1}
+		for _, q := range pr.Points {
+			x := float64(q.Tokens)
+			before.xs, before.ys = append(before.xs, x), append(before.ys, q.Before)
+			after.xs, after.ys = append(after.xs, x), append(after.ys, q.After)
 		}
-		for _, s := range []struct {
-			ys     []float64
-			dashes []vg.Length
-			glyph  draw.GlyphStyle
-		}{
-			{before, beforeDash, dotGlyph(trialColor(i))},
-			{after, afterDash, triangleGlyph(trialColor(i))},
-		} {
-			n, err := addSeries(p, xs, s.ys, draw.LineStyle{Color: trialColor(i), Width: vg.Points(1.3), Dashes: s.dashes}, s.glyph)
-			if err != nil {
-				return fail(err)
-			}
-			if n > 0 {
-				addGlyphs(p, xs, s.ys, s.glyph)
-				drewAny = true
-			}
-		}
+		series = append(series, before, after)
 	}
-	if !drewAny {
-		return fail(&sfadamw.ConfigError{Field: "probes[].Points[].Before/After", Value: "no finite value", Reason: "nothing to plot"})
+	ff, err := spec.build(series)
+	if err != nil {
+		return fail(err)
 	}
-	setYRange(p, opts.YMin, opts.YMax)
-	for i, pr := range probes {
-		p.Legend.Add(pr.Label, &plotter.Line{LineStyle: draw.LineStyle{Color: trialColor(i), Width: vg.Points(2)}})
-	}
-	p.Legend.Add("at the checkpoint", &plotter.Line{LineStyle: draw.LineStyle{Color: keyColor, Width: vg.Points(1.3), Dashes: beforeDash}},
-		&plotter.Scatter{GlyphStyle: dotGlyph(keyColor)})
-	p.Legend.Add(cmp.Or(opts.After, "after the decay probe"), &plotter.Line{LineStyle: draw.LineStyle{Color: keyColor, Width: vg.Points(1.3), Dashes: afterDash}},
-		&plotter.Scatter{GlyphStyle: triangleGlyph(keyColor)})
-	return lineFigure(p), nil
+	return ff, nil
 }
 
-// InterpolationCurve is the validation loss of one trial along the segment between two of
-// its weights: at α·w(t1) + (1−α)·w(t2).
+// InterpolationCurve is the validation loss of one trial (one seed of a Line) along the
+// segment between two of its weights: at α·w(t1) + (1−α)·w(t2), where w(t2) is the
+// trial's own or, Decayed, the end of an LR-decay branch.
 type InterpolationCurve struct {
-	Label  string // legend text, unique within a plot
-	Points []InterpolationPoint
+	Line    Line
+	Seed    int
+	Decayed bool // the segment runs into an LR decay
+	Points  []InterpolationPoint
 }
 
 // InterpolationPoint is the loss at one α.
@@ -122,17 +112,25 @@ type InterpolationPoint struct {
 // InterpolationOptions adjusts InterpolationPlot; the zero value fits the axes to the data.
 type InterpolationOptions struct {
 	Title      string // "" for "Validation loss between two checkpoints"
+	Decayed    string // legend of the curves into an LR decay (dashed); "" for "into an LR decay"
 	YMin, YMax float64
+	Seeds      int // as CurvesOptions.Seeds
 }
 
-// InterpolationPlot returns the validation loss against α, one colour per curve: the
-// paper's fig:river_valley_loss_profile (convex for AdamW at a constant LR, falling
-// sharply into a decay, flat for SF-AdamW). A non-finite loss breaks its line.
+// InterpolationPlot returns the validation loss against α, every α marked, the seeds of
+// each Line averaged, in the layout of CurvesPlot: the paper's
+// fig:river_valley_loss_profile (convex for AdamW at a constant LR, falling sharply into a
+// decay, flat for SF-AdamW). A non-finite loss breaks its line.
 func InterpolationPlot(curves []InterpolationCurve, opts InterpolationOptions) (*figure.Figure, error) {
-	fail := func(err error) (*figure.Figure, error) {
-		return nil, fmt.Errorf("report: interpolation plot: %w", err)
-	}
-	err := checkPlotInput("curves", len(curves), opts.YMin, opts.YMax, func(i int) string { return curves[i].Label },
+	return figureOf(interpolationFigure(curves, opts))
+}
+
+func interpolationFigure(curves []InterpolationCurve, opts InterpolationOptions) (*facetFigure, error) {
+	fail := func(err error) (*facetFigure, error) { return nil, fmt.Errorf("report: interpolation plot: %w", err) }
+	err := checkPlotInput("curves", len(curves), opts.YMin, opts.YMax,
+		func(i int) seriesID {
+			return seriesID{line: curves[i].Line, seed: curves[i].Seed, decayed: curves[i].Decayed}
+		},
 		func(i int) int { return len(curves[i].Points) }, func(i, j int) error {
 			if q := curves[i].Points[j]; math.IsNaN(q.Alpha) || math.IsInf(q.Alpha, 0) {
 				return &sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Alpha", i, j), Value: q.Alpha, Reason: "must be finite"}
@@ -142,39 +140,26 @@ func InterpolationPlot(curves []InterpolationCurve, opts InterpolationOptions) (
 	if err != nil {
 		return fail(err)
 	}
-	p := linePlot(cmp.Or(opts.Title, "Validation loss between two checkpoints"), "α  (α·w(t1) + (1−α)·w(t2))")
-	drewAny := false
-	for i, c := range curves {
-		pts := slices.Clone(c.Points)
-		slices.SortStableFunc(pts, func(a, b InterpolationPoint) int { return cmp.Compare(a.Alpha, b.Alpha) })
-		xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
-		for j, q := range pts {
-			xs[j], ys[j] = q.Alpha, q.Loss
-		}
-		n, err := addSeries(p, xs, ys, draw.LineStyle{Color: trialColor(i), Width: vg.Points(1.5)}, dotGlyph(trialColor(i)))
-		if err != nil {
-			return fail(err)
-		}
-		if n > 0 {
-			addGlyphs(p, xs, ys, dotGlyph(trialColor(i)))
-			drewAny = true
-		}
-		p.Legend.Add(c.Label, &plotter.Line{LineStyle: draw.LineStyle{Color: trialColor(i), Width: vg.Points(2)}})
+	spec := facetSpec{
+		title: cmp.Or(opts.Title, "Validation loss between two checkpoints"), xLabel: "α  (α·w(t1) + (1−α)·w(t2))", markAll: true,
+		kinds:       []seriesKind{{text: "between the checkpoints"}, {text: cmp.Or(opts.Decayed, "into an LR decay"), dashes: afterDash}},
+		kindHeading: "Segment", yMin: opts.YMin, yMax: opts.YMax, seeds: opts.Seeds,
+		empty: &sfadamw.ConfigError{Field: "curves[].Points[].Loss", Value: "no finite value", Reason: "nothing to plot"},
 	}
-	if !drewAny {
-		return fail(&sfadamw.ConfigError{Field: "curves[].Points[].Loss", Value: "no finite value", Reason: "nothing to plot"})
+	var series []seedSeries
+	for _, c := range curves {
+		s := seedSeries{line: c.Line, seed: c.Seed}
+		if c.Decayed {
+			s.kind = 1
+		}
+		for _, q := range c.Points {
+			s.xs, s.ys = append(s.xs, q.Alpha), append(s.ys, q.Loss)
+		}
+		series = append(series, s)
 	}
-	setYRange(p, opts.YMin, opts.YMax)
-	return lineFigure(p), nil
-}
-
-// lineFigure is the figure of one line plot of the sweep, its legend at the top right and
-// its title wrapped to the width.
-func lineFigure(p *plot.Plot) *figure.Figure {
-	p.Legend.Top = true
-	p.Legend.ThumbnailWidth = vg.Points(28)
-	p.Legend.TextStyle.Font.Size = vg.Points(10)
-	p.Legend.Padding = vg.Points(1)
-	wrapTitle(p, 7*vg.Inch)
-	return &figure.Figure{Plots: [][]*plot.Plot{{p}}, Width: 7 * vg.Inch, Height: 4.5 * vg.Inch}
+	ff, err := spec.build(series)
+	if err != nil {
+		return fail(err)
+	}
+	return ff, nil
 }
