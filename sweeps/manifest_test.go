@@ -24,13 +24,13 @@ func TestExampleCSensitivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 6 + 5 + 6 + 6 grid points; C = 10 at β1 = 0.9 and C = 20 at β1 = 0.95 are the
-	// vanilla runs (C = 1/(1−β1)), so two points share a trial.
-	if got := m.Count(); got != 23 {
-		t.Errorf("Count = %d, want 23", got)
+	// 6 + 5 + 6 + 6 grid points, each over 3 seeds; C = 10 at β1 = 0.9 and C = 20 at
+	// β1 = 0.95 are the vanilla runs (C = 1/(1−β1)), so two points of each seed share a trial.
+	if got := m.Count(); got != 3*23 {
+		t.Errorf("Count = %d, want 69", got)
 	}
-	if len(trials) != 21 {
-		t.Fatalf("%d trials, want 21", len(trials))
+	if len(trials) != 3*21 {
+		t.Fatalf("%d trials, want 63", len(trials))
 	}
 	shared := 0
 	ids := map[string]bool{}
@@ -50,11 +50,11 @@ func TestExampleCSensitivity(t *testing.T) {
 			}
 		}
 	}
-	if shared != 2 {
-		t.Errorf("%d trials stand for two points, want 2", shared)
+	if shared != 3*2 {
+		t.Errorf("%d trials stand for two points, want 6", shared)
 	}
 	c := TotalCost(trials)
-	if c.Trials != 21 || c.Steps != 21*120 || c.Tokens != 21*120*2048 {
+	if c.Trials != 63 || c.Steps != 63*300 || c.Tokens != 63*300*2048 {
 		t.Errorf("cost %+v", c)
 	}
 }

@@ -223,7 +223,7 @@ func TestValidate(t *testing.T) {
 	if code := runMain(context.Background(), []string{"validate", "../../sweeps/examples/c-sensitivity-tiny.yaml"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "23 grid points, 21 trials") {
+	if !strings.Contains(stdout.String(), "69 grid points, 63 trials") {
 		t.Errorf("validate printed:\n%s", stdout.String())
 	}
 	dir := t.TempDir()
