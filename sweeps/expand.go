@@ -22,15 +22,18 @@ type Trial struct {
 
 // Point is one grid point: where a trial's result goes in the tables.
 type Point struct {
-	Grid        int     `json:"grid"` // index in the manifest's optimizers
-	Optimizer   string  `json:"optimizer"`
-	Label       string  `json:"label,omitempty"`
-	LR          float64 `json:"lr"`
-	Beta1       float64 `json:"beta1"`
-	Beta2       float64 `json:"beta2"`
-	C           float64 `json:"c"` // 0: vanilla
-	BatchTokens int     `json:"batch_tokens"`
-	Seed        int     `json:"seed"`
+	Grid      int     `json:"grid"` // index in the manifest's optimizers
+	Optimizer string  `json:"optimizer"`
+	Label     string  `json:"label,omitempty"`
+	LR        float64 `json:"lr"`
+	Beta1     float64 `json:"beta1"`
+	Beta2     float64 `json:"beta2"`
+	C         float64 `json:"c"` // 0: vanilla
+	// WeightDecay and WarmupFrac are nil where the manifest leaves them to the default.
+	WeightDecay *float64 `json:"weight_decay,omitempty"`
+	WarmupFrac  *float64 `json:"warmup_frac,omitempty"`
+	BatchTokens int      `json:"batch_tokens"`
+	Seed        int      `json:"seed"`
 }
 
 // CLabel is the column key of the point's C: "vanilla" or the number.
@@ -45,35 +48,55 @@ func (p Point) CLabel() string {
 const IDLen = 16
 
 // Expand returns the manifest's trials in grid order (optimizers, then lr, betas, c,
-// batch_tokens, seeds), each once.
+// weight_decay, warmup_frac, batch_tokens, seeds), each once. A search that samples its
+// configurations (Sampled) has no grid to expand.
 func (m *Manifest) Expand() ([]Trial, error) {
+	if m.Sampled() {
+		return nil, &Error{Field: "search.method", Value: m.Method(), Reason: "a sampled search has no grid to expand: its configurations come as it runs"}
+	}
 	if n := m.Count(); n > m.maxTrials() {
 		return nil, &Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("more than max_trials = %d", m.maxTrials())}
 	}
 	var trials []Trial
 	index := map[string]int{}
 	for gi, g := range m.Optimizers {
-		cs := g.C
-		if len(cs) == 0 {
-			cs = CList{0}
+		// a parameter not given is one value: the default
+		axis := func(p Param) []*float64 {
+			if len(p.Values) == 0 {
+				return []*float64{nil}
+			}
+			vs := make([]*float64, len(p.Values))
+			for i := range p.Values {
+				vs[i] = &p.Values[i]
+			}
+			return vs
 		}
-		for li, lr := range g.LR {
-			for bi, b := range g.Betas {
+		cs, wds, wfs := axis(g.C.Param), axis(g.WeightDecay), axis(m.WarmupFrac)
+		for li, lr := range g.LR.Values {
+			for bi, b := range g.betaPairs() {
 				for ci, c := range cs {
-					for ti, bt := range g.batchTokens(m) {
-						for _, seed := range m.Seeds {
-							p := Point{Grid: gi, Optimizer: g.Name, Label: g.Label, LR: lr, Beta1: b[0], Beta2: b[1], C: c, BatchTokens: bt, Seed: seed}
-							cfg := m.trialConfig(g, p)
-							if err := cfg.Validate(); err != nil {
-								return nil, m.fieldError(err, gi, li, bi, ci, ti)
+					for _, wd := range wds {
+						for _, wf := range wfs {
+							for ti, bt := range g.batchTokens(m).Values {
+								for _, seed := range m.Seeds {
+									p := Point{Grid: gi, Optimizer: g.Name, Label: g.Label, LR: lr, Beta1: b[0], Beta2: b[1],
+										WeightDecay: wd, WarmupFrac: wf, BatchTokens: int(bt), Seed: seed}
+									if c != nil {
+										p.C = *c
+									}
+									cfg := m.trialConfig(g, p)
+									if err := cfg.Validate(); err != nil {
+										return nil, m.fieldError(err, gi, li, bi, ci, ti)
+									}
+									id := cfg.Hash()[:IDLen]
+									if i, ok := index[id]; ok {
+										trials[i].Points = append(trials[i].Points, p)
+										continue
+									}
+									index[id] = len(trials)
+									trials = append(trials, Trial{ID: id, Config: cfg.Canonical(), Points: []Point{p}})
+								}
 							}
-							id := cfg.Hash()[:IDLen]
-							if i, ok := index[id]; ok {
-								trials[i].Points = append(trials[i].Points, p)
-								continue
-							}
-							index[id] = len(trials)
-							trials = append(trials, Trial{ID: id, Config: cfg.Canonical(), Points: []Point{p}})
 						}
 					}
 				}
@@ -86,8 +109,8 @@ func (m *Manifest) Expand() ([]Trial, error) {
 // trialConfig is the training config of one grid point, defaults applied.
 func (m *Manifest) trialConfig(g Grid, p Point) training.Config {
 	o := training.OptimizerConfig{
-		Name: g.Name, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, Eps: g.Eps, WeightDecay: g.WeightDecay,
-		C: p.C, GradClip: g.GradClip, WarmupFrac: m.WarmupFrac, Schedule: g.Schedule, FinalFrac: g.FinalFrac, DecayFrac: g.DecayFrac,
+		Name: g.Name, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, Eps: g.Eps, WeightDecay: p.WeightDecay,
+		C: p.C, GradClip: g.GradClip, WarmupFrac: p.WarmupFrac, Schedule: g.Schedule, FinalFrac: g.FinalFrac, DecayFrac: g.DecayFrac,
 	}
 	c := training.Config{
 		Model: m.Model, ModelConfig: m.ModelConfig, Backend: m.Backend, Precision: m.Precision, Data: m.Data, Optimizer: o,
@@ -112,12 +135,18 @@ func (m *Manifest) fieldError(err error, gi, li, bi, ci, ti int) error {
 		field = fmt.Sprintf("%s.lr[%d]", g, li)
 	case "optimizer.beta1", "optimizer.beta2":
 		field = fmt.Sprintf("%s.betas[%d]", g, bi)
+		if gr := m.Optimizers[gi]; len(gr.Betas) == 0 {
+			field = fmt.Sprintf("%s.beta1[%d]", g, bi/len(gr.Beta2.Values))
+			if ce.Field == "optimizer.beta2" {
+				field = fmt.Sprintf("%s.beta2[%d]", g, bi%len(gr.Beta2.Values))
+			}
+		}
 	case "optimizer.c":
 		field = fmt.Sprintf("%s.c[%d]", g, ci)
 	case "batch_tokens":
-		if len(m.Optimizers[gi].BatchTokens) > 0 {
+		if m.Optimizers[gi].BatchTokens.Set() {
 			field = fmt.Sprintf("%s.batch_tokens[%d]", g, ti)
-		} else if len(m.BatchTokens) > 1 {
+		} else if len(m.BatchTokens.Values) > 1 {
 			field = fmt.Sprintf("batch_tokens[%d]", ti)
 		}
 	default:

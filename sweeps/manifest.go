@@ -34,20 +34,21 @@ type Manifest struct {
 	Precision   string              `yaml:"precision,omitempty"` // fp32, tf32 or bf16: picks the backend of that precision
 	Data        training.DataConfig `yaml:"data"`
 
-	BatchTokens     IntList  `yaml:"batch_tokens"` // one value or a grid
-	MicroBatch      int      `yaml:"micro_batch,omitempty"`
-	SeqLen          int      `yaml:"seq_len,omitempty"`
-	Steps           int      `yaml:"steps"`
-	WarmupFrac      *float64 `yaml:"warmup_frac,omitempty"`
-	EvalEvery       int      `yaml:"eval_every,omitempty"`
-	EvalSeqs        int      `yaml:"eval_seqs,omitempty"`
-	TestSeqs        int      `yaml:"test_seqs,omitempty"`
-	CheckpointEvery int      `yaml:"checkpoint_every,omitempty"`
-	KeepCheckpoints int      `yaml:"keep_checkpoints,omitempty"`
-	EWADecay        float64  `yaml:"ewa_decay,omitempty"`
-	Seeds           IntList  `yaml:"seeds"`
+	BatchTokens     Param   `yaml:"batch_tokens"` // one value, a grid, or a distribution to sample
+	MicroBatch      int     `yaml:"micro_batch,omitempty"`
+	SeqLen          int     `yaml:"seq_len,omitempty"`
+	Steps           int     `yaml:"steps"`
+	WarmupFrac      Param   `yaml:"warmup_frac,omitempty"`
+	EvalEvery       int     `yaml:"eval_every,omitempty"`
+	EvalSeqs        int     `yaml:"eval_seqs,omitempty"`
+	TestSeqs        int     `yaml:"test_seqs,omitempty"`
+	CheckpointEvery int     `yaml:"checkpoint_every,omitempty"`
+	KeepCheckpoints int     `yaml:"keep_checkpoints,omitempty"`
+	EWADecay        float64 `yaml:"ewa_decay,omitempty"`
+	Seeds           IntList `yaml:"seeds"`
 
 	Optimizers []Grid   `yaml:"optimizers"`
+	Search     *Search  `yaml:"search,omitempty"`
 	Probes     Probes   `yaml:"probes,omitempty"`
 	Tables     []Table  `yaml:"tables,omitempty"`
 	MaxTrials  int      `yaml:"max_trials,omitempty"` // refuse larger expansions (default 10,000)
@@ -55,20 +56,24 @@ type Manifest struct {
 	Tags       []string `yaml:"tags,omitempty"`
 }
 
-// Grid is one optimizer's grid: every combination of its lists is a trial.
+// Grid is one optimizer's grid: every combination of its lists is a trial, or, in a
+// random or TPE search, the space its configurations are sampled from. Each searched
+// parameter is a Param: one value, a list, or a distribution.
 type Grid struct {
 	Name        string     `yaml:"name"`            // "sfadamw" or "adamw"
 	Label       string     `yaml:"label,omitempty"` // row label in tables, e.g. "SF-AdamW", "AdamW (cosine)"
-	LR          FloatList  `yaml:"lr"`
-	Betas       []BetaPair `yaml:"betas"`
-	C           CList      `yaml:"c,omitempty"` // refined SF-AdamW: values, or "vanilla"
-	WeightDecay *float64   `yaml:"weight_decay,omitempty"`
+	LR          Param      `yaml:"lr"`
+	Betas       []BetaPair `yaml:"betas,omitempty"` // (β1, β2) pairs; or beta1 and beta2 apart
+	Beta1       Param      `yaml:"beta1,omitempty"`
+	Beta2       Param      `yaml:"beta2,omitempty"`
+	C           CParam     `yaml:"c,omitempty"` // refined SF-AdamW: values, or "vanilla"
+	WeightDecay Param      `yaml:"weight_decay,omitempty"`
 	GradClip    *float64   `yaml:"grad_clip,omitempty"`
 	Eps         float64    `yaml:"eps,omitempty"`
 	Schedule    string     `yaml:"schedule,omitempty"` // AdamW: constant, cosine, linear, wsd
 	FinalFrac   *float64   `yaml:"final_frac,omitempty"`
 	DecayFrac   float64    `yaml:"decay_frac,omitempty"`
-	BatchTokens IntList    `yaml:"batch_tokens,omitempty"` // overrides the manifest's
+	BatchTokens Param      `yaml:"batch_tokens,omitempty"` // overrides the manifest's
 }
 
 // IterEWA names the EWA of a trial's evaluated iterate (ewa_x for SF-AdamW, ewa_w for
@@ -92,17 +97,11 @@ type Output struct {
 	Prefix string `yaml:"prefix,omitempty"`
 }
 
-// IntList is one integer or a list of them.
-type IntList []int
-
-// FloatList is one number or a list of them.
-type FloatList []float64
-
 // BetaPair is a (β1, β2) pair, written [0.9, 0.95].
 type BetaPair [2]float64
 
-// CList is a list of refined-SF C values; "vanilla" is 0.
-type CList []float64
+// IntList is one integer or a list of them.
+type IntList []int
 
 func (l *IntList) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
@@ -118,47 +117,6 @@ func (l *IntList) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	*l = vs
-	return nil
-}
-
-func (l *FloatList) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		var v float64
-		if err := n.Decode(&v); err != nil {
-			return err
-		}
-		*l = FloatList{v}
-		return nil
-	}
-	var vs []float64
-	if err := n.Decode(&vs); err != nil {
-		return err
-	}
-	*l = vs
-	return nil
-}
-
-func (l *CList) UnmarshalYAML(n *yaml.Node) error {
-	items := []*yaml.Node{n}
-	if n.Kind == yaml.SequenceNode {
-		items = n.Content
-	}
-	out := make(CList, 0, len(items))
-	for _, it := range items {
-		if it.Kind != yaml.ScalarNode {
-			return fmt.Errorf("line %d: c: want a number or \"vanilla\"", it.Line)
-		}
-		if strings.EqualFold(it.Value, "vanilla") {
-			out = append(out, 0)
-			continue
-		}
-		v, err := strconv.ParseFloat(it.Value, 64)
-		if err != nil {
-			return fmt.Errorf("line %d: c = %q: want a number or \"vanilla\"", it.Line, it.Value)
-		}
-		out = append(out, v)
-	}
-	*l = out
 	return nil
 }
 
@@ -202,6 +160,10 @@ func Parse(src []byte) (*Manifest, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
+		if e := (*Error)(nil); errors.As(err, &e) && e.Field == "" {
+			e.Field = fieldAt(&root, e.Line) // a Param's error knows its line, not its field
+			return nil, e
+		}
 		return nil, fmt.Errorf("manifest: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if err := m.validate(); err != nil {
@@ -257,6 +219,41 @@ func checkNode(n *yaml.Node, depth int) error {
 		}
 	}
 	return nil
+}
+
+// fieldAt is the path ("optimizers[1].lr") of the deepest field whose key or value
+// stands on line of the document: the inverse of lineOf.
+func fieldAt(root *yaml.Node, line int) string {
+	best := "manifest"
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				if k.Line == line {
+					best = p
+				}
+				walk(v, p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				if c.Kind != yaml.ScalarNode {
+					walk(c, fmt.Sprintf("%s[%d]", path, i))
+				}
+			}
+		}
+	}
+	walk(root, "")
+	return best
 }
 
 // lineOf returns the line of the field at path ("optimizers[1].lr") in the document, or
@@ -321,20 +318,20 @@ func (m *Manifest) validate() error {
 		if g.Name != training.SFAdamW && g.Name != training.AdamW {
 			return &Error{Field: f("name"), Value: fmt.Sprintf("%q", g.Name), Reason: `must be "sfadamw" or "adamw"`}
 		}
-		if len(g.LR) == 0 {
-			return &Error{Field: f("lr"), Value: "[]", Reason: "must list at least one learning rate"}
-		}
-		if len(g.Betas) == 0 {
-			return &Error{Field: f("betas"), Value: "[]", Reason: "must list at least one [beta1, beta2] pair"}
-		}
-		if g.Name == training.AdamW && len(g.C) > 0 {
-			return &Error{Field: f("c"), Value: []float64(g.C), Reason: "applies to sfadamw only"}
-		}
-		if len(m.BatchTokens) == 0 && len(g.BatchTokens) == 0 {
-			return &Error{Field: "batch_tokens", Value: "[]", Reason: "must give at least one batch size in tokens"}
+		if err := m.checkGrid(gi, g); err != nil {
+			return err
 		}
 	}
-	if n := m.Count(); n > m.maxTrials() {
+	if err := m.BatchTokens.check("batch_tokens", m.Sampled(), true); err != nil {
+		return err
+	}
+	if err := m.WarmupFrac.check("warmup_frac", m.Sampled(), false); err != nil {
+		return err
+	}
+	if err := m.validateSearch(); err != nil {
+		return err
+	}
+	if n := m.Count(); !m.Sampled() && n > m.maxTrials() {
 		return &Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("the grid expands to more than max_trials = %d; raise max_trials to confirm", m.maxTrials())}
 	}
 	if d := m.Probes.Decay; d != nil {
@@ -411,9 +408,59 @@ func (m *Manifest) validate() error {
 			}
 		}
 	}
-	// every trial's config must be valid
-	_, err := m.Expand()
+	// every trial's config must be valid: a search's, at the bounds of its distributions
+	_, err := m.corners().Expand()
 	return err
+}
+
+// checkGrid checks grid gi's parameters.
+func (m *Manifest) checkGrid(gi int, g Grid) error {
+	f := func(s string) string { return fmt.Sprintf("optimizers[%d].%s", gi, s) }
+	if !g.LR.Set() {
+		return &Error{Field: f("lr"), Value: "[]", Reason: "must list at least one learning rate"}
+	}
+	switch {
+	case len(g.Betas) > 0 && (g.Beta1.Set() || g.Beta2.Set()):
+		return &Error{Field: f("beta1"), Value: g.Beta1, Reason: "give betas as [beta1, beta2] pairs or beta1 and beta2 apart, not both"}
+	case len(g.Betas) == 0 && !g.Beta1.Set():
+		return &Error{Field: f("betas"), Value: "[]", Reason: "must list at least one [beta1, beta2] pair (or give beta1 and beta2)"}
+	case len(g.Betas) == 0 && !g.Beta2.Set():
+		return &Error{Field: f("beta2"), Value: "[]", Reason: "must give beta2 with beta1"}
+	}
+	if g.Name == training.AdamW && g.C.Set() {
+		return &Error{Field: f("c"), Value: g.C, Reason: "applies to sfadamw only"}
+	}
+	if !m.BatchTokens.Set() && !g.BatchTokens.Set() {
+		return &Error{Field: "batch_tokens", Value: "[]", Reason: "must give at least one batch size in tokens"}
+	}
+	sampled := m.Sampled()
+	for _, p := range []struct {
+		name  string
+		p     Param
+		whole bool
+	}{{"lr", g.LR, false}, {"beta1", g.Beta1, false}, {"beta2", g.Beta2, false}, {"c", g.C.Param, false}, {"weight_decay", g.WeightDecay, false}, {"batch_tokens", g.BatchTokens, true}} {
+		if err := p.p.check(f(p.name), sampled, p.whole); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// corners is the manifest with each distribution replaced by its bounds: the grid whose
+// configurations bound every one a search may sample.
+func (m *Manifest) corners() *Manifest {
+	c := *m
+	c.Search = nil
+	c.MaxTrials = math.MaxInt
+	fix := func(p Param) Param { return Param{Values: p.corners()} }
+	c.BatchTokens, c.WarmupFrac = fix(m.BatchTokens), fix(m.WarmupFrac)
+	c.Optimizers = slices.Clone(m.Optimizers)
+	for i, g := range c.Optimizers {
+		g.LR, g.Beta1, g.Beta2, g.WeightDecay, g.BatchTokens = fix(g.LR), fix(g.Beta1), fix(g.Beta2), fix(g.WeightDecay), fix(g.BatchTokens)
+		g.C.Param = fix(g.C.Param)
+		c.Optimizers[i] = g
+	}
+	return &c
 }
 
 func (m *Manifest) maxTrials() int {
@@ -430,7 +477,7 @@ func (m *Manifest) Count() int {
 	total := 0
 	for _, g := range m.Optimizers {
 		n := 1
-		for _, k := range []int{len(g.LR), len(g.Betas), max(1, len(g.C)), len(g.batchTokens(m)), len(m.Seeds)} {
+		for _, k := range []int{len(g.LR.Values), g.nBetaPairs(), len(g.C.Values), len(g.WeightDecay.Values), len(m.WarmupFrac.Values), len(g.batchTokens(m).Values), len(m.Seeds)} {
 			if k > 0 && n > math.MaxInt/k {
 				return math.MaxInt
 			}
@@ -444,8 +491,33 @@ func (m *Manifest) Count() int {
 	return total
 }
 
-func (g Grid) batchTokens(m *Manifest) IntList {
-	if len(g.BatchTokens) > 0 {
+// nBetaPairs is len(g.betaPairs()), computed without them.
+func (g Grid) nBetaPairs() int {
+	if len(g.Betas) > 0 {
+		return len(g.Betas)
+	}
+	if n, k := len(g.Beta1.Values), len(g.Beta2.Values); k == 0 || n <= math.MaxInt/k {
+		return n * k
+	}
+	return math.MaxInt
+}
+
+// betaPairs are the grid's (β1, β2) pairs: its betas, or every beta1 with every beta2.
+func (g Grid) betaPairs() []BetaPair {
+	if len(g.Betas) > 0 {
+		return g.Betas
+	}
+	ps := make([]BetaPair, 0, len(g.Beta1.Values)*len(g.Beta2.Values))
+	for _, b1 := range g.Beta1.Values {
+		for _, b2 := range g.Beta2.Values {
+			ps = append(ps, BetaPair{b1, b2})
+		}
+	}
+	return ps
+}
+
+func (g Grid) batchTokens(m *Manifest) Param {
+	if g.BatchTokens.Set() {
 		return g.BatchTokens
 	}
 	return m.BatchTokens

@@ -29,6 +29,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := m.CheckBackend(src); err != nil {
 		fmt.Fprintf(stderr, "%s: %v (sfsweep run cannot train it with this build; sfsweep submit queues its trials for workers that have it)\n", file, err)
 	}
+	if m.Searched() {
+		return printSearchPlan(stdout, m, *asJSON)
+	}
 	cost, probes := sweeps.TotalCost(trials), m.ProbeCost(trials)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -70,9 +73,50 @@ func loadManifest(file string) ([]byte, *sweeps.Manifest, []sweeps.Trial, error)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
+	if m.Sampled() {
+		return src, m, nil, nil // its trials come as the search runs
+	}
 	trials, err := m.Expand()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return src, m, trials, nil
+}
+
+// printSearchPlan prints what a search will run: its space, metric, rungs and the
+// configurations reaching each, and its cost at worst and as halving plans it.
+func printSearchPlan(w io.Writer, m *sweeps.Manifest, asJSON bool) error {
+	p, err := m.Plan()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Name string            `json:"name"`
+			Plan sweeps.SearchPlan `json:"search"`
+		}{m.Name, p})
+	}
+	fmt.Fprintf(w, "search %s: %s, ranked by %s (lower is better), %d seeds a configuration\n", m.Name, p.Method, p.Metric, p.Seeds)
+	for gi, g := range m.Optimizers {
+		fmt.Fprintf(w, "  optimizers[%d] %s: %d configurations", gi, g.Name, p.Configs[gi])
+		if len(p.Space[gi]) > 0 {
+			fmt.Fprintf(w, " over %s", strings.Join(p.Space[gi], "; "))
+		}
+		fmt.Fprintln(w)
+	}
+	if p.Rule != "" {
+		fmt.Fprintf(w, "early stopping: %s at steps %v (the last is the end)", p.Rule, p.Rungs)
+		if len(p.Halving) > 0 {
+			fmt.Fprintf(w, "; halving by %d keeps %v configurations at them", m.Eta(), p.Halving)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "worst case (every configuration to the end): %d trials, %d steps, %.4g training tokens, %.4g FLOPs\n",
+		p.Worst.Trials, p.Worst.Steps, float64(p.Worst.Tokens), p.Worst.FLOPs)
+	if e := p.Expected; e != nil {
+		fmt.Fprintf(w, "as halving plans it: %d steps (%.0f%% of the worst case), %.4g FLOPs\n", e.Steps, 100*float64(e.Steps)/float64(p.Worst.Steps), e.FLOPs)
+	}
+	return nil
 }

@@ -1,0 +1,144 @@
+package sweeps
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// searchBase is a TPE search over lr (log-uniform), C (a choice with vanilla) and β1 and
+// β2 apart, stopped by ASHA at rungs 10 and 30 of 90 steps.
+const searchBase = `name: s
+model: micro-llama
+data:
+  default: byte
+batch_tokens: 32
+steps: 90
+eval_every: 10
+checkpoint_every: 10
+seeds: [1, 2]
+optimizers:
+  - name: sfadamw
+    lr: {distribution: log_uniform, min: 1e-4, max: 1e-2}
+    beta1: [0.9, 0.95]
+    beta2: 0.99
+    c: [vanilla, 50, 200]
+search:
+  method: tpe
+  trials: 12
+  seed: 7
+  metric: test_ppl
+  early_stopping: {rule: asha, min_steps: 10, eta: 3}
+`
+
+func TestSearchManifest(t *testing.T) {
+	m, err := Parse([]byte(searchBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Searched() || !m.Sampled() || m.Method() != MethodTPE || m.MetricName() != MetricTestPPL {
+		t.Errorf("search %+v", m.Search)
+	}
+	if got := m.Rungs(); !slices.Equal(got, []int{10, 30, 90}) {
+		t.Errorf("rungs %v, want [10 30 90]", got)
+	}
+	dims := m.Dims(0)
+	var names []string
+	for _, d := range dims {
+		names = append(names, d.Name)
+	}
+	if !slices.Equal(names, []string{ParamLR, ParamBeta1, ParamC}) {
+		t.Errorf("searched dims %v, want lr, beta1, c (beta2 has one value)", names)
+	}
+	if _, err := m.Expand(); err == nil {
+		t.Error("a sampled search expanded into a grid")
+	}
+	trials, err := m.PointTrials(0, map[string]float64{ParamLR: 3e-3, ParamBeta1: 0.95, ParamC: 50})
+	if err != nil || len(trials) != 2 {
+		t.Fatalf("%d trials, %v", len(trials), err)
+	}
+	for i, tr := range trials {
+		o := tr.Config.Optimizer
+		if o.LR != 3e-3 || o.Beta1 != 0.95 || o.Beta2 != 0.99 || o.C != 50 || tr.Config.Seed != uint64(i+1) || tr.ID != tr.Config.Hash()[:IDLen] {
+			t.Errorf("trial %d: %+v (ID %s)", i, o, tr.ID)
+		}
+	}
+	// C = 1/(1−β1) is vanilla, the same trial
+	a, _ := m.PointTrials(0, map[string]float64{ParamLR: 1e-3, ParamBeta1: 0.95, ParamC: 20})
+	b, _ := m.PointTrials(0, map[string]float64{ParamLR: 1e-3, ParamBeta1: 0.95, ParamC: 0})
+	if a[0].ID != b[0].ID {
+		t.Error("C = 20 at β1 = 0.95 is not the vanilla trial")
+	}
+	// the median rule's rungs are every min_steps
+	med, err := Parse([]byte(strings.Replace(searchBase, "rule: asha", "rule: median", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := med.Rungs(); !slices.Equal(got, []int{10, 20, 30, 40, 50, 60, 70, 80, 90}) {
+		t.Errorf("median rungs %v", got)
+	}
+}
+
+// beta1 and beta2 apart expand as their product, and a grid with early stopping still
+// expands (its configurations are the grid's).
+func TestSeparateBetasGrid(t *testing.T) {
+	src := strings.Replace(searchBase, "lr: {distribution: log_uniform, min: 1e-4, max: 1e-2}", "lr: [1e-3, 2e-3]", 1)
+	src = strings.Replace(src, "beta2: 0.99", "beta2: [0.99, 0.999]", 1)
+	src = strings.Replace(src, "method: tpe", "method: grid", 1)
+	m, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Searched() || m.Sampled() {
+		t.Errorf("grid with early stopping: searched %v, sampled %v", m.Searched(), m.Sampled())
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 lr × (2 β1 × 2 β2) × 3 C × 2 seeds, less the two vanilla-equal Cs? none: C = 50,
+	// 200 are neither 1/(1−0.9) = 10 nor 1/(1−0.95) = 20
+	if m.Count() != 48 || len(trials) != 48 {
+		t.Errorf("%d points, %d trials; want 48", m.Count(), len(trials))
+	}
+	// per (β1, β2) pair, 3 C × 2 seeds: the seventh trial has the second pair
+	if p := trials[6].Points[0]; p.Beta1 != 0.9 || p.Beta2 != 0.999 {
+		t.Errorf("seventh trial %+v: want β1 0.9, β2 0.999 (beta1 outer, beta2 inner)", p)
+	}
+	if dims := m.Dims(0); len(dims) != 4 {
+		t.Errorf("dims %v: want lr, beta1, beta2, c", dims)
+	}
+}
+
+func TestSearchErrors(t *testing.T) {
+	for _, tc := range []struct{ old, new, want string }{
+		{"method: tpe", "method: bayes", `line 17: search.method = "bayes": must be "grid", "random" or "tpe"`},
+		{"method: tpe", "method: grid", "line 12: optimizers[0].lr = log_uniform: a distribution is sampled by a search"},
+		{"trials: 12", "trials: 0", "search.trials = 0: must be ≥ 1"},
+		{"trials: 12", "trials: 6000", "search.trials = 6000: 6000 configurations × 1 grids × 2 seeds is more than max_trials = 10000"},
+		{"metric: test_ppl", "metric: accuracy", `line 20: search.metric = "accuracy"`},
+		{"metric: test_ppl", "metric: test_ppl\n  goal: maximize", `search.goal = "maximize": the metrics are losses`},
+		{"metric: test_ppl", "metric: test_ppl\n  iterate: w", `search.iterate = "w": sfadamw trials have x, y, ewa_x, ewa_y`},
+		{"min: 1e-4", "min: 0", "optimizers[0].lr = [0, 0.01]: log_uniform needs min > 0"},
+		{"min: 1e-4", "min: 1e-1", "optimizers[0].lr = [0.1, 0.01]: min and max must be finite with min < max"},
+		{"log_uniform", "gaussian", `optimizers[0].lr = {distribution: "gaussian"}: distribution must be`},
+		{"max: 1e-2}", "max: 1e-2, mode: 3}", `line 12: optimizers[0].lr.mode = mode: a distribution has the fields`},
+		{"beta1: [0.9, 0.95]", "beta1: {distribution: uniform, min: 0.5, max: 1}", "line 13: optimizers[0].beta1[1] = 1: must be in [0, 1)"},
+		{"c: [vanilla, 50, 200]", "c: {distribution: uniform, min: -5, max: 50}", "optimizers[0].c[0] = -5"},
+		{"batch_tokens: 32", "batch_tokens: {distribution: log_uniform, min: 32, max: 64}", "batch_tokens = log_uniform: this parameter takes whole numbers"},
+		{"beta2: 0.99", "", "optimizers[0].beta2 = []: must give beta2 with beta1"},
+		{"beta2: 0.99", "beta2: 0.99\n    betas: [[0.9, 0.99]]", "optimizers[0].beta1 = [0.9 0.95]: give betas as [beta1, beta2] pairs or beta1 and beta2 apart"},
+		{"rule: asha", "rule: hyperband", `search.early_stopping.rule = "hyperband"`},
+		{"eta: 3", "eta: 1", "search.early_stopping.eta = 1: must be ≥ 2"},
+		{"min_steps: 10", "min_steps: 90", "search.early_stopping.min_steps = 90: must be below steps = 90"},
+		{"min_steps: 10", "min_steps: 15", "rung 15 must be an evaluation step (a multiple of eval_every = 10)"},
+		{"min_steps: 10", "rungs: [20, 10]", "search.early_stopping.rungs[1] = 10: rungs must increase"},
+		{"checkpoint_every: 10", "checkpoint_every: 30", "search.early_stopping.min_steps = 10: rung 10 must be a checkpoint step"},
+		{"checkpoint_every: 10", "checkpoint_every: 10\nkeep_checkpoints: 2", "keep_checkpoints = 2: early stopping resumes promoted trials"},
+	} {
+		_, err := Parse([]byte(strings.Replace(searchBase, tc.old, tc.new, 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s → %s: error %v, want one containing %q", tc.old, tc.new, err, tc.want)
+		}
+	}
+}
