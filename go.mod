@@ -8,6 +8,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.8
 	github.com/aws/smithy-go v1.28.8
+	github.com/c-bata/goptuna v0.9.0
 	github.com/chewxy/hm v1.0.0
 	github.com/temporalio/ui-server/v2 v2.54.1
 	github.com/versity/versitygw v1.8.0

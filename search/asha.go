@@ -1,0 +1,33 @@
+package search
+
+// asha is asynchronous successive halving: Algorithm 2 of Li et al., "A System for
+// Massively Parallel Hyperparameter Tuning" (MLSys 2020). Whenever a slot is free it
+// looks for a promotion, from the rung below the end down to the first: rung k holds the
+// candidates that reached it, ranked by their value there (ties: lower index first); of
+// its best ⌊|rung k|/η⌋, those not promoted yet are promotable, and the best of them
+// trains on to rung k+1. With none anywhere, a new configuration starts at the first
+// rung, budget allowing.
+//
+// Promotions never wait for a rung to fill, so an early configuration can be promoted on
+// few peers; in exchange no slot ever idles. A diverged candidate (+Inf at its rung)
+// counts in its rung but is never promoted, a failed one has no value and does not count.
+// Candidates that are never promoted stay paused until the search cannot go on, when
+// Next stops them at their rung.
+type asha struct{}
+
+func (asha) reached(*State, int) {}
+
+func (asha) next(s *State) (int, int, bool) {
+	rungs := s.Config.Rungs
+	for k := len(rungs) - 2; k >= 0; k-- {
+		rung := s.ranked(rungs[k])
+		for _, i := range rung[:len(rung)/s.Config.Eta] {
+			// Paused at rung k: reached it and not promoted (a promoted one trains, or
+			// trained, to a later step); a paused candidate's value is finite.
+			if c := s.Candidates[i]; c.Status == StatusPaused && c.Until == rungs[k] {
+				return i, rungs[k+1], true
+			}
+		}
+	}
+	return 0, 0, false
+}
