@@ -3,9 +3,10 @@
 // and workers: "sfsweep run") or against a Temporal cluster and S3 ("submit", "worker",
 // "status", "cancel", "tables"); it checks the paper's findings on finished sweeps and
 // writes them with their tables and plots as Markdown ("report"), checks manifests
-// ("validate"), trains a single run from a config file ("train"), prepares token datasets
-// ("data"), measures the training engine's speed ("bench"), and draws the analysis figures
-// of "Through the River" ("figures", "toy", "weights", "eos", "centralflow").
+// ("validate"), turns Weights & Biases sweeps into manifests ("import"), trains a single
+// run from a config file ("train"), prepares token datasets ("data"), measures the
+// training engine's speed ("bench"), and draws the analysis figures of "Through the
+// River" ("figures", "toy", "weights", "eos", "centralflow").
 //
 // Usage:
 //
@@ -41,6 +42,7 @@ type command struct {
 var commands = []command{
 	{name: "run", summary: "run a sweep end to end on the embedded stack (Temporal, S3, workers in this process); running it again resumes", run: runSweep},
 	{name: "validate", summary: "check a sweep manifest and print its trials and their total cost, running nothing", run: runValidate},
+	{name: "import", summary: "import wandb SWEEP.yaml: a Weights & Biases sweep configuration as a manifest (docs/wandb.md)", run: runImport},
 	{name: "submit", summary: "submit a sweep manifest to a Temporal cluster and S3 (distributed mode)", run: runSubmit},
 	{name: "worker", summary: "run a worker of the gpu or cpu task queue against a Temporal cluster and S3", run: runWorker},
 	{name: "status", summary: "show a submitted sweep's progress", run: runStatus},
