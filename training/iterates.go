@@ -19,6 +19,24 @@ func SameIterate(got, asked string) bool {
 	return asked == "" || asked == IterEWA || got == asked
 }
 
+// ResolveIterate names the iterate of an optimizer's runs that name asks for: "" is the
+// evaluated one (x for SF-AdamW, w for AdamW), IterEWA its EWA (ewa_x, ewa_w); any other
+// name is itself.
+func ResolveIterate(optimizer, name string) string {
+	sf := optimizer == SFAdamW
+	switch {
+	case name == "" && sf:
+		return IterX
+	case name == "":
+		return IterW
+	case name == IterEWA && sf:
+		return IterEWAX
+	case name == IterEWA:
+		return IterEWAW
+	}
+	return name
+}
+
 // IterateWeights returns the weights of one iterate of a run's checkpoint and the
 // iterate's resolved name. name is one of Iterates(cfg.Optimizer.Name), or "" for the
 // evaluated iterate (x for SF-AdamW, w for AdamW) or IterEWA for its EWA (ewa_x, ewa_w).
@@ -26,16 +44,7 @@ func SameIterate(got, asked string) bool {
 // the state it needs, is an error.
 func IterateWeights(cfg Config, ck *checkpoint.Checkpoint, name string) (w []float32, resolved string, err error) {
 	sf := cfg.Optimizer.Name == SFAdamW
-	switch {
-	case name == "" && sf:
-		name = IterX
-	case name == "":
-		name = IterW
-	case name == IterEWA && sf:
-		name = IterEWAX
-	case name == IterEWA:
-		name = IterEWAW
-	}
+	name = ResolveIterate(cfg.Optimizer.Name, name)
 	ewa := func(state string) ([]float32, string, error) {
 		st, err := ck.Optimizer(state)
 		if err != nil {

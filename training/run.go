@@ -50,6 +50,12 @@ type Options struct {
 	// AfterStep, if set, is called after each step's optimizer update and checkpoint;
 	// returning an error stops the run with it (tests use it to interrupt runs).
 	AfterStep func(step int) error
+	// Until, if in (0, Steps), stops the run after that step (a search's rung: an
+	// evaluation and checkpoint step) without a result.json; a later Run with a larger
+	// Until, or none, resumes from the checkpoint there. The Result then has an empty
+	// Status, Steps = Until and the curves so far. A run whose checkpoints are already
+	// past Until returns at once.
+	Until int
 	// HostOptimizer steps the optimizer on the host even where the engine could step it
 	// on its device (backend.DeviceLoop); the results are bitwise the same, and the tests
 	// compare the two.
@@ -116,9 +122,9 @@ type Result struct {
 	Engine backend.Provenance `json:"engine"`
 }
 
-// Run trains cfg (defaults applied and valid) to the end, resuming from the newest valid
-// checkpoint under opt.Prefix when there is one. A loss that is not finite ends the run
-// as a result with Status "diverged", not as an error.
+// Run trains cfg (defaults applied and valid) to the end, or to opt.Until, resuming from
+// the newest valid checkpoint under opt.Prefix when there is one. A loss that is not
+// finite ends the run as a result with Status "diverged", not as an error.
 func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
@@ -148,7 +154,11 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	res := &Result{ConfigHash: r.hash, Primary: Iterates(cfg.Optimizer.Name)[0], Resumed: r.step, Engine: backend.ProvenanceOf(cfg.Backend)}
 	tokensPerStep := int64(cfg.BatchTokens)
 	stepStart, stepsTimed := time.Now(), 0
-	for r.step < cfg.Steps {
+	end := cfg.Steps
+	if opt.Until > 0 && opt.Until < end {
+		end = opt.Until
+	}
+	for r.step < end {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -194,6 +204,13 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 				return nil, err
 			}
 		}
+	}
+	if res.Status == "" && r.step < cfg.Steps {
+		// stopped at opt.Until: the curves so far, no result.json
+		res.Steps, res.Tokens, res.EvalSeqs, res.Curves = r.step, int64(r.step)*tokensPerStep, r.evalSeqs, r.curves
+		res.Seconds = time.Since(start).Seconds()
+		log.Info("paused", "step", r.step, "until", opt.Until)
+		return res, nil
 	}
 	if res.Status == "" {
 		res.Status = status.Completed

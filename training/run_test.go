@@ -402,3 +402,42 @@ func TestFinalModelPyTorch(t *testing.T) {
 	}
 	t.Logf("PyTorch %.17g, native %.17g: relative %.2g", got, want, math.Abs(got-want)/want)
 }
+
+// A run paused at rungs (Until 10, then 30) and promoted to its end is bitwise the run
+// trained without pause; a paused run writes no result, and one asked for a rung it is
+// already past returns the curves at once.
+func TestUntilRungs(t *testing.T) {
+	cfg := testConfig(SFAdamW)
+	whole, err := run(t, cfg, newStore(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newStore(t)
+	b, err := NewBatches(cfg, testCorpus(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, until := range []int{10, 30, 10, 0} {
+		res, err := Run(context.Background(), cfg, Options{Store: store, Prefix: "trials/t", Data: b, Until: until})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rerr := store.Get(context.Background(), "trials/t/result.json")
+		if until == 0 {
+			if res.Status != status.Completed || res.ParamsHash != whole.ParamsHash || !reflect.DeepEqual(res.Curves, whole.Curves) || !reflect.DeepEqual(res.Test, whole.Test) {
+				t.Errorf("promoted to the end: %s %v, want %s %v", res.ParamsHash, res.Test, whole.ParamsHash, whole.Test)
+			}
+			if res.Resumed != 30 {
+				t.Errorf("resumed from %d, want 30", res.Resumed)
+			}
+			continue
+		}
+		if res.Status != "" || !errors.Is(rerr, blob.ErrNotFound) {
+			t.Errorf("until %d: status %q, result.json %v: want a pause without a result", until, res.Status, rerr)
+		}
+		want := max(until, 30*min(1, res.Resumed/30)) // the rung asked for, or the step already reached
+		if res.Steps != want || len(res.Curves) != want/10 || !reflect.DeepEqual(res.Curves, whole.Curves[:want/10]) {
+			t.Errorf("until %d: %d steps, curves %v; want %d steps and the whole run's first curves", until, res.Steps, len(res.Curves), want)
+		}
+	}
+}
