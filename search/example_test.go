@@ -33,16 +33,7 @@ func Example() {
 			if job.New {
 				var history []search.Observation // the candidates so far, as the sampler sees them
 				for _, c := range s.Candidates {
-					o := search.Observation{Point: c.Point, Intermediate: c.Values}
-					switch c.Status {
-					case search.StatusCompleted:
-						o.Outcome, o.Value = search.Complete, *c.Final
-					case search.StatusStopped, search.StatusPaused:
-						o.Outcome = search.Stopped
-					case search.StatusDiverged, search.StatusFailed:
-						o.Outcome = search.Failed
-					}
-					history = append(history, o)
+					history = append(history, c.Observation())
 				}
 				p, err := sampler.Suggest(len(s.Candidates), history)
 				if err != nil {

@@ -21,7 +21,7 @@ const (
 	StatusQueued    Status = "queued"
 	StatusRunning   Status = "running"
 	StatusPaused    Status = "paused"
-	StatusStopped   Status = "stopped"
+	StatusStopped   Status = Status(status.Stopped)
 	StatusCompleted        = Status(status.Completed)
 	StatusDiverged         = Status(status.Diverged)
 	StatusFailed           = Status(status.Failed)
@@ -235,4 +235,25 @@ func (s *State) ranked(step int) []int {
 		return cmp.Compare(s.Candidates[a].Values[step], s.Candidates[b].Values[step])
 	})
 	return is
+}
+
+// Snapshot is a search's state as the store keeps it: the state after decision Seq−1.
+type Snapshot struct {
+	Seq   int    `json:"seq"`
+	State *State `json:"state"`
+}
+
+// Observation is the candidate as a sampler sees it: a paused or stopped one by its
+// values at rungs, a completed one by its final metric too.
+func (c Candidate) Observation() Observation {
+	o := Observation{Point: c.Point, Intermediate: c.Values}
+	switch c.Status {
+	case StatusCompleted:
+		o.Outcome, o.Value = Complete, *c.Final
+	case StatusStopped, StatusPaused:
+		o.Outcome = Stopped
+	case StatusDiverged, StatusFailed:
+		o.Outcome = Failed
+	}
+	return o
 }

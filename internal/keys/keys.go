@@ -3,6 +3,8 @@
 //
 //	sweeps/<sweep-id>/manifest.yaml                  the manifest as submitted (Manifest)
 //	sweeps/<sweep-id>/plans/<run-id>/page-NNNNNN.json a Sweep run's plan, 1,000 trials a page (PlanPage)
+//	sweeps/<sweep-id>/search/state.json              a search's state after its last decision (SearchState)
+//	sweeps/<sweep-id>/search/decisions/NNNNNNNN.json each decision of a search: what it saw, what it started (SearchDecision)
 //	trials/<trial-id>/config.json                    a trial's run config; the ID is its hash (RunConfig)
 //	trials/<trial-id>/curves.jsonl                   its evaluations as they land (RunCurves)
 //	trials/<trial-id>/result.json                    its result, written once (RunResult)
@@ -136,6 +138,14 @@ func Manifest(sweepID string) string { return "sweeps/" + sweepID + "/manifest.y
 // PlanPrefix is the prefix of the plan of one run of a sweep's Sweep workflow (a sweep
 // submitted again plans anew and never rewrites the pages a running sweep reads).
 func PlanPrefix(sweepID, runID string) string { return "sweeps/" + sweepID + "/plans/" + runID }
+
+// SearchState is the key of a search's state after its last decision.
+func SearchState(sweepID string) string { return "sweeps/" + sweepID + "/search/state.json" }
+
+// SearchDecision is the key of decision seq (0, 1, ...) of a search.
+func SearchDecision(sweepID string, seq int) string {
+	return fmt.Sprintf("sweeps/%s/search/decisions/%08d.json", sweepID, seq)
+}
 
 // PlanPage is the key of page n (0, 1, ...) of the plan under prefix.
 func PlanPage(prefix string, n int) string { return fmt.Sprintf("%s/page-%06d.json", prefix, n) }

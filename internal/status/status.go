@@ -8,6 +8,9 @@
 //     with the step in Result.DivergedAt, and it travels like Completed.
 //   - Failed: the trial failed after its retries. The Trial workflow sets it in TrialResult
 //     and records why (failed.json), from which report sets it on the trial's cell.
+//   - Stopped: a search's early stopping ended the trial at a rung (Until), a result of the
+//     sweep, never a failure and never retried. The search records it (search state);
+//     report sets it on the trial's cell, with the step.
 //   - Missing: no outcome yet, not run or still running. Only report sets it, on a cell or
 //     trial with neither a result nor a failure.
 //
@@ -26,6 +29,8 @@ const (
 	Diverged Status = "diverged"
 	// Failed is a trial that failed after its retries.
 	Failed Status = "failed"
+	// Stopped is a trial that a search's early stopping ended at a rung: a result.
+	Stopped Status = "stopped"
 	// Missing is a trial or cell with no outcome yet: not run, or still running.
 	Missing Status = "missing"
 )
