@@ -74,6 +74,7 @@ func (a *Activities) RegisterCPU(w worker.Registry) {
 	w.RegisterActivityWithOptions(a.RetireSchedule, activity.RegisterOptions{Name: workflows.ActivityRetireSchedule})
 	w.RegisterActivityWithOptions(a.Plan, activity.RegisterOptions{Name: workflows.ActivityPlan})
 	w.RegisterActivityWithOptions(a.ReadPlan, activity.RegisterOptions{Name: workflows.ActivityReadPlan})
+	w.RegisterActivityWithOptions(a.Decide, activity.RegisterOptions{Name: workflows.ActivityDecide})
 	w.RegisterActivityWithOptions(a.RecordFailed, activity.RegisterOptions{Name: workflows.ActivityRecordFailed})
 	w.RegisterActivityWithOptions(a.NotifyTables, activity.RegisterOptions{Name: workflows.ActivityNotifyTables})
 	w.RegisterActivityWithOptions(a.BuildTables, activity.RegisterOptions{Name: workflows.ActivityBuildTables})

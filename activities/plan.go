@@ -25,6 +25,9 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 	if err != nil {
 		return workflows.PlanOutput{}, err
 	}
+	if m.Searched() {
+		return workflows.PlanOutput{Search: true}, nil // the Decide activity decides as it goes
+	}
 	trials, err := m.Expand()
 	if err != nil {
 		return workflows.PlanOutput{}, invalid(err)

@@ -47,7 +47,7 @@ func (a *Activities) BuildTables(ctx context.Context, in workflows.BuildTablesIn
 	if err != nil {
 		return TablesOutput{}, err
 	}
-	written, err := report.Build(ctx, a.Store, m, report.Options{Result: a.storedResult, Progress: func(n int) { activity.RecordHeartbeat(ctx, n) }})
+	written, err := report.Build(ctx, a.Store, m, report.Options{Result: a.storedResult, SweepID: in.SweepID, Progress: func(n int) { activity.RecordHeartbeat(ctx, n) }})
 	if errors.Is(err, report.ErrInvalid) {
 		err = invalid(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
-// Train runs a trial to its end, resuming from its newest valid checkpoint, heartbeating
+// Train runs a trial to its end (or to in.Until, a search's rung), resuming from its newest valid checkpoint, heartbeating
 // its step and loss. A result that exists is returned as it is.
 func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workflows.TrainOutput, error) {
 	var mu sync.Mutex
@@ -36,7 +36,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		return workflows.TrainOutput{}, err
 	}
 	opt := training.Options{
-		Store: a.Store, Prefix: keys.Trial(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID),
+		Store: a.Store, Prefix: keys.Trial(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID), Until: in.Until,
 		Progress: func(p training.Progress) {
 			mu.Lock()
 			last = workflows.TrainHeartbeat{Step: p.Step, Loss: p.TrainLoss}
@@ -94,7 +94,7 @@ func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Res
 	if r == nil {
 		return workflows.TrainOutput{}
 	}
-	out := workflows.TrainOutput{Status: r.Status, DivergedAt: r.DivergedAt, Arithmetic: r.Engine.Arithmetic}
+	out := workflows.TrainOutput{Status: r.Status, Step: r.Steps, DivergedAt: r.DivergedAt, Arithmetic: r.Engine.Arithmetic}
 	if infos, err := checkpoint.List(ctx, a.Store, keys.Checkpoints(keys.Trial(id))); err == nil {
 		for _, i := range infos {
 			out.Checkpoints = append(out.Checkpoints, int(i.Step))

@@ -28,6 +28,52 @@ type SweepInput struct {
 	Trials       []TrialRef    `json:"trials,omitempty"`
 	Next         int           `json:"next,omitempty"`
 	Progress     SweepProgress `json:"progress"`
+	// Search is set for a manifest that runs as a search (sweeps.Manifest.Searched); its
+	// decisions so far.
+	Search *SearchCursor `json:"search,omitempty"`
+}
+
+// SearchCursor is a search's place, carried across continue-as-new: the decisions made
+// (the length of its log in the store). A run continues as new only once none of its
+// segments is running.
+type SearchCursor struct {
+	Seq int `json:"seq"`
+}
+
+// DecideInput asks the Decide activity for decision Seq of a search: it applies Events
+// (segments ended since decision Seq−1), then picks at most MaxJobs segments to run. A
+// decision already in the store's log is returned as it was made.
+type DecideInput struct {
+	SweepID     string         `json:"sweep_id"`
+	ManifestKey string         `json:"manifest_key"`
+	Seq         int            `json:"seq"`
+	Events      []SegmentEvent `json:"events,omitempty"`
+	MaxJobs     int            `json:"max_jobs"`
+}
+
+// SegmentEvent says that a configuration's segment ended: every trial of it trained to
+// Until, or ended before (diverged, failed). The Decide activity reads the outcomes from
+// the store.
+type SegmentEvent struct {
+	Candidate int `json:"candidate"`
+	Until     int `json:"until"`
+}
+
+// SegmentJob is a segment to run: the trials (one per seed) of configuration Candidate,
+// trained to Until (the run's end: probes too).
+type SegmentJob struct {
+	Candidate int        `json:"candidate"`
+	Until     int        `json:"until"`
+	Trials    []TrialRef `json:"trials"`
+	Final     bool       `json:"final,omitempty"` // Until is the end of the run
+}
+
+// DecideOutput is a decision: the segments to start, and whether the search is over.
+type DecideOutput struct {
+	Jobs []SegmentJob `json:"jobs,omitempty"`
+	Done bool         `json:"done,omitempty"`
+	// The configurations so far by status (search.Status), for progress.
+	Counts map[string]int `json:"counts,omitempty"`
 }
 
 // TrialRef is one trial of a sweep as the plan gives it.
@@ -85,6 +131,8 @@ type PlanOutput struct {
 	PageSize int    `json:"page_size,omitempty"`
 	Total    int    `json:"total,omitempty"`
 	Skipped  int    `json:"skipped,omitempty"` // trials whose result exists
+	// Search: the manifest runs as a search, decided by the Decide activity; no plan.
+	Search bool `json:"search,omitempty"`
 }
 
 // PlanPage is the key of page n of the stored plan under prefix.
@@ -110,11 +158,15 @@ type SweepProgress struct {
 	// Engines counts the trials trained in this sweep by the arithmetic of their engine;
 	// more than one key means cells of the tables may differ in their last digits.
 	Engines map[string]int `json:"engines,omitempty"`
+	// Stopped counts the trials a search's early stopping ended at a rung; Configs, a
+	// search's configurations by status.
+	Stopped int            `json:"stopped,omitempty"`
+	Configs map[string]int `json:"configs,omitempty"`
 }
 
 // Done reports whether every trial has an outcome.
 func (p SweepProgress) Done() bool {
-	return p.Skipped+p.Completed+p.Diverged+p.Failed == p.Total
+	return p.Skipped+p.Completed+p.Diverged+p.Failed+p.Stopped == p.Total
 }
 
 // SweepResult is the Sweep workflow's result.
@@ -128,13 +180,22 @@ func TablesWorkflowID(sweepID string) string { return sweepID + "/tables" }
 // TrialWorkflowID is the ID of a trial's workflow within a sweep.
 func TrialWorkflowID(sweepID, trialID string) string { return sweepID + "/trial-" + trialID }
 
+// SegmentWorkflowID is the ID of the workflow that trains a trial of a search to step
+// until.
+func SegmentWorkflowID(sweepID, trialID string, until int) string {
+	return fmt.Sprintf("%s/trial-%s-to-%d", sweepID, trialID, until)
+}
+
 // TablesScheduleID is the ID of a sweep's tables schedule: the safety net that rebuilds
 // the tables periodically whatever became of the signals.
 func TablesScheduleID(sweepID string) string { return sweepID + "/tables-schedule" }
 
 // TrialInput is one trial of a sweep.
 type TrialInput struct {
-	SweepID          string        `json:"sweep_id"`
+	SweepID string `json:"sweep_id"`
+	// Until, if set, trains the trial to that step only (a search's rung): no probes
+	// unless it is the end of the run.
+	Until            int           `json:"until,omitempty"`
 	ManifestKey      string        `json:"manifest_key"`
 	Trial            TrialRef      `json:"trial"`
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"` // 0: DefaultHeartbeatTimeout
@@ -146,6 +207,7 @@ type TrialInput struct {
 // checkpoint of the trial, so a retried attempt continues where the last one stopped.
 type TrainInput struct {
 	TrialID string `json:"trial_id"`
+	Until   int    `json:"until,omitempty"` // as training.Options.Until
 	// StallTimeout: an attempt whose compute makes no call for this long is abandoned as
 	// stuck and retried; 0: DefaultStallTimeout.
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
@@ -153,7 +215,8 @@ type TrainInput struct {
 
 // TrainOutput is the Train activity's result.
 type TrainOutput struct {
-	Status      status.Status `json:"status"` // status.Completed or status.Diverged
+	Status      status.Status `json:"status"`         // status.Completed or status.Diverged; "" paused at TrainInput.Until
+	Step        int           `json:"step,omitempty"` // the step trained to
 	DivergedAt  int           `json:"diverged_at,omitempty"`
 	Checkpoints []int         `json:"checkpoints,omitempty"` // steps with a checkpoint kept
 	// Arithmetic is that of the engine that trained the trial (backend.Info.Arithmetic).
@@ -212,7 +275,8 @@ type NotifyInput struct {
 // TrialResult is the Trial workflow's result.
 type TrialResult struct {
 	TrialID    string        `json:"trial_id"`
-	Status     status.Status `json:"status"` // status.Completed, status.Diverged or status.Failed
+	Status     status.Status `json:"status"`         // status.Completed, status.Diverged or status.Failed; "" paused at TrialInput.Until
+	Step       int           `json:"step,omitempty"` // the step trained to
 	DivergedAt int           `json:"diverged_at,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	Probes     int           `json:"probes,omitempty"`

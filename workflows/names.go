@@ -36,6 +36,9 @@ const (
 	ActivityLRDecay = "DecayBranch"
 	// ActivityInterpolate runs one checkpoint interpolation of a trial (InterpolateInput).
 	ActivityInterpolate = "Interpolate"
+	// ActivityDecide applies the results of a search's segments and decides what trains
+	// next (DecideInput, DecideOutput).
+	ActivityDecide = "Decide"
 	// ActivityRecordFailed marks a trial failed in the store (RecordFailedInput).
 	ActivityRecordFailed = "RecordFailed"
 	// ActivityNotifyTables signals a sweep's Tables workflow, starting it if needed

@@ -71,6 +71,9 @@ func (s *sweep) run() (SweepResult, error) {
 	workflow.Go(s.ctx, s.awaitCancel)
 
 	s.sel = workflow.NewSelector(s.ctx)
+	if s.in.Search != nil {
+		return s.search()
+	}
 	for {
 		if err := s.startTrials(); err != nil {
 			s.cancelChildren()
@@ -89,6 +92,7 @@ func (s *sweep) progress() (SweepProgress, error) { return *s.p, nil }
 
 // plan has the Plan activity plan the sweep, unless an earlier run did: in the store, or
 // inline for the runs that began before plans were stored (versionPlanInStore).
+// A manifest that is a search is not planned: its Decide activity decides as it goes.
 func (s *sweep) plan() error {
 	if s.in.Planned {
 		return nil
@@ -99,6 +103,11 @@ func (s *sweep) plan() error {
 		return fmt.Errorf("plan: %w", err)
 	}
 	s.in.Planned = true
+	if plan.Search {
+		s.in.Search = &SearchCursor{}
+		s.log.Info("planned a search")
+		return nil
+	}
 	if paged {
 		s.in.PlanPrefix, s.in.PlanPageSize = plan.Prefix, plan.PageSize
 		s.p.Total, s.p.Skipped = plan.Total, plan.Skipped
@@ -213,7 +222,7 @@ func (s *sweep) end() (SweepResult, error) {
 	if s.canceled {
 		return SweepResult{Progress: *s.p}, temporal.NewCanceledError("sweep canceled")
 	}
-	if s.in.Next < s.p.Total {
+	if s.in.Search == nil && s.in.Next < s.p.Total {
 		// continue as new with the state, a fresh history
 		return SweepResult{}, workflow.NewContinueAsNewError(s.ctx, Sweep, s.in)
 	}

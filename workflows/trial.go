@@ -53,7 +53,8 @@ func newTrial(ctx workflow.Context, in TrialInput) *trial {
 	}
 }
 
-// run is the workflow: train, probe a completed trial, notify the tables.
+// run is the workflow: train (to the end, or to a search's rung), probe a completed
+// trial, notify the tables.
 func (t *trial) run() (TrialResult, error) {
 	if err := t.train(); err != nil {
 		return t.res, err
@@ -73,9 +74,9 @@ func (t *trial) run() (TrialResult, error) {
 // failed, and is no error of the workflow's unless it was canceled.
 func (t *trial) train() error {
 	var out TrainOutput
-	err := workflow.ExecuteActivity(t.gpu, ActivityTrain, TrainInput{TrialID: t.in.Trial.ID, StallTimeout: t.in.StallTimeout}).Get(t.ctx, &out)
+	err := workflow.ExecuteActivity(t.gpu, ActivityTrain, TrainInput{TrialID: t.in.Trial.ID, Until: t.in.Until, StallTimeout: t.in.StallTimeout}).Get(t.ctx, &out)
 	if err == nil {
-		t.res.Status, t.res.DivergedAt, t.res.Arithmetic = out.Status, out.DivergedAt, out.Arithmetic
+		t.res.Status, t.res.DivergedAt, t.res.Arithmetic, t.res.Step = out.Status, out.DivergedAt, out.Arithmetic, out.Step
 		t.checkpoints = out.Checkpoints
 		return nil
 	}

@@ -1,0 +1,393 @@
+package activities
+
+// Decide: one decision of a search. It applies the segments that ended (their outcomes
+// read from the store), then asks the search's state for the next segments, suggesting
+// configurations where it needs new ones. Each decision is logged in the store before it
+// is returned, so a retried or replayed decision is the one made.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/status"
+	"github.com/sfsweep/sfsweep/search"
+	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// decision is a logged decision: its input and what it decided.
+type decision struct {
+	In  workflows.DecideInput  `json:"in"`
+	Out workflows.DecideOutput `json:"out"`
+}
+
+// Decide makes decision in.Seq of a search, or returns it from the log if it was made.
+func (a *Activities) Decide(ctx context.Context, in workflows.DecideInput) (workflows.DecideOutput, error) {
+	defer keepAlive(ctx, func() any { return "decide" })()
+	if d, err := a.loggedDecision(ctx, in.SweepID, in.Seq); err != nil || d != nil {
+		if d == nil {
+			return workflows.DecideOutput{}, err
+		}
+		return d.Out, nil
+	}
+	m, err := a.readManifest(ctx, in.ManifestKey)
+	if err != nil {
+		return workflows.DecideOutput{}, err
+	}
+	sr, err := newSearcher(m)
+	if err != nil {
+		return workflows.DecideOutput{}, invalid(err)
+	}
+	st, err := a.searchState(ctx, sr, in)
+	if err != nil {
+		return workflows.DecideOutput{}, err
+	}
+	out, err := a.decide(ctx, sr, st, in)
+	if err != nil {
+		return out, err
+	}
+	b, _ := json.Marshal(decision{In: in, Out: out})
+	if err := a.Store.Put(ctx, keys.SearchDecision(in.SweepID, in.Seq), b); err != nil {
+		return out, err
+	}
+	b, err = json.Marshal(search.Snapshot{Seq: in.Seq + 1, State: st})
+	if err != nil {
+		return out, err
+	}
+	return out, a.Store.Put(ctx, keys.SearchState(in.SweepID), b)
+}
+
+// loggedDecision is decision seq from the log, nil if it was not made.
+func (a *Activities) loggedDecision(ctx context.Context, sweepID string, seq int) (*decision, error) {
+	b, err := a.Store.Get(ctx, keys.SearchDecision(sweepID, seq))
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d decision
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("search decision %d: %w", seq, err)
+	}
+	return &d, nil
+}
+
+// searchState is the state before decision in.Seq: the stored one, brought up to date by
+// making again the logged decisions it lacks (a decision is a pure function of the state
+// and its input, so they come out as logged), or a new state at decision 0.
+func (a *Activities) searchState(ctx context.Context, sr *searcher, in workflows.DecideInput) (*search.State, error) {
+	var ss search.Snapshot
+	b, err := a.Store.Get(ctx, keys.SearchState(in.SweepID))
+	switch {
+	case errors.Is(err, blob.ErrNotFound) || (err == nil && in.Seq == 0):
+		st, err := search.NewState(sr.config)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		ss = search.Snapshot{State: st}
+	case err != nil:
+		return nil, err
+	default:
+		if err := json.Unmarshal(b, &ss); err != nil || ss.State == nil {
+			return nil, fmt.Errorf("search state of %s: %v", in.SweepID, err)
+		}
+	}
+	if ss.Seq > in.Seq {
+		return nil, fmt.Errorf("search state of %s is at decision %d, decision %d asked for", in.SweepID, ss.Seq, in.Seq)
+	}
+	for seq := ss.Seq; seq < in.Seq; seq++ {
+		d, err := a.loggedDecision(ctx, in.SweepID, seq)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			return nil, fmt.Errorf("search %s: decision %d is not in the log", in.SweepID, seq)
+		}
+		out, err := a.decide(ctx, sr, ss.State, d.In)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.EqualFunc(out.Jobs, d.Out.Jobs, func(x, y workflows.SegmentJob) bool { return x.Candidate == y.Candidate && x.Until == y.Until }) {
+			return nil, fmt.Errorf("search %s: decision %d made again differs from the log", in.SweepID, seq)
+		}
+	}
+	return ss.State, nil
+}
+
+// decide applies in's events to st and picks up to in.MaxJobs segments.
+func (a *Activities) decide(ctx context.Context, sr *searcher, st *search.State, in workflows.DecideInput) (workflows.DecideOutput, error) {
+	for _, e := range in.Events {
+		ev, err := a.segmentOutcome(ctx, sr, st, e)
+		if err != nil {
+			return workflows.DecideOutput{}, err
+		}
+		if err := st.Apply(ev); err != nil {
+			return workflows.DecideOutput{}, fmt.Errorf("search decision %d: %w", in.Seq, err)
+		}
+	}
+	var out workflows.DecideOutput
+	for len(out.Jobs) < in.MaxJobs {
+		job, ok := st.Next()
+		if !ok {
+			break
+		}
+		if job.New {
+			g, p, err := sr.suggest(st)
+			if err != nil {
+				return out, err
+			}
+			st.Add(g, p)
+			continue
+		}
+		j, err := a.segment(ctx, sr, st.Candidates[job.Candidate], job.Until)
+		if err != nil {
+			return out, err
+		}
+		out.Jobs = append(out.Jobs, j)
+	}
+	if in.MaxJobs > 0 || st.Running() == 0 {
+		_, _ = st.Next() // ends a search that can go no further (paused become stopped)
+	}
+	out.Done = st.Done()
+	out.Counts = map[string]int{}
+	for _, c := range st.Candidates {
+		out.Counts[string(c.Status)]++
+	}
+	return out, nil
+}
+
+// segment is the job of training candidate c's trials to until, their configs written.
+func (a *Activities) segment(ctx context.Context, sr *searcher, c search.Candidate, until int) (workflows.SegmentJob, error) {
+	trials, err := sr.trials(c)
+	if err != nil {
+		return workflows.SegmentJob{}, invalid(err)
+	}
+	j := workflows.SegmentJob{Candidate: c.Index, Until: until, Final: until == sr.m.Steps}
+	for _, t := range trials {
+		ref := workflows.TrialRef{ID: t.ID, Queue: trainQueue(t.Config)}
+		if j.Final {
+			setProbes(&ref, sr.m.ProbesFor(t))
+		}
+		key := keys.RunConfig(keys.Trial(t.ID))
+		if _, err := a.Store.Get(ctx, key); errors.Is(err, blob.ErrNotFound) {
+			b, _ := json.MarshalIndent(t.Config, "", "  ")
+			if err := a.Store.Put(ctx, key, b); err != nil {
+				return j, err
+			}
+		} else if err != nil {
+			return j, err
+		}
+		j.Trials = append(j.Trials, ref)
+	}
+	return j, nil
+}
+
+// segmentOutcome reads what became of candidate e.Candidate's trials trained to e.Until:
+// the validation loss of the metric's iterate there (mean over seeds), the final metric
+// at the end, or that a seed diverged or failed.
+func (a *Activities) segmentOutcome(ctx context.Context, sr *searcher, st *search.State, e workflows.SegmentEvent) (search.Event, error) {
+	if e.Candidate < 0 || e.Candidate >= len(st.Candidates) {
+		return search.Event{}, fmt.Errorf("search event for configuration %d of %d", e.Candidate, len(st.Candidates))
+	}
+	c := st.Candidates[e.Candidate]
+	ev := search.Event{Candidate: e.Candidate, Step: e.Until}
+	trials, err := sr.trials(c)
+	if err != nil {
+		return ev, invalid(err)
+	}
+	var vals, finals []float64
+	for _, t := range trials {
+		it := sr.iterate(t.Config.Optimizer.Name)
+		res, err := a.storedResult(ctx, t.ID)
+		if err != nil {
+			return ev, err
+		}
+		switch {
+		case res != nil && res.Status == status.Diverged && res.DivergedAt <= e.Until:
+			ev.Diverged, ev.Step = true, res.DivergedAt
+		case res != nil && res.Status == status.Completed && e.Until == sr.m.Steps:
+			vals = append(vals, res.Val[it])
+			finals = append(finals, sr.metric(res, it))
+		default:
+			if _, err := a.Store.Get(ctx, keys.TrialFailed(t.ID)); err == nil {
+				ev.Failed = true
+				continue
+			}
+			v, ok, err := a.curveAt(ctx, t.ID, e.Until, it)
+			if err != nil {
+				return ev, err
+			}
+			if !ok {
+				ev.Failed = true // the segment ended without its rung: nothing to rank it by
+				continue
+			}
+			vals = append(vals, v)
+		}
+	}
+	if ev.Diverged || ev.Failed {
+		if ev.Diverged {
+			ev.Value = math.Inf(1)
+		}
+		ev.Step = e.Until
+		return ev, nil
+	}
+	ev.Value = mean(vals)
+	if len(finals) > 0 {
+		f := mean(finals)
+		ev.Final = &f
+	}
+	return ev, nil
+}
+
+// curveAt is a trial's validation loss of iterate it at step, from its curves.
+func (a *Activities) curveAt(ctx context.Context, id string, step int, it string) (float64, bool, error) {
+	b, err := a.Store.Get(ctx, keys.RunCurves(keys.Trial(id)))
+	if errors.Is(err, blob.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for dec.More() {
+		var p training.CurvePoint
+		if err := dec.Decode(&p); err != nil {
+			return 0, false, fmt.Errorf("trial %s: curves: %w", id, err)
+		}
+		if p.Step == step {
+			v, ok := p.Val[it]
+			return v, ok, nil
+		}
+	}
+	return 0, false, nil
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// searcher is a manifest's search: its scheduling, samplers and the grid it walks.
+type searcher struct {
+	m        *sweeps.Manifest
+	config   search.Config
+	samplers []search.Sampler // by grid (random, tpe)
+	spaces   []search.Space
+	grid     []sweeps.Point // grid: its configurations in the order the search takes them
+	budget   []int          // configurations of each grid
+}
+
+func newSearcher(m *sweeps.Manifest) (*searcher, error) {
+	sr := &searcher{m: m, config: search.Config{Rungs: m.Rungs(), Parallel: m.Search.Parallel}}
+	if es := m.Search.EarlyStopping; es != nil {
+		sr.config.Rule, sr.config.Eta, sr.config.MinTrials = es.Rule, m.Eta(), m.MedianMinTrials()
+	} else {
+		sr.config.Rungs = []int{m.Steps}
+	}
+	plan, err := m.Plan()
+	if err != nil {
+		return nil, err
+	}
+	sr.budget = plan.Configs
+	for _, n := range plan.Configs {
+		sr.config.Budget += n
+	}
+	if sr.config.Parallel == 0 {
+		sr.config.Parallel = sr.config.Budget
+	}
+	if !m.Sampled() {
+		trials, err := m.Expand()
+		if err != nil {
+			return nil, err
+		}
+		pts := m.GridPoints(trials)
+		// the grid in an order of the seed's, so that what starts first is no corner of it
+		rand.New(rand.NewPCG(uint64(m.Search.Seed), 0x5eed)).Shuffle(len(pts), func(i, j int) { pts[i], pts[j] = pts[j], pts[i] })
+		sr.grid = pts[:sr.config.Budget]
+		return sr, nil
+	}
+	for gi := range m.Optimizers {
+		var space search.Space
+		for _, d := range m.Dims(gi) {
+			p := search.Param{Name: d.Name, Kind: search.Choice, Choices: d.Param.Values}
+			if dist := d.Param.Dist; dist != nil {
+				p = search.Param{Name: d.Name, Kind: dist.Kind, Min: dist.Min, Max: dist.Max}
+			}
+			space = append(space, p)
+		}
+		s, err := search.NewSampler(m.Method(), space, m.Search.Seed*1_000_003+int64(gi))
+		if err != nil {
+			return nil, fmt.Errorf("optimizers[%d]: %w", gi, err)
+		}
+		sr.samplers, sr.spaces = append(sr.samplers, s), append(sr.spaces, space)
+	}
+	return sr, nil
+}
+
+// suggest is the next configuration: the grid's next point, or a sample of the grid
+// whose turn it is (grids take turns until each has its budget).
+func (sr *searcher) suggest(st *search.State) (int, search.Point, error) {
+	n := len(st.Candidates)
+	if sr.grid != nil {
+		if n >= len(sr.grid) {
+			return 0, nil, fmt.Errorf("search: configuration %d asked of a grid of %d", n, len(sr.grid))
+		}
+		p := sr.grid[n]
+		return p.Grid, p.Values(), nil
+	}
+	count := make([]int, len(sr.budget))
+	for _, c := range st.Candidates {
+		count[c.Grid]++
+	}
+	g := -1
+	for gi := range sr.budget {
+		if count[gi] < sr.budget[gi] && (g < 0 || count[gi] < count[g]) {
+			g = gi
+		}
+	}
+	if g < 0 {
+		return 0, nil, errors.New("search: a configuration asked beyond the budget")
+	}
+	var history []search.Observation
+	for _, c := range st.Candidates {
+		if c.Grid == g {
+			history = append(history, c.Observation())
+		}
+	}
+	p, err := sr.samplers[g].Suggest(count[g], history)
+	return g, p, err
+}
+
+// trials are a candidate's trials, one per seed.
+func (sr *searcher) trials(c search.Candidate) ([]sweeps.Trial, error) {
+	return sr.m.PointTrials(c.Grid, c.Point)
+}
+
+// iterate is the iterate the metric reads for an optimizer's trials.
+func (sr *searcher) iterate(optimizer string) string {
+	return training.ResolveIterate(optimizer, sr.m.Search.Iterate)
+}
+
+// metric is a completed trial's metric at iterate it.
+func (sr *searcher) metric(r *training.Result, it string) float64 {
+	switch sr.m.MetricName() {
+	case sweeps.MetricTestLoss:
+		return r.Test[it]
+	case sweeps.MetricTestPPL:
+		return r.TestPPL[it]
+	}
+	return r.Val[it]
+}

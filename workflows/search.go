@@ -1,0 +1,124 @@
+package workflows
+
+import (
+	"fmt"
+	"maps"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sfsweep/sfsweep/internal/status"
+)
+
+// maxDecisionsPerRun bounds the Decide activities of one run of a searching Sweep: past
+// it, the run stops starting segments, lets the running ones end and continues as new, so
+// the history of a search of any size stays bounded.
+const maxDecisionsPerRun = 500
+
+// searchRun is the search loop of a Sweep run whose manifest is a search: the Decide
+// activity decides (from the results in the store, by the manifest's sampler and
+// early-stopping rule, logged in the store), this loop runs what it decides: segments,
+// each the trials of one configuration (one per seed) trained to a rung.
+type searchRun struct {
+	*sweep
+	events    []SegmentEvent
+	remaining map[int]int // by configuration: trials of its running segment still running
+	decisions int         // Decide activities of this run
+	done      bool
+}
+
+// search runs the search until it is over, canceled, or due to continue as new.
+func (s *sweep) search() (SweepResult, error) {
+	r := &searchRun{sweep: s, remaining: map[int]int{}}
+	for {
+		if s.canceled {
+			break
+		}
+		winding := r.decisions >= maxDecisionsPerRun || workflow.GetInfo(s.ctx).GetContinueAsNewSuggested()
+		if !winding || len(r.events) > 0 {
+			max := s.in.Window
+			if winding {
+				max = 0 // record what ended, start nothing: the next run goes on
+			}
+			if err := r.decide(max); err != nil {
+				s.cancelChildren()
+				return SweepResult{Progress: *s.p}, err
+			}
+		}
+		if len(r.remaining) == 0 && (r.done || winding) {
+			break
+		}
+		if len(r.remaining) == 0 {
+			// nothing runs and nothing was started: the decision is waiting on nothing
+			return SweepResult{Progress: *s.p}, fmt.Errorf("search: decision %d started nothing, and nothing runs", s.in.Search.Seq-1)
+		}
+		s.sel.Select(s.ctx)
+		for s.sel.HasPending() {
+			s.sel.Select(s.ctx)
+		}
+	}
+	if s.canceled || r.done {
+		return s.end()
+	}
+	return SweepResult{}, workflow.NewContinueAsNewError(s.ctx, Sweep, s.in)
+}
+
+// decide runs decision Seq with the segments that ended, and starts the segments it
+// picks (at most max).
+func (r *searchRun) decide(max int) error {
+	in := DecideInput{SweepID: r.in.SweepID, ManifestKey: r.in.ManifestKey, Seq: r.in.Search.Seq, Events: r.events, MaxJobs: max}
+	var out DecideOutput
+	if err := workflow.ExecuteActivity(r.cpu, ActivityDecide, in).Get(r.ctx, &out); err != nil {
+		return fmt.Errorf("search: decision %d: %w", in.Seq, err)
+	}
+	r.in.Search.Seq++
+	r.decisions++
+	r.events = nil
+	r.done = out.Done
+	r.p.Configs = maps.Clone(out.Counts)
+	r.p.Stopped = out.Counts["stopped"]
+	for _, j := range out.Jobs {
+		r.startSegment(j)
+	}
+	return nil
+}
+
+// startSegment starts the trials of a segment, each a Trial workflow trained to j.Until.
+func (r *searchRun) startSegment(j SegmentJob) {
+	r.remaining[j.Candidate] = len(j.Trials)
+	for _, t := range j.Trials {
+		until := j.Until
+		id := SegmentWorkflowID(r.in.SweepID, t.ID, until)
+		if j.Final {
+			until = 0 // to the end, with the trial's probes
+		}
+		cctx := workflow.WithChildOptions(r.children, workflow.ChildWorkflowOptions{WorkflowID: id, TaskQueue: QueueCPU})
+		f := workflow.ExecuteChildWorkflow(cctx, Trial, TrialInput{SweepID: r.in.SweepID, ManifestKey: r.in.ManifestKey, Trial: t, Until: until,
+			HeartbeatTimeout: r.in.HeartbeatTimeout, Retry: r.in.Retry, StallTimeout: r.in.StallTimeout})
+		r.inFlight++
+		r.p.Running = append(r.p.Running, t.ID)
+		cand, tid := j.Candidate, t.ID
+		r.sel.AddFuture(f, func(f workflow.Future) { r.trialEnded(cand, j.Until, tid, f) })
+	}
+}
+
+// trialEnded counts a segment's trial that ended; the segment's event comes with its last.
+func (r *searchRun) trialEnded(cand, until int, id string, f workflow.Future) {
+	r.inFlight--
+	r.p.Running = remove(r.p.Running, id)
+	var res TrialResult
+	if err := f.Get(r.ctx, &res); err != nil && !r.canceled {
+		r.log.Error("trial workflow failed", "trial", id, "error", err)
+	}
+	switch {
+	case res.Status == status.Completed:
+		r.p.Completed++
+	case res.Status == status.Diverged:
+		r.p.Diverged++
+	case res.Status == status.Failed:
+		r.p.Failed++
+	}
+	if r.remaining[cand]--; r.remaining[cand] == 0 {
+		delete(r.remaining, cand)
+		r.events = append(r.events, SegmentEvent{Candidate: cand, Until: until})
+	}
+}
