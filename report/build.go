@@ -37,6 +37,9 @@ type Options struct {
 	Result func(ctx context.Context, trialID string) (*training.Result, error)
 	// Progress, if set, is told every so many trials read (a heartbeat).
 	Progress func(trials int)
+	// SweepID is the sweep whose search state (keys.SearchState) gives a search's trials
+	// and which it stopped; a manifest that is no search needs none.
+	SweepID string
 }
 
 // ErrInvalid matches (errors.Is) a Build error that the same manifest would meet again: a
@@ -60,9 +63,9 @@ func Load(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options
 	if opt.Result == nil {
 		opt.Result = func(ctx context.Context, id string) (*training.Result, error) { return ReadResult(ctx, store, id) }
 	}
-	trials, err := m.Expand()
+	trials, stopped, err := searchTrials(ctx, store, m, opt.SweepID)
 	if err != nil {
-		return nil, invalidError{err}
+		return nil, err
 	}
 	// one listing tells which objects exist; only those are read
 	listed, err := store.List(ctx, keys.Trials)
@@ -86,6 +89,9 @@ func Load(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options
 		}
 		if o.Result == nil && exists[keys.TrialFailed(t.ID)] {
 			o.Failed = readFailed(ctx, store, t.ID)
+		}
+		if o.Result == nil && o.Failed == "" {
+			o.Stopped = stopped[t.ID]
 		}
 		outcomes[t.ID] = o
 	}

@@ -13,6 +13,9 @@ import (
 type Outcome struct {
 	Result *training.Result // nil: not finished
 	Failed string           // non-empty: the trial failed after its retries, with this reason
+	// Stopped is the step at which a search's early stopping ended the trial (0: it did
+	// not): a result of the sweep, not a failure.
+	Stopped int
 }
 
 // NamedTable is a built table and the name its files take.

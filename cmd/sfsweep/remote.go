@@ -233,7 +233,7 @@ func runTables(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("%s: %w", keys.Manifest(id), err)
 	}
-	written, err := report.Build(ctx, store, m, report.Options{})
+	written, err := report.Build(ctx, store, m, report.Options{SweepID: id})
 	if err != nil {
 		return err
 	}

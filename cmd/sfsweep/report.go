@@ -49,11 +49,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	// every manifest is read before the store is opened: a bad one costs nothing
 	ms := make([]*sweeps.Manifest, len(files))
+	ids := make([]string, len(files)) // each manifest's sweep, whose search state a search's report reads
 	seen := map[string]string{}
 	for i, f := range files {
-		if _, ms[i], _, err = loadManifest(f); err != nil {
+		var src []byte
+		if src, ms[i], _, err = loadManifest(f); err != nil {
 			return err
 		}
+		ids[i] = keys.SweepID(ms[i].Name, src)
 		if prev, dup := seen[ms[i].Name]; dup {
 			return fmt.Errorf("%s: name %q: also the name of %s (each sweep's plots go in a folder of its name)", f, ms[i].Name, prev)
 		}
@@ -72,7 +75,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	sections := make([]report.Section, len(ms))
 	for i, m := range ms {
-		if sections[i], err = reportSection(ctx, store, files[i], m, filepath.Dir(path)); err != nil {
+		if sections[i], err = reportSection(ctx, store, files[i], ids[i], m, filepath.Dir(path)); err != nil {
 			return err
 		}
 	}
@@ -148,9 +151,9 @@ func openResults(ctx context.Context, r *remote, dir string) (blob.Store, func()
 
 // reportSection reads the results of manifest m (from file), rebuilds its tables and plots
 // in the store, checks the findings, and copies the plots as PNG under dir/<sweep name>/.
-func reportSection(ctx context.Context, store blob.Store, file string, m *sweeps.Manifest, dir string) (report.Section, error) {
+func reportSection(ctx context.Context, store blob.Store, file, sweepID string, m *sweeps.Manifest, dir string) (report.Section, error) {
 	s := report.Section{Manifest: m, Source: file}
-	res, err := report.Load(ctx, store, m, report.Options{})
+	res, err := report.Load(ctx, store, m, report.Options{SweepID: sweepID})
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", file, err)
 	}
@@ -165,7 +168,7 @@ func reportSection(ctx context.Context, store blob.Store, file string, m *sweeps
 	}
 	// the build reads the results just loaded: the tables, plots and findings are of one snapshot
 	loaded := func(_ context.Context, id string) (*training.Result, error) { return res.Outcomes[id].Result, nil }
-	written, err := report.Build(ctx, store, m, report.Options{Result: loaded})
+	written, err := report.Build(ctx, store, m, report.Options{Result: loaded, SweepID: sweepID})
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", file, err)
 	}

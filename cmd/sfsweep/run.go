@@ -177,6 +177,11 @@ wait:
 		}
 	}
 	p := res.Progress
+	if p.Configs != nil {
+		fmt.Fprintf(stderr, "search done: %d configurations (%s); %d trials completed, %d diverged, %d failed\n",
+			sum(p.Configs), countsText(p.Configs), p.Completed, p.Diverged, p.Failed)
+		return copyTables(ctx, st.store, m, absOut, stdout)
+	}
 	fmt.Fprintf(stderr, "sweep done: %d trials, %d run now (%d completed, %d diverged, %d failed), %d had results\n",
 		p.Total, p.Completed+p.Diverged+p.Failed, p.Completed, p.Diverged, p.Failed, p.Skipped)
 	return copyTables(ctx, st.store, m, absOut, stdout)
@@ -454,4 +459,22 @@ func (t *trialFlags) check() error {
 // input is the Sweep workflow's input for a sweep.
 func (t *trialFlags) input(sweepID, manifestKey string, window int) workflows.SweepInput {
 	return workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: window, HeartbeatTimeout: t.heartbeat, StallTimeout: t.stall, Retry: t.retry}
+}
+
+// sum is the total of counts.
+func sum(counts map[string]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
+}
+
+// countsText writes counts by name, sorted: "3 completed, 6 stopped".
+func countsText(counts map[string]int) string {
+	parts := make([]string, 0, len(counts))
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
