@@ -64,7 +64,7 @@ func HeatMap(t *Table) (*figure.Figure, error) {
 		}
 		switch {
 		case plottable(c.Cell):
-		case c.Status == status.Diverged || c.Status == status.Failed:
+		case c.Status == status.Diverged || c.Status == status.Failed || c.Status == status.Stopped:
 			statuses[c.Status] = true
 		default:
 			statuses[status.Missing] = true
@@ -115,6 +115,9 @@ func HeatMap(t *Table) (*figure.Figure, error) {
 	}
 	if statuses[status.Diverged] {
 		p.Legend.Add("diverged (step)", swatch{fill: divergeFill, cross: true})
+	}
+	if statuses[status.Stopped] {
+		p.Legend.Add("stopped (step)", swatch{fill: stoppedFill})
 	}
 	legendW := p.Legend.ThumbnailWidth + vg.Points(12)
 	for _, s := range []string{"test perplexity:", "diverged (step)", "000.00"} {
@@ -218,6 +221,14 @@ func (h *heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 					}
 				}
 				drawCross(&c, mark, vg.Points(4), vg.Points(1.5))
+			case cell.Status == status.Stopped:
+				c.FillPolygon(stoppedFill, box)
+				if cell.Step > 0 && fits(small, "stopped") {
+					c.FillText(small, vg.Point{X: mid.X, Y: mid.Y + (y1-y0)/6}, "stopped")
+					write(small, vg.Point{X: mid.X, Y: mid.Y - (y1-y0)/6}, "step "+strconv.Itoa(cell.Step))
+				} else {
+					write(small, mid, "stopped")
+				}
 			case cell.Status == status.Failed:
 				c.FillPolygon(failedFill, box)
 				sty := small

@@ -272,6 +272,7 @@ var (
 	missingFill = color.RGBA{217, 217, 217, 255} // not run: light grey
 	failedFill  = color.RGBA{140, 140, 140, 255} // failed: dark grey
 	divergeFill = color.RGBA{255, 255, 255, 255} // diverged: white under a red cross
+	stoppedFill = color.RGBA{198, 219, 239, 255} // stopped by a search's early stopping: pale blue
 	divergeMark = color.RGBA{200, 30, 30, 255}
 )
 

@@ -45,8 +45,8 @@ func formatLR(v float64) string {
 // formatG formats a number in the shortest form that parses back to it: 0.95, 200.
 func formatG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// Plain text of a cell: the number (mean ± standard deviation over seeds), div@N, failed
-// or --.
+// Plain text of a cell: the number (mean ± standard deviation over seeds), div@N,
+// stopped (step N), failed or --.
 func (c Cell) text() string {
 	switch c.Status {
 	case status.Completed:
@@ -56,6 +56,8 @@ func (c Cell) text() string {
 			return "div@" + strconv.Itoa(c.Step)
 		}
 		return "div"
+	case status.Stopped:
+		return stoppedText(c.Step)
 	case status.Failed:
 		return "failed"
 	}
@@ -72,8 +74,17 @@ func valueText(v float64, sp Spread, pm string) string {
 	return s
 }
 
+// stoppedText is how an outcome that a search's early stopping ended reads: "stopped
+// (step N)", N its rung.
+func stoppedText(step int) string {
+	if step > 0 {
+		return "stopped (step " + strconv.Itoa(step) + ")"
+	}
+	return "stopped"
+}
+
 // seedNote says how a cell's seeds differ from the table's n seeds: fewer completed, some
-// diverged or failed. "" when they do not.
+// diverged, stopped or failed. "" when they do not.
 func seedNote(sp Spread, n int) string {
 	var parts []string
 	if sp.N > 0 && sp.N != n {
@@ -81,6 +92,9 @@ func seedNote(sp Spread, n int) string {
 	}
 	if sp.Diverged > 0 {
 		parts = append(parts, strconv.Itoa(sp.Diverged)+" diverged")
+	}
+	if sp.Stopped > 0 {
+		parts = append(parts, strconv.Itoa(sp.Stopped)+" stopped")
 	}
 	if sp.Failed > 0 {
 		parts = append(parts, strconv.Itoa(sp.Failed)+" failed")
@@ -122,10 +136,10 @@ func (c TableCell) latex(n int) string {
 func (t *Table) seeds() int {
 	n := 0
 	for _, c := range t.Cells {
-		n = max(n, c.N+c.Diverged+c.Failed)
+		n = max(n, c.N+c.Diverged+c.Failed+c.Stopped)
 	}
 	for _, tr := range t.Trials {
-		n = max(n, tr.N+tr.Diverged+tr.Failed)
+		n = max(n, tr.N+tr.Diverged+tr.Failed+tr.Stopped)
 	}
 	return n
 }
@@ -289,6 +303,12 @@ func (t *Table) kindNote(st style) string {
 			}
 		}
 	}
+	for _, cell := range t.Cells {
+		if cell.Status == status.Stopped || cell.Stopped > 0 {
+			s += " Stopped (step N): the search's early stopping ended it at step N; never bold."
+			break
+		}
+	}
 	return s
 }
 
@@ -425,15 +445,15 @@ func (s tableStatus) MarshalText() ([]byte, error) {
 // full precision and empty fields where a value does not apply.
 //
 // C-sensitivity: one record per cell, row-major in display order, with columns
-// beta1, c, value, status, step, reason, best, std, n, diverged, failed (c is "vanilla" or
-// the number; value, the mean over the completed seeds, only for status ok; step only for
-// diverged with a known step; reason only for failed; best as the bold of the Markdown;
-// std only where n ≥ 2; n, the completed seeds, empty for a value given by hand; diverged
-// and failed count seeds).
+// beta1, c, value, status, step, reason, best, std, n, diverged, failed, stopped (c is
+// "vanilla" or the number; value, the mean over the completed seeds, only for status ok;
+// step only for diverged with a known step and for stopped, its rung; reason only for
+// failed; best as the bold of the Markdown; std only where n ≥ 2; n, the completed seeds,
+// empty for a value given by hand; diverged, failed and stopped count seeds).
 //
 // Hyperparameters: one record per trial in canonical order, with columns optimizer,
 // schedule, lr, beta1, beta2, c, value, status, step, reason, best, std, n, diverged,
-// failed, tied (best: the trial whose values are bold in its row; tied: one that a paired
+// failed, stopped, tied (best: the trial whose values are bold in its row; tied: one that a paired
 // comparison over seeds cannot tell apart from it).
 func (t *Table) WriteCSV(w io.Writer) error {
 	if err := t.check(); err != nil {
@@ -445,7 +465,7 @@ func (t *Table) WriteCSV(w io.Writer) error {
 		if s == status.Completed {
 			v = formatG(value)
 		}
-		if s == status.Diverged && step > 0 {
+		if (s == status.Diverged || s == status.Stopped) && step > 0 {
 			st = strconv.Itoa(step)
 		}
 		return []string{v, tableStatus(s).String(), st, reason}
@@ -458,18 +478,18 @@ func (t *Table) WriteCSV(w io.Writer) error {
 		if sp.N > 0 {
 			n = strconv.Itoa(sp.N)
 		}
-		return []string{std, n, strconv.Itoa(sp.Diverged), strconv.Itoa(sp.Failed)}
+		return []string{std, n, strconv.Itoa(sp.Diverged), strconv.Itoa(sp.Failed), strconv.Itoa(sp.Stopped)}
 	}
 	switch t.Kind {
 	case TableCSensitivity:
-		cw.Write([]string{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed"})
+		cw.Write([]string{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed", "stopped"})
 		for _, c := range t.Cells {
 			rec := append([]string{formatG(c.Row), c.Col}, outcome(c.Value, c.Status, c.Step, c.Reason)...)
 			cw.Write(append(append(rec, strconv.FormatBool(c.Best)), spread(c.Spread)...))
 		}
 	case TableHyperparameters:
 		cw.Write([]string{"optimizer", "schedule", "lr", "beta1", "beta2", "c", "value", "status", "step", "reason", "best",
-			"std", "n", "diverged", "failed", "tied"})
+			"std", "n", "diverged", "failed", "stopped", "tied"})
 		best, tied := t.bestTrials()
 		for i, tr := range t.Trials {
 			rec := []string{tr.Optimizer, tr.Schedule, formatG(tr.LR), formatG(tr.Beta1), formatG(tr.Beta2), formatG(tr.C)}
@@ -506,11 +526,12 @@ type spreadJSON struct {
 	N        int         `json:"n,omitempty"`
 	Diverged int         `json:"diverged,omitempty"`
 	Failed   int         `json:"failed,omitempty"`
+	Stopped  int         `json:"stopped,omitempty"`
 	Samples  []SeedValue `json:"seeds,omitempty"`
 }
 
 func spreadOf(sp Spread) spreadJSON {
-	j := spreadJSON{N: sp.N, Diverged: sp.Diverged, Failed: sp.Failed}
+	j := spreadJSON{N: sp.N, Diverged: sp.Diverged, Failed: sp.Failed, Stopped: sp.Stopped}
 	if sp.N >= 2 {
 		j.Std, j.Samples = &sp.Std, sp.Samples
 	}
@@ -571,7 +592,7 @@ type trialJSON struct {
 // WriteJSON writes the table as indented JSON (two spaces): kind, title, label, rows and
 // columns (the keys), then for a C-sensitivity table "cells" (row-major; beta1, c, text as
 // in plain text, value only for status ok, status, step, reason, best, and over seeds std,
-// n, diverged, failed and "seeds", each seed's value), and for a hyperparameter table
+// n, diverged, failed, stopped and "seeds", each seed's value), and for a hyperparameter table
 // "grids" (per row: lr, betas, c lists, best, the index of the best trial or null, and
 // ties, those that tie with it) and "trials" (as in WriteCSV).
 func (t *Table) WriteJSON(w io.Writer) error {

@@ -7,6 +7,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,10 +86,16 @@ func writeSection(b *strings.Builder, s Section) {
 
 	b.WriteString("### Trials\n\n")
 	t := trialTally(s.Results)
-	writePipeRow(b, []string{"trials", "completed", "diverged", "failed", "missing", "training time"})
-	writePipeRow(b, repeat("---:", 6))
-	writePipeRow(b, []string{strconv.Itoa(len(s.Results.Trials)), strconv.Itoa(t.n[status.Completed]), strconv.Itoa(t.n[status.Diverged]),
-		strconv.Itoa(t.n[status.Failed]), strconv.Itoa(t.n[status.Missing]), t.training.String()})
+	head := []string{"trials", "completed", "diverged", "failed", "missing", "training time"}
+	row := []string{strconv.Itoa(len(s.Results.Trials)), strconv.Itoa(t.n[status.Completed]), strconv.Itoa(t.n[status.Diverged]),
+		strconv.Itoa(t.n[status.Failed]), strconv.Itoa(t.n[status.Missing]), t.training.String()}
+	if m.Searched() { // a search's trials may end stopped: a result, neither failed nor missing
+		head = slices.Insert(head, 3, "stopped")
+		row = slices.Insert(row, 3, strconv.Itoa(t.n[status.Stopped]))
+	}
+	writePipeRow(b, head)
+	writePipeRow(b, repeat("---:", len(head)))
+	writePipeRow(b, row)
 	b.WriteString("\n")
 
 	if len(s.Tables) > 0 {
@@ -189,6 +196,8 @@ func trialTally(res *Results) tally {
 			seconds += o.Result.Seconds
 		case o.Failed != "":
 			t.n[status.Failed]++
+		case o.Stopped > 0:
+			t.n[status.Stopped]++
 		default:
 			t.n[status.Missing]++
 		}

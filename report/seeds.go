@@ -1,8 +1,8 @@
 package report
 
 // A configuration's outcomes over its seeds, reduced to what a table cell or a finding
-// shows: the mean over the seeds that completed, their spread, and how many diverged or
-// failed.
+// shows: the mean over the seeds that completed, their spread, and how many diverged,
+// were stopped by a search's early stopping, or failed.
 
 import (
 	"cmp"
@@ -27,6 +27,7 @@ type Spread struct {
 	N        int         // seeds the mean is over (those that completed); 0: one value given by hand
 	Diverged int         // seeds that diverged: counted and shown, never averaged
 	Failed   int         // seeds that failed after their retries
+	Stopped  int         // seeds a search's early stopping ended at a rung: a result, never averaged
 	Samples  []SeedValue // each completed seed's value, by seed, for paired comparisons
 }
 
@@ -40,15 +41,17 @@ type SeedOutcome struct {
 type Seeds struct {
 	Spread
 	Mean   float64       // over the completed seeds; read when Status is status.Completed
-	Status status.Status // Completed if any seed completed; else Diverged, Failed or Missing
-	Step   int           // Diverged: the earliest step a seed diverged at (0 if unknown)
+	Status status.Status // Completed if any seed completed; else Diverged, Stopped, Failed or Missing
+	Step   int           // Diverged: the earliest step a seed diverged at (0 if unknown); Stopped: the earliest rung a seed was stopped at
 	Reason string        // Failed: a failed seed's reason
 }
 
 // Gather reduces the outcomes of a configuration's seeds with value, the number a result
-// contributes. A completed result whose value is not finite counts as diverged.
+// contributes. A completed result whose value is not finite counts as diverged; a seed
+// with no result that the search stopped (Outcome.Stopped) counts as stopped.
 func Gather(os []SeedOutcome, value func(*training.Result) float64) Seeds {
 	var s Seeds
+	stoppedAt := 0
 	for _, o := range os {
 		switch r := o.Result; {
 		case r != nil && r.Status == status.Completed:
@@ -66,6 +69,11 @@ func Gather(os []SeedOutcome, value func(*training.Result) float64) Seeds {
 		case o.Failed != "":
 			s.Failed++
 			s.Reason = cmp.Or(s.Reason, o.Failed)
+		case o.Stopped > 0:
+			s.Stopped++
+			if stoppedAt == 0 || o.Stopped < stoppedAt {
+				stoppedAt = o.Stopped
+			}
 		}
 	}
 	slices.SortFunc(s.Samples, func(a, b SeedValue) int { return cmp.Compare(a.Seed, b.Seed) })
@@ -80,6 +88,8 @@ func Gather(os []SeedOutcome, value func(*training.Result) float64) Seeds {
 		s.Status, s.Step, s.Reason = status.Completed, 0, ""
 	case s.Diverged > 0:
 		s.Status, s.Reason = status.Diverged, ""
+	case s.Stopped > 0:
+		s.Status, s.Step, s.Reason = status.Stopped, stoppedAt, ""
 	case s.Failed > 0:
 		s.Status = status.Failed
 	default:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/stats"
 	"github.com/sfsweep/sfsweep/internal/status"
+	"github.com/sfsweep/sfsweep/training"
 )
 
 // statusCells is a small sweep with every status, a value above 100, a tie for the best
@@ -78,16 +79,16 @@ func TestCSensitivityStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCSV := [][]string{
-		{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed"},
-		{"0.1", "vanilla", "110.8", "ok", "", "", "false", "", "", "0", "0"},
-		{"0.1", "5", "54.8", "ok", "", "", "true", "", "", "0", "0"},
-		{"0.1", "50", "", "diverged", "1200", "", "false", "", "", "0", "0"},
-		{"0.5", "vanilla", "38.42", "ok", "", "", "true", "", "", "0", "0"},
-		{"0.5", "5", "38.42", "ok", "", "", "true", "", "", "0", "0"},
-		{"0.5", "50", "", "failed", "", `node lost, "retry" exhausted`, "false", "", "", "0", "0"},
-		{"0.9", "vanilla", "", "diverged", "", "", "false", "", "", "0", "0"},
-		{"0.9", "5", "", "missing", "", "", "false", "", "", "0", "0"},
-		{"0.9", "50", "", "missing", "", "", "false", "", "", "0", "0"},
+		{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed", "stopped"},
+		{"0.1", "vanilla", "110.8", "ok", "", "", "false", "", "", "0", "0", "0"},
+		{"0.1", "5", "54.8", "ok", "", "", "true", "", "", "0", "0", "0"},
+		{"0.1", "50", "", "diverged", "1200", "", "false", "", "", "0", "0", "0"},
+		{"0.5", "vanilla", "38.42", "ok", "", "", "true", "", "", "0", "0", "0"},
+		{"0.5", "5", "38.42", "ok", "", "", "true", "", "", "0", "0", "0"},
+		{"0.5", "50", "", "failed", "", `node lost, "retry" exhausted`, "false", "", "", "0", "0", "0"},
+		{"0.9", "vanilla", "", "diverged", "", "", "false", "", "", "0", "0", "0"},
+		{"0.9", "5", "", "missing", "", "", "false", "", "", "0", "0", "0"},
+		{"0.9", "50", "", "missing", "", "", "false", "", "", "0", "0", "0"},
 	}
 	if fmt.Sprintf("%q", recs) != fmt.Sprintf("%q", wantCSV) {
 		t.Errorf("CSV records\n%q\nwant\n%q", recs, wantCSV)
@@ -211,8 +212,12 @@ func seedCells() ([]Cell, []float64, []string) {
 		cell(0.5, "vanilla", 0, 1, 25.0, 25.5),
 		cell(0.5, "5", 0, 0, 22.0, 22.1, 22.3),
 		{Row: 0.5, Col: "20", Status: status.Diverged, Step: 40, Spread: Spread{Diverged: 3}},
+		{Row: 0.9, Col: "vanilla", Status: status.Stopped, Step: 20, Spread: Spread{Stopped: 3}},
+		{Row: 0.9, Col: "5", Value: 21.0, Status: status.Completed, Spread: Spread{N: 2, Std: 0.1414213562373095, Stopped: 1,
+			Samples: []SeedValue{{1, 20.9}, {2, 21.1}}}},
+		cell(0.9, "20", 0, 0, 21.5, 21.6, 21.7),
 	}
-	return cells, []float64{0.1, 0.5}, []string{"vanilla", "5", "20", "50"}
+	return cells, []float64{0.1, 0.5, 0.9}, []string{"vanilla", "5", "20", "50"}
 }
 
 // summarizeSeeds is stats.Summarize of the seeds' values, for building test cells.
@@ -236,6 +241,8 @@ func TestSeedsBest(t *testing.T) {
 	want := [][]string{
 		{"0.1", "19.10 ± 0.14 (n=2, 1 diverged)", "**20.00 ± 0.10**", "**20.30 ± 0.70**", "20.30 ± 0.10"},
 		{"0.5", "25.25 ± 0.35 (n=2, 1 failed)", "**22.13 ± 0.15**", "diverged (step 40)", "--"},
+		// a stopped cell reads as one and is never bold, nor is one with a stopped seed
+		{"0.9", "stopped (step 20)", "21.00 ± 0.14 (n=2, 1 stopped)", "**21.60 ± 0.10**", "--"},
 	}
 	if fmt.Sprint(body) != fmt.Sprint(want) {
 		t.Errorf("Markdown body\n%q\nwant\n%q", body, want)
@@ -284,5 +291,30 @@ func TestSeedsHyperparameterTies(t *testing.T) {
 	}
 	if fmt.Sprint(tied) != "[0.002]" || recs[0][len(recs[0])-1] != "tied" {
 		t.Errorf("tied trials %v in\n%q", tied, recs)
+	}
+}
+
+// TestGatherStopped checks that seeds a search stopped are counted as stopped, never as
+// failed or missing: all stopped reads stopped at the earliest rung; some completed keeps
+// the mean of those and counts the others.
+func TestGatherStopped(t *testing.T) {
+	ppl := func(r *training.Result) float64 { return r.TestPPL[r.Primary] }
+	done := func(v float64) Outcome {
+		return Outcome{Result: &training.Result{Status: status.Completed, Primary: "x", TestPPL: map[string]float64{"x": v}}}
+	}
+	all := Gather([]SeedOutcome{{1, Outcome{Stopped: 40}}, {2, Outcome{Stopped: 20}}}, ppl)
+	if all.Status != status.Stopped || all.Step != 20 || all.Stopped != 2 || all.Failed != 0 || all.N != 0 {
+		t.Errorf("all stopped: %+v, want stopped at step 20, 2 stopped", all)
+	}
+	some := Gather([]SeedOutcome{{1, done(20)}, {2, Outcome{Stopped: 20}}, {3, done(22)}}, ppl)
+	if some.Status != status.Completed || some.Mean != 21 || some.N != 2 || some.Stopped != 1 || some.Step != 0 {
+		t.Errorf("some stopped: %+v, want the mean 21 of 2, 1 stopped", some)
+	}
+	c := Cell{Row: 0.9, Col: "5", Value: some.Mean, Status: some.Status, Spread: some.Spread}
+	if got := (TableCell{Cell: c}).markdown(3); got != "21.00 ± 1.41 (n=2, 1 stopped)" {
+		t.Errorf("cell with a stopped seed reads %q", got)
+	}
+	if bestCandidate(some.Status, some.Spread) {
+		t.Error("a configuration with a stopped seed may be best")
 	}
 }

@@ -22,7 +22,7 @@ import (
 // statusOrder lists the statuses a cell or trial may have, in the order compareTrials sorts
 // otherwise equal trials by (the canonical order of Table.Trials, which the rendered tables
 // follow).
-var statusOrder = []status.Status{status.Completed, status.Diverged, status.Failed, status.Missing}
+var statusOrder = []status.Status{status.Completed, status.Diverged, status.Stopped, status.Failed, status.Missing}
 
 func statusError(s status.Status) error {
 	return &sfadamw.ConfigError{Field: "Status", Value: strconv.Quote(string(s)), Reason: "unknown status"}
@@ -30,13 +30,13 @@ func statusError(s status.Status) error {
 
 // Cell is one result of a C-sensitivity sweep: the test perplexity of refined SF-AdamW with
 // momentum β1 (the row) and decoupling parameter C (the column). Its Status is
-// status.Completed, Diverged, Failed or Missing; the zero Status, "", is refused.
+// status.Completed, Diverged, Stopped, Failed or Missing; the zero Status, "", is refused.
 type Cell struct {
 	Row    float64 // β1, in [0, 1)
 	Col    string  // "vanilla", or C as a decimal number ("5", "200"); matched numerically
 	Value  float64 // test perplexity; read only when Status is status.Completed, and then finite
 	Status status.Status
-	Step   int    // status.Diverged: the step at which the loss diverged; 0 if unknown
+	Step   int    // status.Diverged: the step at which the loss diverged, 0 if unknown; status.Stopped: the rung it was stopped at
 	Reason string // status.Failed: a short reason, written to CSV and JSON only
 	Spread        // over seeds: Value is then the mean of the completed seeds
 }
@@ -52,7 +52,7 @@ type TrialSummary struct {
 	C         float64 // decoupling parameter: 0 (vanilla) for adamw and sfadamw, > 0 for refined
 	Value     float64 // test perplexity; read only when Status is status.Completed, and then finite
 	Status    status.Status
-	Step      int    // status.Diverged: the step at which the loss diverged; 0 if unknown
+	Step      int    // status.Diverged: the step at which the loss diverged, 0 if unknown; status.Stopped: its rung
 	Reason    string // status.Failed: a short reason
 	Spread           // over seeds, as in Cell
 }
@@ -71,8 +71,9 @@ const (
 // The cells read as in the paper: test perplexities with two decimals below 100 and one at
 // or above (67.20, 110.8), the best value of each row in bold, "--" where nothing was run.
 // A diverged cell reads div@N in plain text and JSON (N the step), "diverged (step N)" in
-// Markdown and $\dagger$\,N in LaTeX, where the caption explains the dagger; a failed cell
-// reads "failed". Non-finite numbers are never printed.
+// Markdown and $\dagger$\,N in LaTeX, where the caption explains the dagger; a cell a
+// search's early stopping ended reads "stopped (step N)"; a failed cell reads "failed".
+// Non-finite numbers are never printed.
 type Table struct {
 	Kind  TableKind
 	Title string // caption lead, plain text (escaped for Markdown and LaTeX)
@@ -279,9 +280,10 @@ func normalizeCell(c Cell, row float64, col string) Cell {
 }
 
 // bestCandidate reports whether an outcome may be marked best: it completed, and none of
-// its seeds diverged (a configuration that diverges on some seeds is not the best one).
+// its seeds diverged or was stopped (a configuration that diverges on some seeds, or that
+// a search's early stopping ended, is not the best one).
 func bestCandidate(s status.Status, sp Spread) bool {
-	return s == status.Completed && sp.Diverged == 0
+	return s == status.Completed && sp.Diverged == 0 && sp.Stopped == 0
 }
 
 // normalizeSpread returns sp with its samples sorted by seed, in a copy, and nothing of it
@@ -307,6 +309,8 @@ func checkSpread(sp Spread) error {
 		return &sfadamw.ConfigError{Field: "Diverged", Value: sp.Diverged, Reason: "must be ≥ 0"}
 	case sp.Failed < 0:
 		return &sfadamw.ConfigError{Field: "Failed", Value: sp.Failed, Reason: "must be ≥ 0"}
+	case sp.Stopped < 0:
+		return &sfadamw.ConfigError{Field: "Stopped", Value: sp.Stopped, Reason: "must be ≥ 0"}
 	case !(sp.Std >= 0) || math.IsInf(sp.Std, 0):
 		return &sfadamw.ConfigError{Field: "Std", Value: sp.Std, Reason: "must be finite and ≥ 0"}
 	case len(sp.Samples) > 0 && len(sp.Samples) != sp.N:
@@ -326,12 +330,13 @@ func checkSpread(sp Spread) error {
 }
 
 // outcomeFields keeps of an outcome's value, step and reason the one its status uses: the
-// value of a completed outcome, the step of a diverged one, the reason of a failed one.
+// value of a completed outcome, the step of a diverged or stopped one, the reason of a
+// failed one.
 func outcomeFields(s status.Status, value float64, step int, reason string) (float64, int, string) {
 	switch s {
 	case status.Completed:
 		return value, 0, ""
-	case status.Diverged:
+	case status.Diverged, status.Stopped:
 		return 0, step, ""
 	case status.Failed:
 		return 0, 0, reason
@@ -498,6 +503,7 @@ func compareTrials(a, b TrialSummary) int {
 		cmp.Compare(a.Std, b.Std),
 		cmp.Compare(a.Diverged, b.Diverged),
 		cmp.Compare(a.Failed, b.Failed),
+		cmp.Compare(a.Stopped, b.Stopped),
 		slices.CompareFunc(a.Samples, b.Samples, func(x, y SeedValue) int {
 			return cmp.Or(cmp.Compare(x.Seed, y.Seed), cmp.Compare(x.Value, y.Value))
 		}),
@@ -511,7 +517,7 @@ func checkOutcome(value float64, s status.Status, step int) error {
 		if math.IsNaN(value) || math.IsInf(value, 0) {
 			return &sfadamw.ConfigError{Field: "Value", Value: value, Reason: "must be finite when Status is ok (use diverged)"}
 		}
-	case status.Diverged:
+	case status.Diverged, status.Stopped:
 		if step < 0 {
 			return &sfadamw.ConfigError{Field: "Step", Value: step, Reason: "must be ≥ 0"}
 		}

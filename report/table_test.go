@@ -362,7 +362,7 @@ func TestFormatPerplexity(t *testing.T) {
 }
 
 func TestStatusText(t *testing.T) {
-	want := []string{"ok", "diverged", "failed", "missing"}
+	want := []string{"ok", "diverged", "stopped", "failed", "missing"}
 	for i, s := range statusOrder {
 		b, err := tableStatus(s).MarshalText()
 		if err != nil || string(b) != want[i] || tableStatus(s).String() != want[i] {
