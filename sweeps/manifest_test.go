@@ -172,6 +172,14 @@ func TestExamples(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
+		if m.Searched() {
+			if p, err := m.Plan(); err != nil || p.Worst.Trials == 0 {
+				t.Errorf("%s: search plan %+v, %v", f, p, err)
+			}
+		}
+		if m.Sampled() {
+			continue // no grid to expand
+		}
 		trials, err := m.Expand()
 		if err != nil || len(trials) == 0 {
 			t.Errorf("%s: %d trials, %v", f, len(trials), err)
