@@ -27,6 +27,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/report"
+	"github.com/sfsweep/sfsweep/search"
 	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
@@ -71,8 +72,16 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := m.CheckBackend(src); err != nil {
 		return fmt.Errorf("%s: %w (sfsweep run trains in this process; a sweep given to sfsweep submit waits for workers that have it)", file, err)
 	}
-	cost := sweeps.TotalCost(trials)
-	fmt.Fprintf(stderr, "sweep %s: %d trials, %d steps, %.3g tokens, %.3g FLOPs\n", m.Name, cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
+	if m.Searched() {
+		p, err := m.Plan()
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		fmt.Fprintf(stderr, "search %s (%s): at most %d trials, %d steps, %.3g tokens, %.3g FLOPs\n", m.Name, p.Method, p.Worst.Trials, p.Worst.Steps, float64(p.Worst.Tokens), p.Worst.FLOPs)
+	} else {
+		cost := sweeps.TotalCost(trials)
+		fmt.Fprintf(stderr, "sweep %s: %d trials, %d steps, %.3g tokens, %.3g FLOPs\n", m.Name, cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
+	}
 
 	// every path absolute: the S3 gateway changes the working directory while it runs
 	absDir, err := filepath.Abs(*dir)
@@ -180,6 +189,9 @@ wait:
 	if p.Configs != nil {
 		fmt.Fprintf(stderr, "search done: %d configurations (%s); %d trials completed, %d diverged, %d failed\n",
 			sum(p.Configs), countsText(p.Configs), p.Completed, p.Diverged, p.Failed)
+		if err := printSearchSummary(ctx, st.store, m, sweepID, stdout); err != nil {
+			return err
+		}
 		return copyTables(ctx, st.store, m, absOut, stdout)
 	}
 	fmt.Fprintf(stderr, "sweep done: %d trials, %d run now (%d completed, %d diverged, %d failed), %d had results\n",
@@ -477,4 +489,39 @@ func countsText(counts map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// printSearchSummary prints a search's best configuration and the steps it trained,
+// against those of every configuration trained to the end.
+func printSearchSummary(ctx context.Context, store blob.Store, m *sweeps.Manifest, sweepID string, w io.Writer) error {
+	s, err := report.ReadSearch(ctx, store, sweepID)
+	if err != nil || s == nil {
+		return err
+	}
+	seeds := int64(len(m.Seeds))
+	var steps int64
+	var best *search.Candidate
+	for i, c := range s.Candidates {
+		trained := c.Until
+		if c.StoppedAt > 0 {
+			trained = c.StoppedAt
+		}
+		steps += seeds * int64(trained)
+		if c.Status == search.StatusCompleted && (best == nil || *c.Final < *best.Final) {
+			best = &s.Candidates[i]
+		}
+	}
+	all := seeds * int64(m.Steps) * int64(len(s.Candidates))
+	fmt.Fprintf(w, "search %s: %d steps trained, %.1f%% of the %d its %d configurations take to the end\n",
+		m.Name, steps, 100*float64(steps)/float64(all), all, len(s.Candidates))
+	if best != nil {
+		trials, err := m.PointTrials(best.Grid, best.Point)
+		if err != nil {
+			return err
+		}
+		p := trials[0].Points[0]
+		fmt.Fprintf(w, "best: %s = %.4g (mean of %d seeds): %s lr %g, betas (%g, %g), C %s, batch %d tokens\n",
+			m.MetricName(), *best.Final, seeds, p.Optimizer, p.LR, p.Beta1, p.Beta2, p.CLabel(), p.BatchTokens)
+	}
+	return nil
 }
