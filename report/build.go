@@ -128,6 +128,9 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 			w.put(keys.Table(w.out, nt.Name, f.Ext), func(b *bytes.Buffer) error { return nt.Table.Write(b, f.Format) })
 		}
 	}
+	if err := writeSearch(ctx, store, w, m, opt.SweepID); err != nil {
+		return w.keys, err
+	}
 	if w.err != nil {
 		return w.keys, w.err
 	}
@@ -349,4 +352,26 @@ func probePoints[R any](ctx context.Context, store blob.Store, t sweeps.Trial, l
 		pc.Points = append(pc.Points, DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
 	}
 	return pc, nil
+}
+
+// writeSearch writes the table of a search and its sensitivity plots (search-<param>),
+// when the manifest is a search and its state is in the store; nothing otherwise.
+func writeSearch(ctx context.Context, store blob.Store, w *writer, m *sweeps.Manifest, sweepID string) error {
+	if !m.Searched() || sweepID == "" {
+		return nil
+	}
+	st, err := ReadSearch(ctx, store, sweepID)
+	if err != nil || st == nil {
+		return err
+	}
+	t := NewSearchTable(m, st)
+	for _, f := range Formats {
+		w.put(keys.Table(w.out, "search", f.Ext), func(b *bytes.Buffer) error { return t.Write(b, f.Format) })
+	}
+	for _, p := range searchPlotParams(t) {
+		if fig, err := SearchPlot(t, p); err == nil {
+			w.figure("search-"+p, fig)
+		}
+	}
+	return nil
 }
