@@ -441,3 +441,39 @@ func TestUntilRungs(t *testing.T) {
 		}
 	}
 }
+
+// A promotion killed midway (from the rung at 10, killed after step 25) and resumed ends
+// bitwise the run trained without pause.
+func TestPromotionKilledResumes(t *testing.T) {
+	cfg := testConfig(AdamW)
+	whole, err := run(t, cfg, newStore(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newStore(t)
+	b, err := NewBatches(cfg, testCorpus(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := Options{Store: store, Prefix: "trials/t", Data: b, Until: 10}
+	if _, err := Run(context.Background(), cfg, opt); err != nil {
+		t.Fatal(err)
+	}
+	opt.Until, opt.AfterStep = 0, func(step int) error {
+		if step == 25 {
+			return errKilled
+		}
+		return nil
+	}
+	if _, err := Run(context.Background(), cfg, opt); !errors.Is(err, errKilled) {
+		t.Fatalf("promotion: %v, want it killed", err)
+	}
+	opt.AfterStep = nil
+	res, err := Run(context.Background(), cfg, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resumed != 20 || res.ParamsHash != whole.ParamsHash || !reflect.DeepEqual(res.Test, whole.Test) {
+		t.Errorf("resumed from %d: %s %v, want from 20: %s %v", res.Resumed, res.ParamsHash, res.Test, whole.ParamsHash, whole.Test)
+	}
+}
