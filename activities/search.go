@@ -37,7 +37,7 @@ func (a *Activities) Decide(ctx context.Context, in workflows.DecideInput) (work
 		if d == nil {
 			return workflows.DecideOutput{}, err
 		}
-		return d.Out, nil
+		return a.withReplay(ctx, in, d.Out)
 	}
 	m, err := a.readManifest(ctx, in.ManifestKey)
 	if err != nil {
@@ -63,7 +63,20 @@ func (a *Activities) Decide(ctx context.Context, in workflows.DecideInput) (work
 	if err != nil {
 		return out, err
 	}
-	return out, a.Store.Put(ctx, keys.SearchState(in.SweepID), b)
+	if err := a.Store.Put(ctx, keys.SearchState(in.SweepID), b); err != nil {
+		return out, err
+	}
+	return a.withReplay(ctx, in, out)
+}
+
+// withReplay marks out with the events of the next decision, if the log has it.
+func (a *Activities) withReplay(ctx context.Context, in workflows.DecideInput, out workflows.DecideOutput) (workflows.DecideOutput, error) {
+	next, err := a.loggedDecision(ctx, in.SweepID, in.Seq+1)
+	if err != nil || next == nil {
+		return out, err
+	}
+	out.Replay, out.Await = true, next.In.Events
+	return out, nil
 }
 
 // loggedDecision is decision seq from the log, nil if it was not made.

@@ -74,6 +74,11 @@ func checkOwner(ctx context.Context, store blob.Store, m *sweeps.Manifest, trial
 	if err := json.Unmarshal(b, &prev); err != nil {
 		return mine, false, nil // a damaged record is replaced
 	}
+	if m.Sampled() && prev.Manifest == m.Name && len(trials) == 0 {
+		// a sampled search knows its trials only as it runs: the search of this name, run
+		// again, may write there (its build records its trials)
+		return mine, false, nil
+	}
 	lacks := 0
 	for _, id := range prev.Trials {
 		if _, ok := slices.BinarySearch(mine.Trials, id); !ok {

@@ -74,6 +74,12 @@ type DecideOutput struct {
 	Done bool         `json:"done,omitempty"`
 	// The configurations so far by status (search.Status), for progress.
 	Counts map[string]int `json:"counts,omitempty"`
+	// Replay is set when the next decision is in the log already (a search run again):
+	// Await are the segment events it was made with, which the workflow waits for and
+	// passes, so that the decisions are made again in the order they were first made,
+	// whatever order the replayed segments end in.
+	Replay bool           `json:"replay,omitempty"`
+	Await  []SegmentEvent `json:"await,omitempty"`
 }
 
 // TrialRef is one trial of a sweep as the plan gives it.

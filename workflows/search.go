@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -20,36 +21,42 @@ const maxDecisionsPerRun = 500
 // each the trials of one configuration (one per seed) trained to a rung.
 type searchRun struct {
 	*sweep
-	events    []SegmentEvent
-	remaining map[int]int // by configuration: trials of its running segment still running
-	decisions int         // Decide activities of this run
+	ended     []SegmentEvent // segments that ended, not yet given to a decision
+	remaining map[int]int    // by configuration: trials of its running segment still running
+	decisions int            // Decide activities of this run
 	done      bool
+	fresh     bool // no decision yet in this run
+	// replay: the next decision is in the log, made with the events await
+	replay bool
+	await  []SegmentEvent
 }
 
 // search runs the search until it is over, canceled, or due to continue as new.
 func (s *sweep) search() (SweepResult, error) {
-	r := &searchRun{sweep: s, remaining: map[int]int{}}
+	r := &searchRun{sweep: s, remaining: map[int]int{}, fresh: true}
 	for {
 		if s.canceled {
 			break
 		}
 		winding := r.decisions >= maxDecisionsPerRun || workflow.GetInfo(s.ctx).GetContinueAsNewSuggested()
-		if !winding || len(r.events) > 0 {
+		if events, ok := r.ready(); ok {
 			max := s.in.Window
 			if winding {
 				max = 0 // record what ended, start nothing: the next run goes on
 			}
-			if err := r.decide(max); err != nil {
+			if err := r.decide(max, events); err != nil {
 				s.cancelChildren()
 				return SweepResult{Progress: *s.p}, err
 			}
+			continue
 		}
-		if len(r.remaining) == 0 && (r.done || winding) {
+		if len(r.remaining) == 0 && len(r.ended) == 0 && (r.done || winding) {
 			break
 		}
 		if len(r.remaining) == 0 {
-			// nothing runs and nothing was started: the decision is waiting on nothing
-			return SweepResult{Progress: *s.p}, fmt.Errorf("search: decision %d started nothing, and nothing runs", s.in.Search.Seq-1)
+			// nothing runs, and the next decision waits on what nothing will bring
+			return SweepResult{Progress: *s.p}, fmt.Errorf("search: after decision %d nothing runs, and %d ended segments do not make the next (%v awaited)",
+				s.in.Search.Seq-1, len(r.ended), r.await)
 		}
 		s.sel.Select(s.ctx)
 		for s.sel.HasPending() {
@@ -62,18 +69,50 @@ func (s *sweep) search() (SweepResult, error) {
 	return SweepResult{}, workflow.NewContinueAsNewError(s.ctx, Sweep, s.in)
 }
 
-// decide runs decision Seq with the segments that ended, and starts the segments it
-// picks (at most max).
-func (r *searchRun) decide(max int) error {
-	in := DecideInput{SweepID: r.in.SweepID, ManifestKey: r.in.ManifestKey, Seq: r.in.Search.Seq, Events: r.events, MaxJobs: max}
+// ready tells whether the next decision can be made now, and with which events: a
+// replayed one once every event it was made with has come, a new one at the run's start
+// or once a segment has ended.
+func (r *searchRun) ready() ([]SegmentEvent, bool) {
+	if r.fresh {
+		return nil, true
+	}
+	if r.replay {
+		var rest []SegmentEvent
+		for _, e := range r.await {
+			if !slices.Contains(r.ended, e) {
+				return nil, false
+			}
+		}
+		for _, e := range r.ended {
+			if !slices.Contains(r.await, e) {
+				rest = append(rest, e)
+			}
+		}
+		events := r.await
+		r.ended = rest
+		return events, true
+	}
+	if r.done || len(r.ended) == 0 {
+		return nil, false
+	}
+	events := r.ended
+	r.ended = nil
+	return events, true
+}
+
+// decide runs decision Seq with events, and starts the segments it picks (at most max;
+// a replayed decision starts what it started).
+func (r *searchRun) decide(max int, events []SegmentEvent) error {
+	in := DecideInput{SweepID: r.in.SweepID, ManifestKey: r.in.ManifestKey, Seq: r.in.Search.Seq, Events: events, MaxJobs: max}
 	var out DecideOutput
 	if err := workflow.ExecuteActivity(r.cpu, ActivityDecide, in).Get(r.ctx, &out); err != nil {
 		return fmt.Errorf("search: decision %d: %w", in.Seq, err)
 	}
 	r.in.Search.Seq++
 	r.decisions++
-	r.events = nil
+	r.fresh = false
 	r.done = out.Done
+	r.replay, r.await = out.Replay, out.Await
 	r.p.Configs = maps.Clone(out.Counts)
 	r.p.Stopped = out.Counts["stopped"]
 	for _, j := range out.Jobs {
@@ -96,13 +135,14 @@ func (r *searchRun) startSegment(j SegmentJob) {
 			HeartbeatTimeout: r.in.HeartbeatTimeout, Retry: r.in.Retry, StallTimeout: r.in.StallTimeout})
 		r.inFlight++
 		r.p.Running = append(r.p.Running, t.ID)
-		cand, tid := j.Candidate, t.ID
-		r.sel.AddFuture(f, func(f workflow.Future) { r.trialEnded(cand, j.Until, tid, f) })
+		cand, tid, final := j.Candidate, t.ID, j.Final
+		r.sel.AddFuture(f, func(f workflow.Future) { r.trialEnded(cand, j.Until, tid, final, f) })
 	}
 }
 
-// trialEnded counts a segment's trial that ended; the segment's event comes with its last.
-func (r *searchRun) trialEnded(cand, until int, id string, f workflow.Future) {
+// trialEnded counts a segment's trial that ended (its outcome, if it was trained to the
+// end); the segment's event comes with its last.
+func (r *searchRun) trialEnded(cand, until int, id string, final bool, f workflow.Future) {
 	r.inFlight--
 	r.p.Running = remove(r.p.Running, id)
 	var res TrialResult
@@ -110,7 +150,7 @@ func (r *searchRun) trialEnded(cand, until int, id string, f workflow.Future) {
 		r.log.Error("trial workflow failed", "trial", id, "error", err)
 	}
 	switch {
-	case res.Status == status.Completed:
+	case res.Status == status.Completed && final:
 		r.p.Completed++
 	case res.Status == status.Diverged:
 		r.p.Diverged++
@@ -119,6 +159,6 @@ func (r *searchRun) trialEnded(cand, until int, id string, f workflow.Future) {
 	}
 	if r.remaining[cand]--; r.remaining[cand] == 0 {
 		delete(r.remaining, cand)
-		r.events = append(r.events, SegmentEvent{Candidate: cand, Until: until})
+		r.ended = append(r.ended, SegmentEvent{Candidate: cand, Until: until})
 	}
 }
