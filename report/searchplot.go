@@ -9,6 +9,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -24,15 +25,17 @@ var (
 	searchStopped = color.RGBA{255, 127, 14, 255} // stopped: orange triangles
 )
 
-// SearchPlot draws the table's metric against parameter param: log x for the learning
-// rate and C, vanilla (C = 0) at the left edge. An error if no configuration has a value
-// to draw, or param is not searched.
+// SearchPlot draws the search against parameter param, in two panels of one x axis: the
+// table's metric of the completed configurations, and the validation loss at the last rung
+// each configuration reached (completed as dots, stopped as triangles), so that every
+// panel has one quantity on its y axis. Log x for the learning rate and C, vanilla (C = 0)
+// at the left edge. An error if no configuration has a value to draw, or param is not
+// searched.
 func SearchPlot(t *SearchTable, param string) (*figure.Figure, error) {
 	if !slices.Contains(t.Params, param) || param == sweeps.ParamBetas {
 		return nil, fmt.Errorf("report: search plot: %q is not a searched numeric parameter", param)
 	}
 	logX := param == sweeps.ParamLR || param == sweeps.ParamC
-	var done, stopped plotter.XYs
 	lowest := math.Inf(1) // the least positive value, for the place of C = 0
 	for _, r := range t.Rows {
 		if v, ok := r.Params[param]; ok && v > 0 {
@@ -44,6 +47,7 @@ func SearchPlot(t *SearchTable, param string) (*figure.Figure, error) {
 		vanilla = lowest / 4
 	}
 	hasVanilla := false
+	var metric, rungDone, rungStopped plotter.XYs
 	for _, r := range t.Rows {
 		x, ok := r.Params[param]
 		if !ok {
@@ -55,43 +59,55 @@ func SearchPlot(t *SearchTable, param string) (*figure.Figure, error) {
 			}
 			x, hasVanilla = vanilla, true
 		}
-		switch {
-		case r.Metric != nil:
-			done = append(done, plotter.XY{X: x, Y: *r.Metric})
-		case r.Status == "stopped" && r.RungLoss != nil:
-			stopped = append(stopped, plotter.XY{X: x, Y: *r.RungLoss})
+		if r.Metric != nil {
+			metric = append(metric, plotter.XY{X: x, Y: *r.Metric})
+		}
+		if r.RungLoss != nil {
+			switch r.Status {
+			case "completed":
+				rungDone = append(rungDone, plotter.XY{X: x, Y: *r.RungLoss})
+			case "stopped":
+				rungStopped = append(rungStopped, plotter.XY{X: x, Y: *r.RungLoss})
+			}
 		}
 	}
-	if len(done)+len(stopped) == 0 {
+	if len(metric)+len(rungDone)+len(rungStopped) == 0 {
 		return nil, fmt.Errorf("report: search plot of %s: no configuration has a value", param)
 	}
-	p := linePlot(fmt.Sprintf("%s: %s against %s", t.Title, t.Metric, param), param)
-	p.Y.Label.Text = t.Metric + " (stopped: val_loss at its last rung)"
-	if logX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = vanillaTicks{hasVanilla, vanilla}
-	}
-	for _, s := range []struct {
-		pts   plotter.XYs
-		glyph draw.GlyphStyle
-		name  string
-	}{
-		{done, draw.GlyphStyle{Color: searchDone, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}, "completed"},
-		{stopped, draw.GlyphStyle{Color: searchStopped, Radius: vg.Points(2.8), Shape: draw.TriangleGlyph{}}, "stopped (last rung)"},
-	} {
-		if len(s.pts) == 0 {
-			continue
+	dot := draw.GlyphStyle{Color: searchDone, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+	tri := draw.GlyphStyle{Color: searchStopped, Radius: vg.Points(2.8), Shape: draw.TriangleGlyph{}}
+	top := linePlot(fmt.Sprintf("%s: %s of the completed configurations", t.Title, t.Metric), param)
+	top.Y.Label.Text = t.Metric
+	bottom := linePlot("validation loss at the last rung reached: completed (dots), stopped (triangles)", param)
+	bottom.Y.Label.Text = "val_loss at the last rung"
+	for _, panel := range []struct {
+		p   *plot.Plot
+		pts []plotter.XYs
+		gs  []draw.GlyphStyle
+	}{{top, []plotter.XYs{metric}, []draw.GlyphStyle{dot}}, {bottom, []plotter.XYs{rungDone, rungStopped}, []draw.GlyphStyle{dot, tri}}} {
+		if logX {
+			panel.p.X.Scale = plot.LogScale{}
+			panel.p.X.Tick.Marker = vanillaTicks{hasVanilla, vanilla}
 		}
-		sc, err := plotter.NewScatter(s.pts)
-		if err != nil {
-			return nil, fmt.Errorf("report: search plot of %s: %w", param, err)
+		for i, pts := range panel.pts {
+			if len(pts) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, fmt.Errorf("report: search plot of %s: %w", param, err)
+			}
+			sc.GlyphStyle = panel.gs[i]
+			panel.p.Add(sc)
 		}
-		sc.GlyphStyle = s.glyph
-		p.Add(sc)
-		p.Legend.Add(s.name, sc)
 	}
-	p.Legend.Top = true
-	return &figure.Figure{Plots: [][]*plot.Plot{{p}}, Width: 6 * vg.Inch, Height: 4 * vg.Inch}, nil
+	// one x axis for both panels
+	lo, hi := math.Min(top.X.Min, bottom.X.Min), math.Max(top.X.Max, bottom.X.Max)
+	if len(metric) == 0 {
+		lo, hi = bottom.X.Min, bottom.X.Max
+	}
+	top.X.Min, top.X.Max, bottom.X.Min, bottom.X.Max = lo, hi, lo, hi
+	return &figure.Figure{Plots: [][]*plot.Plot{{top}, {bottom}}, Width: 6 * vg.Inch, Height: 6.5 * vg.Inch}, nil
 }
 
 // vanillaTicks are log ticks with vanilla (C = 0), drawn at at, labelled.
@@ -100,9 +116,24 @@ type vanillaTicks struct {
 	at float64
 }
 
-// Ticks implements plot.Ticker.
+// Ticks implements plot.Ticker: log ticks, labelled at 1, 2 and 5 times a power of ten
+// (and more within a decade) where the range spans less than three decades (plot.LogTicks labels only powers of ten).
 func (v vanillaTicks) Ticks(lo, hi float64) []plot.Tick {
 	ts := plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	if hi/lo < 1000 {
+		ts = nil
+		ms := []float64{1, 2, 5}
+		if hi/lo < 10 {
+			ms = []float64{1, 1.5, 2, 3, 4, 5, 7}
+		}
+		for k := math.Floor(math.Log10(lo)); math.Pow(10, k) <= hi; k++ {
+			for _, m := range ms {
+				if x := m * math.Pow(10, k); x >= lo && x <= hi {
+					ts = append(ts, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
+				}
+			}
+		}
+	}
 	if !v.on {
 		return ts
 	}

@@ -190,7 +190,7 @@ func TestSearchPlotLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	svg := renderFigure(t, f, figure.FormatSVG)
-	for _, s := range []string{">vanilla<", ">completed<", ">stopped (last rung)<", ">c<"} {
+	for _, s := range []string{">vanilla<", "of the completed configurations<", "stopped (triangles)<", ">c<", ">val_loss at the last rung<"} {
 		if !bytes.Contains(svg, []byte(s)) {
 			t.Errorf("C plot lacks %s", s)
 		}
