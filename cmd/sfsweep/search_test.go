@@ -14,6 +14,7 @@ import (
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/search"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/workflows"
 )
 
 // searchTraining is e2eTraining with rungs at 2 and 6 of 18 steps.
@@ -213,4 +214,13 @@ func candidateTrials(t *testing.T, manifest string, c search.Candidate) []string
 		ids[i] = tr.ID
 	}
 	return ids
+}
+
+// status shows a search by its configurations.
+func TestPrintSearchStatus(t *testing.T) {
+	var b strings.Builder
+	printStatus(&b, "sweep-s", sweepStatus{SweepProgress: workflows.SweepProgress{Configs: map[string]int{"stopped": 8, "completed": 1}, Completed: 3}})
+	if want := "sweep-s: a search of 9 configurations so far (1 completed, 8 stopped); 3 trials completed"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("status:\n%s\nwant it to begin %q", b.String(), want)
+	}
 }

@@ -87,8 +87,13 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func printStatus(w io.Writer, id string, st sweepStatus) {
 	p := st.SweepProgress
-	fmt.Fprintf(w, "%s: %d/%d trials done (%d completed, %d diverged, %d failed, %d had results), %d running\n",
-		id, p.Completed+p.Diverged+p.Failed+p.Skipped, p.Total, p.Completed, p.Diverged, p.Failed, p.Skipped, len(p.Running))
+	if p.Configs != nil {
+		fmt.Fprintf(w, "%s: a search of %d configurations so far (%s); %d trials completed, %d diverged, %d failed, %d running\n",
+			id, sum(p.Configs), countsText(p.Configs), p.Completed, p.Diverged, p.Failed, len(p.Running))
+	} else {
+		fmt.Fprintf(w, "%s: %d/%d trials done (%d completed, %d diverged, %d failed, %d had results), %d running\n",
+			id, p.Completed+p.Diverged+p.Failed+p.Skipped, p.Total, p.Completed, p.Diverged, p.Failed, p.Skipped, len(p.Running))
+	}
 	if len(p.Engines) > 1 {
 		var parts []string
 		for _, a := range slices.Sorted(maps.Keys(p.Engines)) {
