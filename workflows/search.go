@@ -13,7 +13,7 @@ import (
 // maxDecisionsPerRun bounds the Decide activities of one run of a searching Sweep: past
 // it, the run stops starting segments, lets the running ones end and continues as new, so
 // the history of a search of any size stays bounded.
-const maxDecisionsPerRun = 500
+var maxDecisionsPerRun = 500 // a variable for the tests
 
 // searchRun is the search loop of a Sweep run whose manifest is a search: the Decide
 // activity decides (from the results in the store, by the manifest's sampler and
