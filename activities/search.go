@@ -168,9 +168,8 @@ func (a *Activities) decide(ctx context.Context, sr *searcher, st *search.State,
 		}
 		out.Jobs = append(out.Jobs, j)
 	}
-	if in.MaxJobs > 0 || st.Running() == 0 {
-		_, _ = st.Next() // ends a search that can go no further (paused become stopped)
-	}
+	// a Next that found nothing to run has ended a search that can go no further (paused
+	// configurations become stopped); one more Next here would start a job and drop it
 	out.Done = st.Done()
 	out.Counts = map[string]int{}
 	for _, c := range st.Candidates {
