@@ -10,14 +10,17 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sfsweep/sfsweep/search"
 )
 
-// The distributions a parameter may be sampled from (search.method random or tpe).
+// The distributions a parameter may be sampled from (search.method random or tpe): the
+// search package's, by the same names.
 const (
-	LogUniform = "log_uniform" // continuous in [min, max], uniform in log
-	Uniform    = "uniform"     // continuous in [min, max]
-	IntUniform = "int_uniform" // whole numbers in [min, max]
-	Choice     = "choice"      // one of values
+	LogUniform = search.LogUniform // continuous in [min, max], uniform in log
+	Uniform    = search.Uniform    // continuous in [min, max]
+	IntUniform = search.IntUniform // whole numbers in [min, max]
+	Choice     = search.Choice     // one of values
 )
 
 // The searched parameters' names: a search's points and its tables name them so.

@@ -408,15 +408,7 @@ func TestFinalModelPyTorch(t *testing.T) {
 // already past returns the curves at once.
 func TestUntilRungs(t *testing.T) {
 	cfg := testConfig(SFAdamW)
-	whole, err := run(t, cfg, newStore(t), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := newStore(t)
-	b, err := NewBatches(cfg, testCorpus(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole, store, b := pausable(t, cfg)
 	for _, until := range []int{10, 30, 10, 0} {
 		res, err := Run(context.Background(), cfg, Options{Store: store, Prefix: "trials/t", Data: b, Until: until})
 		if err != nil {
@@ -446,15 +438,7 @@ func TestUntilRungs(t *testing.T) {
 // bitwise the run trained without pause.
 func TestPromotionKilledResumes(t *testing.T) {
 	cfg := testConfig(AdamW)
-	whole, err := run(t, cfg, newStore(t), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := newStore(t)
-	b, err := NewBatches(cfg, testCorpus(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole, store, b := pausable(t, cfg)
 	opt := Options{Store: store, Prefix: "trials/t", Data: b, Until: 10}
 	if _, err := Run(context.Background(), cfg, opt); err != nil {
 		t.Fatal(err)
@@ -476,4 +460,19 @@ func TestPromotionKilledResumes(t *testing.T) {
 	if res.Resumed != 20 || res.ParamsHash != whole.ParamsHash || !reflect.DeepEqual(res.Test, whole.Test) {
 		t.Errorf("resumed from %d: %s %v, want from 20: %s %v", res.Resumed, res.ParamsHash, res.Test, whole.ParamsHash, whole.Test)
 	}
+}
+
+// pausable trains cfg uninterrupted, and returns its result with an empty store and the
+// batches for the same run trained in pauses.
+func pausable(t *testing.T, cfg Config) (*Result, *blob.Dir, Batches) {
+	t.Helper()
+	whole, err := run(t, cfg, newStore(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatches(cfg, testCorpus(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return whole, newStore(t), b
 }
