@@ -99,7 +99,7 @@ func Load(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options
 }
 
 // Build rebuilds every table and plot of manifest m from the results in store, writes
-// them under Output(m) and returns the keys written.
+// them under Output(m) with the index of its trials, and returns the keys written.
 func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options) ([]string, error) {
 	res, err := Load(ctx, store, m, opt)
 	if err != nil {
@@ -118,6 +118,7 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 		return nil, err
 	}
 	w := &writer{ctx: ctx, store: store, out: Output(m)}
+	w.index(m.Name, opt.SweepID, res)
 	for _, nt := range tables {
 		if nt.Table.Kind == TableCSensitivity {
 			if fig, err := HeatMap(nt.Table); err == nil {
@@ -183,11 +184,33 @@ func ReadResult(ctx context.Context, store blob.Store, id string) (*training.Res
 func readFailed(ctx context.Context, store blob.Store, id string) string {
 	reason := "failed"
 	if b, err := store.Get(ctx, keys.TrialFailed(id)); err == nil {
-		var f map[string]string
-		_ = json.Unmarshal(b, &f)
-		reason = cmp.Or(f["reason"], reason)
+		reason = failedReason(b)
 	}
 	return reason
+}
+
+// failedReason is the reason a failed.json gives ("failed" if it gives none).
+func failedReason(b []byte) string {
+	var f map[string]string
+	_ = json.Unmarshal(b, &f)
+	return cmp.Or(f["reason"], "failed")
+}
+
+// ReadOutcome reads a trial's outcome from the store: its result, or why it failed after
+// its retries; the zero Outcome if it has neither yet.
+func ReadOutcome(ctx context.Context, store blob.Store, id string) (Outcome, error) {
+	r, err := ReadResult(ctx, store, id)
+	if err != nil || r != nil {
+		return Outcome{Result: r}, err
+	}
+	b, err := store.Get(ctx, keys.TrialFailed(id))
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return Outcome{}, nil
+	case err != nil:
+		return Outcome{}, err
+	}
+	return Outcome{Failed: failedReason(b)}, nil
 }
 
 // writer writes a build's objects, keeping the first error; later writes do nothing.

@@ -17,6 +17,7 @@
 //	<output>/tables/<name>.{md,csv,tex,json}         a manifest's tables (Table)
 //	<output>/plots/<name>.{png,svg}                  its plots (Plot)
 //	<output>/owner.json                              the trials whose sweep writes there (Owner)
+//	<output>/trials.json                             every trial at a glance: config, outcome, losses (TrialIndex)
 //
 // <output> is the manifest's output.prefix, or sweeps/<name> (Output). A run outside a
 // sweep (sfsweep train) keeps the same names under a prefix of its own (RunConfig(prefix)
@@ -168,3 +169,7 @@ func Plot(output, name, ext string) string  { return PlotsDir(output) + name + "
 
 // Owner is the key of the record of whose tables an output holds.
 func Owner(output string) string { return output + "/owner.json" }
+
+// TrialIndex is the key of an output's index of trials: each trial's configuration,
+// outcome and final losses in one object, read by the sweep page.
+func TrialIndex(output string) string { return output + "/trials.json" }
