@@ -20,6 +20,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/infra/devserver"
 	"github.com/sfsweep/sfsweep/infra/s3gw"
+	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/workflows"
 )
@@ -348,7 +349,7 @@ func TestRoutedByDevice(t *testing.T) {
 	if st.Total != 1 || st.Completed+st.Failed+st.Diverged != 0 || len(st.Trials) != 1 {
 		t.Fatalf("cuda sweep with no cuda worker: %+v", st)
 	}
-	if tr := st.Trials[0]; tr.State != trialWaiting || tr.Device != "cuda" || tr.Queue != "train-cuda" || tr.LastFailure != "" {
+	if tr := st.Trials[0]; tr.State != sweepclient.TrialWaiting || tr.Device != "cuda" || tr.Queue != "train-cuda" || tr.LastFailure != "" {
 		t.Errorf("the cuda trial: %+v, want waiting for device cuda on train-cuda", tr)
 	}
 	if text, _ := cmd("status", cudaID); !strings.Contains(text, "waiting for a worker of device cuda: none polls task queue train-cuda") {

@@ -1,0 +1,106 @@
+package sweepclient
+
+import (
+	"context"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// TrialState is what a trial in flight is doing, read from its workflow's pending
+// activity.
+type TrialState struct {
+	ID    string `json:"id"`
+	State string `json:"state"` // one of the Trial* states
+	// Queue is the task queue of its pending activity and Device the device it trains on.
+	Queue  string `json:"queue,omitempty"`
+	Device string `json:"device,omitempty"`
+	// Attempt of the pending activity, and the error of the last one that failed.
+	Attempt     int    `json:"attempt,omitempty"`
+	LastFailure string `json:"last_failure,omitempty"`
+	// Step and Loss of its training as last heartbeated (0: none yet). Heartbeats reach
+	// the server at most every so often, so the step may lag the worker's.
+	Step int     `json:"step,omitempty"`
+	Loss float64 `json:"loss,omitempty"`
+}
+
+// The states of a trial in flight.
+const (
+	TrialStarting = "starting" // no activity scheduled yet
+	TrialWaiting  = "waiting"  // no worker polls the queue of its device
+	TrialQueued   = "queued"   // workers of its device exist, all busy
+	TrialTraining = "training" // its Train activity runs
+	TrialProbing  = "probing"  // a probe runs
+	TrialRetrying = "retrying" // an attempt failed; the next starts after the backoff
+)
+
+// Progress asks a sweep's workflow for its progress.
+func Progress(ctx context.Context, c client.Client, sweepID string) (workflows.SweepProgress, error) {
+	var p workflows.SweepProgress
+	v, err := c.QueryWorkflow(ctx, sweepID, "", workflows.QueryProgress)
+	if err != nil {
+		return p, err
+	}
+	err = v.Get(&p)
+	return p, err
+}
+
+// TrialStates describes each trial in flight from its workflow's pending activity; a trial
+// whose activity waits on a task queue that no worker polls is waiting, not failed.
+func TrialStates(ctx context.Context, c client.Client, sweepID string, running []string) ([]TrialState, error) {
+	polled := map[string]bool{} // by task queue: a worker polls it
+	out := make([]TrialState, 0, len(running))
+	for _, id := range running {
+		d, err := c.DescribeWorkflowExecution(ctx, workflows.TrialWorkflowID(sweepID, id), "")
+		if err != nil {
+			return nil, err
+		}
+		t := TrialState{ID: id, State: TrialStarting}
+		for _, pa := range d.GetPendingActivities() {
+			t.Queue = pa.GetActivityOptions().GetTaskQueue().GetName()
+			t.Device, _ = strings.CutPrefix(t.Queue, "train-")
+			t.Attempt = int(pa.GetAttempt())
+			t.LastFailure = ""
+			if f := pa.GetLastFailure(); f != nil {
+				t.LastFailure = f.GetMessage()
+			}
+			if pa.GetActivityType().GetName() == workflows.ActivityTrain && pa.GetHeartbeatDetails() != nil {
+				var hb workflows.TrainHeartbeat
+				if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb) == nil {
+					t.Step, t.Loss = hb.Step, hb.Loss
+				}
+			}
+			switch {
+			case pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.GetActivityType().GetName() == workflows.ActivityTrain:
+				t.State = TrialTraining
+			case pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED:
+				t.State = TrialProbing
+			case t.LastFailure != "":
+				t.State = TrialRetrying
+			default:
+				has, ok := polled[t.Queue]
+				if !ok {
+					q, err := c.DescribeTaskQueue(ctx, t.Queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+					if err != nil {
+						return nil, err
+					}
+					has = len(q.GetPollers()) > 0
+					polled[t.Queue] = has
+				}
+				t.State = TrialWaiting
+				if has {
+					t.State = TrialQueued
+				}
+			}
+			if t.State != TrialQueued {
+				break // the most telling state of the trial's activities
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
