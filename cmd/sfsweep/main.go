@@ -45,6 +45,7 @@ var commands = []command{
 	{name: "import", summary: "import wandb SWEEP.yaml: a Weights & Biases sweep configuration as a manifest (docs/wandb.md)", run: runImport},
 	{name: "submit", summary: "submit a sweep manifest to a Temporal cluster and S3 (distributed mode)", run: runSubmit},
 	{name: "worker", summary: "run a worker of the gpu or cpu task queue against a Temporal cluster and S3", run: runWorker},
+	{name: "serve", summary: "serve the sweep page: sweeps, trials, failures, tables and curves as they land (read-only; loopback unless given a token)", run: runServe},
 	{name: "status", summary: "show a submitted sweep's progress", run: runStatus},
 	{name: "cancel", summary: "cancel a submitted sweep: no new trials start, running ones stop", run: runCancel},
 	{name: "tables", summary: "tables regenerate SWEEP-ID: rebuild a sweep's tables from the results in S3", run: runTables},

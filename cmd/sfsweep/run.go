@@ -32,6 +32,7 @@ import (
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/web"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -45,6 +46,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tf.register(fs)
 	verbose := fs.Bool("v", false, "log the embedded servers' warnings and the workers' events")
 	ui := fs.Bool("ui", true, "serve Temporal's Web UI on 127.0.0.1 while the sweep runs")
+	var pf pageFlags
+	pf.register(fs, "127.0.0.1:0")
 	record := fs.String("record-histories", "", "after the sweep, write the event histories of its workflows as JSON into this directory (for replay tests)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sfsweep run [flags] MANIFEST.yaml")
@@ -119,6 +122,15 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	bars := newProgressBars(stderr, isTerminal(stderr))
+	page := web.Options{Store: st.store, Temporal: st.client, Namespace: devserver.DefaultNamespace, Steps: bars.stepOf, Log: logger}
+	if *ui {
+		page.UI = "http://" + st.server.UIAddr()
+	}
+	stopPage, err := pf.start(ctx, page, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopPage()
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
 		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe}
 	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: backend.Devices()}, *slots)
@@ -319,6 +331,14 @@ func (b *progressBars) probe(trial, what string, done bool, err error) {
 	default:
 		b.draw()
 	}
+}
+
+// stepOf is the last progress of a trial training in this process.
+func (b *progressBars) stepOf(trial string) (training.Progress, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, ok := b.steps[trial]
+	return p, ok
 }
 
 func (b *progressBars) step(trial string, p training.Progress) {
