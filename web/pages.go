@@ -390,6 +390,13 @@ var funcs = template.FuncMap{
 		return d.String()
 	},
 	"add": func(a, b int) int { return a + b },
+	// short is the start of a long error, for a table cell (the failures list has it whole)
+	"short": func(s string) string {
+		if r := []rune(s); len(r) > 100 {
+			return string(r[:100]) + "…"
+		}
+		return s
+	},
 	"url": func(base string, q query, edit string, arg string) template.URL {
 		v := q.values(func(q *query) {
 			switch edit {
