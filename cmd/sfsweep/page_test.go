@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/sfsweep/sfsweep/activities"
+	"github.com/sfsweep/sfsweep/infra/devserver"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/web"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// Environment of the browser test: where the tests must find a browser (CI sets
+// requireBrowserEnv, having installed Debian's chromium), and where the screenshots of the
+// page go when asked for (the README's).
+const (
+	requireBrowserEnv = "SFSWEEP_REQUIRE_BROWSER"
+	chromiumEnv       = "SFSWEEP_CHROMIUM"
+	screenshotsEnv    = "SFSWEEP_SCREENSHOTS"
+)
+
+// chromium finds the browser: $SFSWEEP_CHROMIUM, else chromium on the PATH.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv(chromiumEnv), "chromium", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no chromium on the PATH (Debian: apt-get install chromium; .ci/run installs it)"
+	if os.Getenv(requireBrowserEnv) != "" {
+		t.Fatal(msg + ", and " + requireBrowserEnv + " is set")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// slowEngine is the real engine, slowed so that a person, or a browser, sees the steps go.
+type slowEngine struct {
+	backend.HostEngine
+	delay time.Duration
+}
+
+func (s *slowEngine) Backward() error {
+	time.Sleep(s.delay)
+	return s.HostEngine.Backward()
+}
+
+// The sweep page of a running embedded sweep, in headless Chromium: the trials advance
+// and the sweep's progress grows without a reload, a trial's failure shows with its error
+// while it is retried and once it has failed, the table appears, the chart draws the
+// ticked trials and its iterate toggles remove lines, and the page fits 1280×800 and a
+// phone's width with no sideways scroll of the page itself.
+func TestSweepPageInBrowser(t *testing.T) {
+	path := chromium(t)
+	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server, trains and drives a browser")
+
+	var failedID string
+	var mu sync.Mutex
+	steps := map[string]training.Progress{}
+	acts := &activities.Activities{
+		Progress: func(trial string, p training.Progress) { mu.Lock(); steps[trial] = p; mu.Unlock() },
+	}
+	acts.WrapEngine = func(ctx context.Context, trialID string, e backend.Engine) backend.Engine {
+		host := e.(backend.HostEngine)
+		mu.Lock()
+		defer mu.Unlock()
+		if trialID == failedID {
+			return &faultyEngine{HostEngine: host, failAt: 2, failed: func() {},
+				err: fmt.Errorf("CUDA error: device unavailable <b>on attempt %d</b>", activity.GetInfo(ctx).Attempt)}
+		}
+		return &slowEngine{HostEngine: host, delay: 250 * time.Millisecond}
+	}
+	retry := workflows.TrainRetry{MaxAttempts: 2, InitialInterval: 2 * time.Second, MaximumInterval: 2 * time.Second}
+	fs, run := startFaultStack(ctx, t, faultsManifest, acts, trialFlags{heartbeat: 30 * time.Second, stall: time.Minute, retry: retry}, nil)
+	mu.Lock()
+	failedID = fs.trialByC(t, 20).ID
+	mu.Unlock()
+
+	srv, err := web.New(web.Options{Store: fs.store, Temporal: fs.client, Namespace: devserver.DefaultNamespace, UI: "http://127.0.0.1:1",
+		Poll: 400 * time.Millisecond, Steps: func(id string) (training.Progress, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			p, ok := steps[id]
+			return p, ok && p.Step < p.Steps
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageURL, stop, err := web.Listen(ctx, "127.0.0.1:0", srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	sweepURL := strings.TrimSuffix(pageURL, "/") + "/sweeps/" + fs.sweepID
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(sweepURL)); err != nil {
+		t.Fatal(err)
+	}
+
+	// what the page shows, read every 100 ms from its DOM (the page is never reloaded)
+	type seen struct {
+		Done     string   `json:"done"`
+		Training []string `json:"training"` // the progress cells of trials training
+		Failures string   `json:"failures"`
+		Tables   int      `json:"tables"`
+		Phase    string   `json:"phase"`
+		Lines    int      `json:"lines"`
+	}
+	const read = `(() => ({
+		done: (document.getElementById("done") || {}).textContent || "",
+		training: Array.from(document.querySelectorAll('tr[data-state="training"] td.progress')).map(e => e.textContent),
+		failures: (document.getElementById("failures") || {}).textContent || "",
+		tables: document.querySelectorAll("#tables table.paper").length,
+		phase: (document.getElementById("phase") || {}).textContent || "",
+		lines: document.querySelectorAll("#chart path").length,
+	}))()`
+	var (
+		stepsSeen   = map[string]bool{}
+		doneSeen    = map[string]bool{}
+		retryingErr bool
+		failedErr   bool
+		tableSeen   bool
+		last        seen
+	)
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		var err error
+		if last, err = chromedp.Run(bctx, chromedp.Evaluate[seen](read)); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range last.Training {
+			stepsSeen[s] = true
+		}
+		doneSeen[last.Done] = true
+		// the error, escaped: the markup of the message is text on the page
+		if strings.Contains(last.Failures, "device unavailable <b>on attempt 1</b>") && strings.Contains(last.Failures, "retrying") {
+			retryingErr = true
+		}
+		if strings.Contains(last.Failures, "device unavailable <b>on attempt 2</b>") && strings.Contains(last.Failures, "failed") {
+			failedErr = true
+		}
+		tableSeen = tableSeen || last.Tables > 0
+		if last.Phase == "completed" && failedErr {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var res workflows.SweepResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("steps seen: %d distinct; progress seen: %v; last: %+v", len(stepsSeen), doneSeen, last)
+	if len(stepsSeen) < 3 {
+		t.Errorf("the page showed %d distinct training steps (%v), want the steps to advance", len(stepsSeen), stepsSeen)
+	}
+	if len(doneSeen) < 3 || !doneSeen["4/4 trials (100%)"] {
+		t.Errorf("the sweep's progress on the page went through %v, want it to grow to 4/4", doneSeen)
+	}
+	if !retryingErr {
+		t.Error("the failing trial's first error never showed while it was retried")
+	}
+	if !failedErr {
+		t.Errorf("the failed trial's error never showed; failures read %q", last.Failures)
+	}
+	if !tableSeen {
+		t.Error("no table appeared")
+	}
+	if last.Phase != "completed" {
+		t.Errorf("phase %q, want completed", last.Phase)
+	}
+
+	// the chart: the default trials are drawn at every iterate; unticking y removes lines
+	count := chromedp.Evaluate[int](`document.querySelectorAll("#chart path").length`)
+	if err := chromedp.Do(bctx, chromedp.Poll[chromedp.Void](`document.querySelectorAll("#chart path").length > 0`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := chromedp.Run(bctx, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`input.iter[value="y"]`))); err != nil {
+		t.Fatal(err)
+	}
+	fewer, err := chromedp.Run(bctx, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines == 0 || fewer >= lines {
+		t.Errorf("chart: %d lines, %d once y is unticked", lines, fewer)
+	}
+
+	// usable at 1280×800 and at a phone's width: the page itself never scrolls sideways
+	shots := os.Getenv(screenshotsEnv)
+	for _, size := range [][2]int64{{1280, 800}, {390, 844}} {
+		if err := chromedp.Do(bctx, chromedp.EmulateViewport(size[0], size[1]), chromedp.Navigate(sweepURL),
+			chromedp.WaitVisible(chromedp.CSS("#trial-table")),
+			chromedp.Poll[chromedp.Void](`document.querySelectorAll("#chart path").length > 0`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			t.Fatal(err)
+		}
+		over, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if over {
+			t.Errorf("at %d×%d the page scrolls sideways", size[0], size[1])
+		}
+		if shots != "" {
+			full, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := filepath.Join(shots, fmt.Sprintf("sweep-page-%d.png", size[0]))
+			if err := os.WriteFile(name, full, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
