@@ -64,3 +64,33 @@ func TestValidKey(t *testing.T) {
 		t.Error("Put of ../../escape succeeded")
 	}
 }
+
+// List walks only the directories that can hold keys with the prefix, and answers for
+// every prefix what filtering every key by it answers.
+func TestDirListPrefixes(t *testing.T) {
+	ctx := context.Background()
+	d, err := NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"ax", "ab/c", "a/bx", "a/bc/d", "a/b/c", "a/b/cd/e", "abc", "b/a/b", "a/b/cx/f", "sweeps/s-1/tables/t.md", "sweeps/s-10/x"}
+	for _, k := range all {
+		if err := d.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, prefix := range []string{"", "a", "a/", "a/b", "a/b/", "a/b/c", "a/bc/", "ab", "ab/", "b/a/", "c/", "a/b/cd/e/",
+		"sweeps/s-1", "sweeps/s-1/", "sweeps/s-1/tables/", "../a", "a/../b/", "a/b/c/"} {
+		var want []string
+		for _, k := range all {
+			if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+				want = append(want, k)
+			}
+		}
+		slices.Sort(want)
+		got, err := d.List(ctx, prefix)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("List(%q) = %v, %v; want %v", prefix, got, err, want)
+		}
+	}
+}

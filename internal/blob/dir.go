@@ -88,23 +88,42 @@ func (d *Dir) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // List returns the keys under the root that start with prefix, skipping temporary files.
+// It walks only the directories that can hold such keys: from the directory part of the
+// prefix down, pruning those whose path neither starts the prefix nor starts with it.
 func (d *Dir) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	start := d.root
+	if i := strings.LastIndex(prefix, "/"); i > 0 {
+		start = filepath.Join(d.root, filepath.FromSlash(prefix[:i]))
+		if rel, err := filepath.Rel(d.root, start); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			start = d.root // a prefix that climbs out: walk everything, keep what matches
+		}
+	}
+	if fi, err := os.Stat(start); err != nil || !fi.IsDir() {
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // no key can start with the prefix
+		}
+		return nil, fmt.Errorf("blob: list %s: %w", prefix, err)
+	}
 	var keys []string
-	err := filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
+	err := filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
-		}
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".tmp-") {
-			return nil
 		}
 		rel, err := filepath.Rel(d.root, p)
 		if err != nil {
 			return err
 		}
-		if k := filepath.ToSlash(rel); strings.HasPrefix(k, prefix) {
+		k := filepath.ToSlash(rel)
+		if e.IsDir() {
+			if p != start && !strings.HasPrefix(k+"/", prefix) && !strings.HasPrefix(prefix, k+"/") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasPrefix(e.Name(), ".tmp-") && strings.HasPrefix(k, prefix) {
 			keys = append(keys, k)
 		}
 		return nil
