@@ -108,9 +108,18 @@ func ReadIndex(ctx context.Context, store blob.Store, output string) (*Index, er
 	if err != nil {
 		return nil, err
 	}
+	ix, err := ParseIndex(b)
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", keys.TrialIndex(output), err)
+	}
+	return ix, nil
+}
+
+// ParseIndex decodes an index as Build writes it.
+func ParseIndex(b []byte) (*Index, error) {
 	var ix Index
 	if err := json.Unmarshal(b, &ix); err != nil {
-		return nil, fmt.Errorf("index %s: %w", keys.TrialIndex(output), err)
+		return nil, err
 	}
 	return &ix, nil
 }

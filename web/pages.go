@@ -238,9 +238,19 @@ func (s *Server) manifestOnly(ctx context.Context, id string) (*sweepData, error
 	if err != nil {
 		return nil, err
 	}
-	m, err := sweeps.Parse(src)
-	if err != nil {
-		return nil, fmt.Errorf("sweep %s: manifest: %w", id, err)
+	s.mu.Lock()
+	m, ok := s.manifests[id]
+	s.mu.Unlock()
+	if !ok || keys.SweepID(m.Name, src) != id {
+		if m, err = sweeps.Parse(src); err != nil {
+			return nil, fmt.Errorf("sweep %s: manifest: %w", id, err)
+		}
+		s.mu.Lock()
+		if len(s.manifests) >= maxCached {
+			clear(s.manifests)
+		}
+		s.manifests[id] = m
+		s.mu.Unlock()
 	}
 	return &sweepData{ID: id, Manifest: m, Source: string(src), Output: report.Output(m)}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -55,9 +56,11 @@ type Server struct {
 	tmpl *template.Template
 	mux  *http.ServeMux
 
-	mu    sync.Mutex
-	seen  map[string]map[string]bool // by sweep: trials seen in flight
-	cache map[string]cachedIndex     // by sweep: an index computed from results, briefly kept
+	mu        sync.Mutex
+	seen      map[string]map[string]bool  // by sweep: trials seen in flight
+	cache     map[string]cachedIndex      // by sweep: an index computed from results, briefly kept
+	indexes   map[string]storedIndex      // by output: the last index read, decoded
+	manifests map[string]*sweeps.Manifest // by sweep: its manifest (an ID is the hash of its bytes)
 }
 
 // New returns a Server of opt.
@@ -75,7 +78,8 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
 	}
-	s := &Server{opt: opt, tmpl: tmpl, mux: http.NewServeMux(), seen: map[string]map[string]bool{}, cache: map[string]cachedIndex{}}
+	s := &Server{opt: opt, tmpl: tmpl, mux: http.NewServeMux(), seen: map[string]map[string]bool{}, cache: map[string]cachedIndex{},
+		indexes: map[string]storedIndex{}, manifests: map[string]*sweeps.Manifest{}}
 	assets, _ := fs.Sub(assetFS, "assets")
 	s.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
 	s.mux.HandleFunc("GET /{$}", s.handleList)

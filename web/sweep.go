@@ -5,7 +5,9 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"net/url"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/report"
@@ -174,10 +177,49 @@ func version(ix *report.Index) string {
 	return strconv.FormatUint(h.Sum64(), 36)
 }
 
+// storedIndex is an index as read from the store, with the hash of its bytes: read again
+// unchanged, it is not decoded again.
+type storedIndex struct {
+	sum [32]byte
+	ix  *report.Index
+}
+
+// maxCached bounds the sweeps and outputs whose manifests and indexes a server keeps.
+const maxCached = 256
+
+// storedIndex reads an output's index (nil: none), decoding it only when it changed.
+func (s *Server) storedIndex(ctx context.Context, output string) (*report.Index, error) {
+	b, err := s.opt.Store.Get(ctx, keys.TrialIndex(output))
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	s.mu.Lock()
+	c, ok := s.indexes[output]
+	s.mu.Unlock()
+	if ok && c.sum == sum {
+		return c.ix, nil
+	}
+	ix, err := report.ParseIndex(b)
+	if err != nil {
+		return nil, fmt.Errorf("index of %s: %w", output, err)
+	}
+	s.mu.Lock()
+	if len(s.indexes) >= maxCached {
+		clear(s.indexes)
+	}
+	s.indexes[output] = storedIndex{sum: sum, ix: ix}
+	s.mu.Unlock()
+	return ix, nil
+}
+
 // index is the sweep's trial index: the one its last table build wrote, or, where there is
 // none for this sweep, one computed from the results in the store.
 func (s *Server) index(ctx context.Context, d *sweepData) (*report.Index, error) {
-	ix, err := report.ReadIndex(ctx, s.opt.Store, d.Output)
+	ix, err := s.storedIndex(ctx, d.Output)
 	if err != nil {
 		return nil, err
 	}

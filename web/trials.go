@@ -139,20 +139,20 @@ func stateRank(s string) int {
 // selectRows filters and sorts rows and returns the query's page of them, the number that
 // passed the filters, and the page count.
 func selectRows(rows []row, q query) (page []row, matched, pages int) {
-	sel := make([]row, 0, len(rows))
+	sel := make([]*row, 0, len(rows))
 	for i := range rows {
 		if q.matches(&rows[i]) {
-			sel = append(sel, rows[i])
+			sel = append(sel, &rows[i])
 		}
 	}
 	if q.Sort != "" {
 		key := sortKeys[q.Sort]
-		slices.SortStableFunc(sel, func(a, b row) int {
+		slices.SortStableFunc(sel, func(a, b *row) int {
 			var c int
 			if q.Sort == "state" {
 				c = cmp.Compare(stateRank(a.State), stateRank(b.State))
 			} else {
-				ka, kb := key(&a), key(&b)
+				ka, kb := key(a), key(b)
 				// a row with no value (NaN) goes last, whichever the direction
 				if na, nb := math.IsNaN(ka), math.IsNaN(kb); na || nb {
 					return cmp.Compare(b2i(na), b2i(nb))
@@ -168,7 +168,10 @@ func selectRows(rows []row, q query) (page []row, matched, pages int) {
 	matched = len(sel)
 	pages = max(1, (matched+q.Size-1)/q.Size)
 	lo := min((q.Page-1)*q.Size, matched)
-	return sel[lo:min(lo+q.Size, matched)], matched, pages
+	for _, r := range sel[lo:min(lo+q.Size, matched)] {
+		page = append(page, *r)
+	}
+	return page, matched, pages
 }
 
 func b2i(b bool) int {
