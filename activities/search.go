@@ -159,7 +159,13 @@ func (a *Activities) decide(ctx context.Context, sr *searcher, st *search.State,
 			if err != nil {
 				return out, err
 			}
-			st.Add(g, p)
+			// a configuration suggested again shares the trials of the first (by their
+			// content address) instead of training them twice
+			trials, err := sr.m.PointTrials(g, p)
+			if err != nil {
+				return out, invalid(err)
+			}
+			st.AddKeyed(g, p, trials[0].ID)
 			continue
 		}
 		j, err := a.segment(ctx, sr, st.Candidates[job.Candidate], job.Until)

@@ -19,7 +19,7 @@ func (syncHalving) next(s *State) (int, int, bool) {
 		return 0, 0, false // rung 0 may still grow
 	}
 	for _, c := range s.Candidates {
-		if c.Status == StatusQueued {
+		if c.Status == StatusQueued && !c.Duplicate() {
 			return 0, 0, false
 		}
 	}

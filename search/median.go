@@ -19,7 +19,7 @@ func (median) reached(s *State, i int) {
 	c := s.Candidates[i]
 	completed, at := 0, []float64(nil)
 	for _, o := range s.Candidates {
-		if o.Status != StatusCompleted {
+		if o.Status != StatusCompleted || o.Duplicate() {
 			continue
 		}
 		completed++
@@ -42,7 +42,7 @@ func (median) reached(s *State, i int) {
 // next resumes the paused candidate of lowest index: every paused one has passed.
 func (median) next(s *State) (int, int, bool) {
 	for i, c := range s.Candidates {
-		if c.Status == StatusPaused {
+		if c.Status == StatusPaused && !c.Duplicate() {
 			return i, s.Config.after(c.Until), true
 		}
 	}

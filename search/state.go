@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -44,7 +45,16 @@ type Candidate struct {
 	// StoppedAt is the step it ended at before the end: its last rung if stopped, the step
 	// of its event if diverged or failed.
 	StoppedAt int `json:"stopped_at,omitempty"`
+	// Same is the earlier candidate whose trials this one's are (the sampler suggested a
+	// configuration again): it trains nothing of its own and takes that one's status,
+	// values and final metric; the rules rank and count only the earlier one.
+	Same *int `json:"same,omitempty"`
+	// Key is the configuration's content address, as the caller gave it to AddKeyed.
+	Key string `json:"key,omitempty"`
 }
+
+// Duplicate reports whether c is an earlier candidate's configuration again (Same).
+func (c Candidate) Duplicate() bool { return c.Same != nil }
 
 // State is a whole search: JSON-serialisable, held by the caller between calls. Its
 // methods are deterministic: the same state and calls give the same results.
@@ -100,6 +110,41 @@ func (s *State) Add(grid int, p Point) int {
 	return i
 }
 
+// AddKeyed is Add of a configuration whose content address is key (the caller's: the ID
+// of its trials). If an earlier candidate has the same key, the new one is that
+// configuration suggested again: its Same, sharing that one's outcome whatever it is
+// (running, paused, stopped or completed), and it never trains. It counts in the budget,
+// as the suggestion it is. An empty key matches none.
+func (s *State) AddKeyed(grid int, p Point, key string) int {
+	i := s.Add(grid, p)
+	s.Candidates[i].Key = key
+	for j, c := range s.Candidates[:i] {
+		if key != "" && c.Key == key && !c.Duplicate() {
+			s.Candidates[i].Same = &j
+			s.mirror()
+			break
+		}
+	}
+	return i
+}
+
+// mirror gives each duplicate its original's status, steps and values.
+func (s *State) mirror() {
+	for i := range s.Candidates {
+		d := &s.Candidates[i]
+		if !d.Duplicate() {
+			continue
+		}
+		o := s.Candidates[*d.Same]
+		d.Status, d.Until, d.StoppedAt, d.Values = o.Status, o.Until, o.StoppedAt, maps.Clone(o.Values)
+		d.Final = nil
+		if o.Final != nil {
+			f := *o.Final
+			d.Final = &f
+		}
+	}
+}
+
 // Apply records e: the candidate pauses at a rung (where the median rule decides at
 // once whether it goes on), completes at the end, diverges or fails. An event for a
 // candidate that is not running is an error wrapping ErrNotRunning.
@@ -108,6 +153,10 @@ func (s *State) Apply(e Event) error {
 		return fmt.Errorf("event for candidate %d: the search has %d", e.Candidate, len(s.Candidates))
 	}
 	c := &s.Candidates[e.Candidate]
+	if c.Duplicate() {
+		return fmt.Errorf("event for candidate %d: it is candidate %d again and trains nothing", e.Candidate, *c.Same)
+	}
+	defer s.mirror()
 	if c.Status != StatusRunning {
 		return fmt.Errorf("event for candidate %d (%s): %w", e.Candidate, c.Status, ErrNotRunning)
 	}
@@ -146,6 +195,7 @@ func (s *State) Apply(e Event) error {
 // events while something runs. Once nothing runs and nothing more can, Next stops the
 // paused candidates at their last rung, and Done is true.
 func (s *State) Next() (job Job, ok bool) {
+	defer s.mirror()
 	if s.Running() >= max(s.Config.Parallel, 1) {
 		return Job{}, false
 	}
@@ -153,7 +203,7 @@ func (s *State) Next() (job Job, ok bool) {
 		return s.start(i, until), true
 	}
 	for i := range s.Candidates {
-		if s.Candidates[i].Status == StatusQueued {
+		if c := s.Candidates[i]; c.Status == StatusQueued && !c.Duplicate() {
 			return s.start(i, s.first()), true
 		}
 	}
@@ -189,7 +239,7 @@ func (s *State) Done() bool {
 func (s *State) Running() int {
 	n := 0
 	for _, c := range s.Candidates {
-		if c.Status == StatusRunning {
+		if c.Status == StatusRunning && !c.Duplicate() {
 			n++
 		}
 	}
@@ -223,11 +273,11 @@ func (s *State) stop(i int) {
 }
 
 // ranked are the candidates with a value at step (diverged ones, +Inf, included; failed
-// ones have none), best first: by value, then by index.
+// ones and duplicates have none of their own), best first: by value, then by index.
 func (s *State) ranked(step int) []int {
 	var is []int
 	for i, c := range s.Candidates {
-		if _, ok := c.Values[step]; ok {
+		if _, ok := c.Values[step]; ok && !c.Duplicate() {
 			is = append(is, i)
 		}
 	}

@@ -192,3 +192,49 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("median needs no eta: %v", err)
 	}
 }
+
+// A configuration added again (the same key) shares the first one's outcome: it takes no
+// slot and trains nothing, an event for it is an error, it follows the first to its rung
+// and its stop, and the rules count the configuration once: of 2 distinct configurations
+// and a duplicate at a rung, ASHA (η = 3) promotes ⌊2/3⌋ = 0 (counting the duplicate,
+// ⌊3/3⌋ = 1) and starts a new one, again a duplicate, of one paused.
+func TestAddKeyedDuplicate(t *testing.T) {
+	s := newState(t, Config{Rule: ASHA, Rungs: []int{10, 20}, Eta: 3, Budget: 4, Parallel: 2})
+	a := s.AddKeyed(0, Point{"lr": 1}, "a")
+	b := s.AddKeyed(0, Point{"lr": 2}, "b")
+	for range 2 {
+		if j, ok := s.Next(); !ok || j.New {
+			t.Fatalf("job %+v %v, want a and b to their first rung", j, ok)
+		}
+	}
+	a2 := s.AddKeyed(0, Point{"lr": 1}, "a")
+	if c := s.Candidates[a2]; c.Same == nil || *c.Same != a || c.Status != StatusRunning || s.Running() != 2 {
+		t.Fatalf("duplicate of a running one: %+v, %d running; want it running with a, taking no slot", c, s.Running())
+	}
+	if err := s.Apply(Event{Candidate: a2, Step: 10, Value: 1}); err == nil {
+		t.Error("an event for a duplicate was applied")
+	}
+	for i, v := range map[int]float64{a: 2, b: 1} {
+		if err := s.Apply(Event{Candidate: i, Step: 10, Value: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := s.Candidates[a2]; c.Status != StatusPaused || c.Values[10] != 2 {
+		t.Errorf("duplicate after its original paused: %+v", c)
+	}
+	if j, ok := s.Next(); !ok || !j.New {
+		t.Fatalf("job %+v %v, want a new configuration: 2 distinct at the rung promote none", j, ok)
+	}
+	b2 := s.AddKeyed(0, Point{"lr": 2}, "b")
+	if c := s.Candidates[b2]; c.Status != StatusPaused || c.Values[10] != 1 {
+		t.Errorf("duplicate of a paused one: %+v", c)
+	}
+	if j, ok := s.Next(); ok || !s.Done() {
+		t.Fatalf("job %+v: budget spent, nothing to promote: want the search done", j)
+	}
+	for _, i := range []int{a2, b2} {
+		if c := s.Candidates[i]; c.Status != StatusStopped || c.StoppedAt != 10 {
+			t.Errorf("duplicate %d of a stopped one: %+v, want stopped at 10", i, c)
+		}
+	}
+}
