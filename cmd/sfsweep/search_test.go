@@ -1,10 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,20 +45,8 @@ tables:
 // from its checkpoint, the others are stopped (no result, their rung's checkpoint kept),
 // far fewer steps are trained than the grid's, and a second run recomputes nothing.
 func TestRunASHAEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server and trains (-short)")
-	}
-	dir := t.TempDir()
-	manifest := filepath.Join(dir, "asha.yaml")
-	if err := os.WriteFile(manifest, []byte(ashaManifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "out")
-	log := runCommand(t, state, out, manifest)
-	if !strings.Contains(log, "search done: 9 configurations") {
-		t.Fatalf("run:\n%s", log)
-	}
-	st, store := readSearchState(t, state, manifest)
+	r := runSearch(t, "asha", ashaManifest, 9)
+	st, store, state, out, manifest := r.st, r.store, r.state, r.out, r.manifest
 	counts := map[search.Status]int{}
 	steps := 0
 	for _, c := range st.Candidates {
@@ -102,8 +96,7 @@ func TestRunASHAEndToEnd(t *testing.T) {
 	}
 
 	// again: the same decisions from the log, nothing trained or rewritten
-	log = runCommand(t, state, out, manifest)
-	if !strings.Contains(log, "search done: 9 configurations") {
+	if log := runCommand(t, state, out, manifest); !strings.Contains(log, "search done: 9 configurations") {
 		t.Fatalf("second run:\n%s", log)
 	}
 	for r, m := range mtimes {
@@ -132,19 +125,11 @@ search:
 // A TPE search end to end: five configurations sampled inside the bounds, each trained
 // to its end and recorded with its metric.
 func TestRunTPEEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server and trains (-short)")
+	r := runSearch(t, "tpe", tpeManifest, 5)
+	st, store, manifest := r.st, r.store, r.manifest
+	if !strings.Contains(r.log, "search done: 5 configurations (5 completed)") {
+		t.Fatalf("run:\n%s", r.log)
 	}
-	dir := t.TempDir()
-	manifest := filepath.Join(dir, "tpe.yaml")
-	if err := os.WriteFile(manifest, []byte(tpeManifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "out")
-	if log := runCommand(t, state, out, manifest); !strings.Contains(log, "search done: 5 configurations (5 completed)") {
-		t.Fatalf("run:\n%s", log)
-	}
-	st, store := readSearchState(t, state, manifest)
 	lrs := map[float64]bool{}
 	for _, c := range st.Candidates {
 		lr := c.Point["lr"]
@@ -160,8 +145,203 @@ func TestRunTPEEndToEnd(t *testing.T) {
 			t.Errorf("configuration %d: final %g, its trial's test perplexity %g", c.Index, *c.Final, want)
 		}
 	}
-	if len(st.Candidates) != 5 {
-		t.Errorf("%d configurations, want 5", len(st.Candidates))
+}
+
+// searchRun is a search run end to end by sfsweep run.
+type searchRun struct {
+	state, out, manifest, log string // the state and output folders, the manifest, what the run printed
+	st                        *search.State
+	store                     blob.Store
+	all                       []int // the configurations' indices
+}
+
+// runSearch writes manifest src as name.yaml in a new folder, runs it with sfsweep run
+// (skipped under -short), and reads back its search, which must have made configs
+// configurations.
+func runSearch(t *testing.T, name, src string, configs int) searchRun {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server and trains (-short)")
+	}
+	dir := t.TempDir()
+	r := searchRun{manifest: filepath.Join(dir, name+".yaml"), state: filepath.Join(dir, "state"), out: filepath.Join(dir, "out")}
+	if err := os.WriteFile(r.manifest, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.log = runCommand(t, r.state, r.out, r.manifest)
+	if !strings.Contains(r.log, fmt.Sprintf("search done: %d configurations", configs)) {
+		t.Fatalf("run:\n%s", r.log)
+	}
+	r.st, r.store = readSearchState(t, r.state, r.manifest)
+	if len(r.st.Candidates) != configs {
+		t.Fatalf("%d configurations, want %d", len(r.st.Candidates), configs)
+	}
+	for i := range configs {
+		r.all = append(r.all, i)
+	}
+	return r
+}
+
+// halvingManifest is a random search of 4 configurations (lr log-uniform, C a choice),
+// stopped by synchronous successive halving with η = 2 at rungs 2, 6 and 18.
+var halvingManifest = "name: halving\n" + searchTraining + `optimizers:
+  - name: sfadamw
+    lr: {distribution: log_uniform, min: 3e-4, max: 3e-2}
+    betas: [[0.9, 0.99]]
+    c: [vanilla, 50]
+search:
+  method: random
+  trials: 4
+  seed: 5
+  early_stopping: {rule: sync_halving, rungs: [2, 6], eta: 2}
+`
+
+// A random search stopped by synchronous halving end to end: four configurations sampled
+// inside the bounds reach step 2; the best two by their validation loss there (read from
+// their trials' curves) go on to 6 and the others stop at 2; the better of those two
+// completes and the other stops at 6, each stopped one reading "stopped (step N)" in the
+// search's table.
+func TestRunRandomHalvingEndToEnd(t *testing.T) {
+	r := runSearch(t, "halving", halvingManifest, 4)
+	for _, c := range r.st.Candidates {
+		if lr, cv := c.Point["lr"], c.Point["c"]; lr < 3e-4 || lr > 3e-2 || (cv != 0 && cv != 50) {
+			t.Errorf("configuration %d: %v outside the space", c.Index, c.Point)
+		}
+	}
+	// what halving must decide from the values recorded at the rungs
+	want := map[int]search.Candidate{}
+	alive := slices.Clone(r.all)
+	for _, rung := range []int{2, 6} {
+		at := r.rungValues(t, alive, rung)
+		slices.SortStableFunc(alive, func(a, b int) int { return cmp.Compare(at[a], at[b]) })
+		keep := len(alive) / 2
+		for _, i := range alive[keep:] {
+			want[i] = search.Candidate{Status: search.StatusStopped, StoppedAt: rung}
+		}
+		alive = alive[:keep]
+	}
+	for _, i := range alive {
+		want[i] = search.Candidate{Status: search.StatusCompleted}
+	}
+	r.checkOutcomes(t, want, filepath.Join(r.out, "sweeps", "halving", "tables"))
+}
+
+// medianManifest is a grid of 4 learning rates searched one configuration at a time,
+// stopped by the median rule after 2 have completed, at rungs 2 and 6 of 18.
+var medianManifest = "name: median\n" + searchTraining + `optimizers:
+  - name: sfadamw
+    lr: [1e-4, 1e-3, 3e-3, 3e-2]
+    betas: [[0.9, 0.99]]
+search:
+  method: grid
+  seed: 4
+  parallel: 1
+  early_stopping: {rule: median, rungs: [2, 6], min_trials: 2}
+`
+
+// The median rule end to end, one configuration at a time (so its decisions follow the
+// order of the configurations): once two have completed, a configuration stops at a rung
+// where its best validation loss so far is worse than the median of the completed ones'
+// there (all read from the trials' curves); the others complete.
+func TestRunMedianEndToEnd(t *testing.T) {
+	r := runSearch(t, "median", medianManifest, 4)
+	want := map[int]search.Candidate{}
+	var completed []int
+	for _, i := range r.all {
+		best := math.Inf(1)
+		for _, rung := range []int{2, 6} {
+			at := r.rungValues(t, append(slices.Clone(completed), i), rung)
+			best = min(best, at[i])
+			var theirs []float64
+			for _, j := range completed {
+				theirs = append(theirs, at[j])
+			}
+			if len(completed) >= 2 && best > median(theirs) {
+				want[i] = search.Candidate{Status: search.StatusStopped, StoppedAt: rung}
+				break
+			}
+		}
+		if _, stopped := want[i]; !stopped {
+			want[i] = search.Candidate{Status: search.StatusCompleted}
+			completed = append(completed, i)
+		}
+	}
+	r.checkOutcomes(t, want, filepath.Join(r.out, "sweeps", "median", "tables"))
+}
+
+// rungValues are the validation losses (of x, the metric's iterate) of configurations is
+// at step, read from their trial's curves.
+func (r searchRun) rungValues(t *testing.T, is []int, step int) map[int]float64 {
+	t.Helper()
+	vals := map[int]float64{}
+	for _, i := range is {
+		id := candidateTrials(t, r.manifest, r.st.Candidates[i])[0]
+		b, err := r.store.Get(context.Background(), keys.RunCurves(keys.Trial(id)))
+		if err != nil {
+			t.Fatalf("configuration %d: curves: %v", i, err)
+		}
+		for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+			var p training.CurvePoint
+			if err := json.Unmarshal([]byte(line), &p); err != nil {
+				t.Fatalf("configuration %d: curves: %v", i, err)
+			}
+			if p.Step == step {
+				vals[i] = p.Val[training.IterX]
+			}
+		}
+		if _, ok := vals[i]; !ok {
+			t.Fatalf("configuration %d: no validation loss at step %d in its curves", i, step)
+		}
+	}
+	return vals
+}
+
+// checkOutcomes compares each configuration's status (and step, if stopped) with want's,
+// and finds each stopped one as "stopped (step N)" in its row of the search table
+// (tables/search.md under dir, its row found by the configuration's rank in search.csv).
+func (r searchRun) checkOutcomes(t *testing.T, want map[int]search.Candidate, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "search.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRank := map[string]string{}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Split(line, "|"); len(f) > 2 {
+			byRank[strings.TrimSpace(f[1])] = line
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "search.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(recs) == 0 || recs[0][0] != "rank" || recs[0][1] != "index" {
+		t.Fatalf("search.csv: %v, %v: want rank and index first", recs, err)
+	}
+	rows := map[string]string{} // by index
+	for _, rec := range recs[1:] {
+		rows[rec[1]] = byRank[rec[0]]
+	}
+	stopped := 0
+	for _, c := range r.st.Candidates {
+		w := want[c.Index]
+		if c.Status != w.Status || c.StoppedAt != w.StoppedAt {
+			t.Errorf("configuration %d (%v): %s at %d, the rule decides %s at %d", c.Index, c.Point, c.Status, c.StoppedAt, w.Status, w.StoppedAt)
+		}
+		row := rows[strconv.Itoa(c.Index)]
+		if c.Status == search.StatusStopped {
+			stopped++
+			if !strings.Contains(row, fmt.Sprintf("stopped (step %d)", c.StoppedAt)) {
+				t.Errorf("configuration %d stopped at %d: its row in the search table is %q", c.Index, c.StoppedAt, row)
+			}
+		} else if !strings.Contains(row, string(c.Status)) {
+			t.Errorf("configuration %d %s: its row in the search table is %q", c.Index, c.Status, row)
+		}
+	}
+	if stopped == 0 {
+		t.Errorf("no configuration stopped: the run tests no stopping")
 	}
 }
 
