@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -140,15 +139,7 @@ func TestWorkerPartitioned(t *testing.T) {
 	if !strings.Contains(workerA.output(), "msg=finished") {
 		ended = "had it cancelled"
 	}
-	got := readResult(t, filepath.Join(lab.objects, keys.ResultName))
-	sameResult(t, got, lab.want)
-	wantCurves, err := lab.refStore.Get(ctx, keys.RunCurves(keys.Trial(lab.trial.ID)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gotCurves, err := os.ReadFile(filepath.Join(lab.objects, keys.CurvesName)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
-		t.Errorf("curves.jsonl differs from the uninterrupted run's (%v)", err)
-	}
+	lab.sameAsUninterrupted(ctx, t)
 	bucket, err := blob.NewDir(filepath.Join(lab.gw.Root(), lab.gw.Bucket()))
 	if err != nil {
 		t.Fatal(err)

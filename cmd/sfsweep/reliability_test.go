@@ -77,7 +77,7 @@ func TestWorkerKilledMidTrain(t *testing.T) {
 		src = string(b)
 	}
 	lab := newGPULab(ctx, t, src)
-	dir, cache, manifest, trial, refStore, want, tc, objects := lab.dir, lab.cache, lab.manifest, lab.trial, lab.refStore, lab.want, lab.tc, lab.objects
+	dir, cache, manifest, trial, tc, objects := lab.dir, lab.cache, lab.manifest, lab.trial, lab.tc, lab.objects
 	cpuLog := &lab.cpuLog
 	const ckEvery = 50
 
@@ -110,18 +110,9 @@ func TestWorkerKilledMidTrain(t *testing.T) {
 		t.Fatalf("worker B never resumed the trial:\n%s", workerB.output())
 	}
 
-	got := readResult(t, filepath.Join(objects, keys.ResultName))
+	got := lab.sameAsUninterrupted(ctx, t)
 	if got.Resumed <= 0 || got.Resumed > killStep {
 		t.Errorf("resumed_from = %d, want a checkpoint step in (0, %d] (the kill's step)", got.Resumed, killStep)
-	}
-	sameResult(t, got, want)
-	// every object of the run, not only the result: the curves as written
-	wantCurves, err := refStore.Get(ctx, keys.RunCurves(keys.Trial(trial.ID)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gotCurves, err := os.ReadFile(filepath.Join(objects, keys.CurvesName)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
-		t.Errorf("curves.jsonl differs from the uninterrupted run's (%v)", err)
 	}
 	attempt, cause := trainAttempt(ctx, t, tc, workflows.TrialWorkflowID(sweepID, trial.ID))
 	if attempt < 2 {
@@ -211,6 +202,22 @@ func (l *gpuLab) waitPastCheckpoint(ctx context.Context, t *testing.T, every int
 	waitFor(ctx, t, "training past the first checkpoint", func() bool {
 		return lastCurveStep(l.objects) >= every+10
 	}, procs...)
+}
+
+// sameAsUninterrupted reads the trial's result from the bucket and fails unless it and
+// its curves.jsonl, as written, are bitwise the uninterrupted reference run's.
+func (l *gpuLab) sameAsUninterrupted(ctx context.Context, t *testing.T) *training.Result {
+	t.Helper()
+	got := readResult(t, filepath.Join(l.objects, keys.ResultName))
+	sameResult(t, got, l.want)
+	wantCurves, err := l.refStore.Get(ctx, keys.RunCurves(keys.Trial(l.trial.ID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotCurves, err := os.ReadFile(filepath.Join(l.objects, keys.CurvesName)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
+		t.Errorf("curves.jsonl differs from the uninterrupted run's (%v)", err)
+	}
+	return got
 }
 
 // serverKillManifest is five trials of the same model, short enough that the sweep takes
