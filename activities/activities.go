@@ -55,6 +55,8 @@ type Activities struct {
 
 	resultsMu sync.Mutex
 	results   map[string]*training.Result // by trial ID: results are written once, never changed
+
+	searchers searchers // Decide's, by manifest
 }
 
 // RegisterGPU registers the activities of the gpu queue on w.

@@ -12,14 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/search"
-	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/workflows"
 )
@@ -39,13 +37,9 @@ func (a *Activities) Decide(ctx context.Context, in workflows.DecideInput) (work
 		}
 		return a.withReplay(ctx, in, d.Out)
 	}
-	m, err := a.readManifest(ctx, in.ManifestKey)
+	sr, err := a.searcher(ctx, in.ManifestKey)
 	if err != nil {
 		return workflows.DecideOutput{}, err
-	}
-	sr, err := newSearcher(m)
-	if err != nil {
-		return workflows.DecideOutput{}, invalid(err)
 	}
 	st, err := a.searchState(ctx, sr, in)
 	if err != nil {
@@ -296,116 +290,4 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
-}
-
-// searcher is a manifest's search: its scheduling, samplers and the grid it walks.
-type searcher struct {
-	m        *sweeps.Manifest
-	config   search.Config
-	samplers []search.Sampler // by grid (random, tpe)
-	spaces   []search.Space
-	grid     []sweeps.Point // grid: its configurations in the order the search takes them
-	budget   []int          // configurations of each grid
-}
-
-func newSearcher(m *sweeps.Manifest) (*searcher, error) {
-	sr := &searcher{m: m, config: search.Config{Rungs: m.Rungs(), Parallel: m.Search.Parallel}}
-	if es := m.Search.EarlyStopping; es != nil {
-		sr.config.Rule, sr.config.Eta, sr.config.MinTrials = es.Rule, m.Eta(), m.MedianMinTrials()
-	} else {
-		sr.config.Rungs = []int{m.Steps}
-	}
-	plan, err := m.Plan()
-	if err != nil {
-		return nil, err
-	}
-	sr.budget = plan.Configs
-	for _, n := range plan.Configs {
-		sr.config.Budget += n
-	}
-	if sr.config.Parallel == 0 {
-		sr.config.Parallel = sr.config.Budget
-	}
-	if !m.Sampled() {
-		trials, err := m.Expand()
-		if err != nil {
-			return nil, err
-		}
-		pts := m.GridPoints(trials)
-		// the grid in an order of the seed's, so that what starts first is no corner of it
-		rand.New(rand.NewPCG(uint64(m.Search.Seed), 0x5eed)).Shuffle(len(pts), func(i, j int) { pts[i], pts[j] = pts[j], pts[i] })
-		sr.grid = pts[:sr.config.Budget]
-		return sr, nil
-	}
-	for gi := range m.Optimizers {
-		var space search.Space
-		for _, d := range m.Dims(gi) {
-			p := search.Param{Name: d.Name, Kind: search.Choice, Choices: d.Param.Values}
-			if dist := d.Param.Dist; dist != nil {
-				p = search.Param{Name: d.Name, Kind: dist.Kind, Min: dist.Min, Max: dist.Max}
-			}
-			space = append(space, p)
-		}
-		s, err := search.NewSampler(m.Method(), space, m.Search.Seed*1_000_003+int64(gi))
-		if err != nil {
-			return nil, fmt.Errorf("optimizers[%d]: %w", gi, err)
-		}
-		sr.samplers, sr.spaces = append(sr.samplers, s), append(sr.spaces, space)
-	}
-	return sr, nil
-}
-
-// suggest is the next configuration: the grid's next point, or a sample of the grid
-// whose turn it is (grids take turns until each has its budget).
-func (sr *searcher) suggest(st *search.State) (int, search.Point, error) {
-	n := len(st.Candidates)
-	if sr.grid != nil {
-		if n >= len(sr.grid) {
-			return 0, nil, fmt.Errorf("search: configuration %d asked of a grid of %d", n, len(sr.grid))
-		}
-		p := sr.grid[n]
-		return p.Grid, p.Values(), nil
-	}
-	count := make([]int, len(sr.budget))
-	for _, c := range st.Candidates {
-		count[c.Grid]++
-	}
-	g := -1
-	for gi := range sr.budget {
-		if count[gi] < sr.budget[gi] && (g < 0 || count[gi] < count[g]) {
-			g = gi
-		}
-	}
-	if g < 0 {
-		return 0, nil, errors.New("search: a configuration asked beyond the budget")
-	}
-	var history []search.Observation
-	for _, c := range st.Candidates {
-		if c.Grid == g {
-			history = append(history, c.Observation())
-		}
-	}
-	p, err := sr.samplers[g].Suggest(count[g], history)
-	return g, p, err
-}
-
-// trials are a candidate's trials, one per seed.
-func (sr *searcher) trials(c search.Candidate) ([]sweeps.Trial, error) {
-	return sr.m.PointTrials(c.Grid, c.Point)
-}
-
-// iterate is the iterate the metric reads for an optimizer's trials.
-func (sr *searcher) iterate(optimizer string) string {
-	return training.ResolveIterate(optimizer, sr.m.Search.Iterate)
-}
-
-// metric is a completed trial's metric at iterate it.
-func (sr *searcher) metric(r *training.Result, it string) float64 {
-	switch sr.m.MetricName() {
-	case sweeps.MetricTestLoss:
-		return r.Test[it]
-	case sweeps.MetricTestPPL:
-		return r.TestPPL[it]
-	}
-	return r.Val[it]
 }
