@@ -18,6 +18,9 @@ type SweepInput struct {
 	Retry TrainRetry `json:"retry,omitzero"`
 	// StallTimeout of the Train activity; zero: DefaultStallTimeout.
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
+	// MaxDecisions bounds a search's decisions in one run, past which it continues as
+	// new; zero: DefaultMaxDecisions.
+	MaxDecisions int `json:"max_decisions,omitempty"`
 
 	// State carried across continue-as-new.
 	Planned bool `json:"planned,omitempty"`
@@ -35,9 +38,14 @@ type SweepInput struct {
 
 // SearchCursor is a search's place, carried across continue-as-new: the decisions made
 // (the length of its log in the store). A run continues as new only once none of its
-// segments is running.
+// segments is running. A run that replays the log continues as new between two logged
+// decisions: Replay is set, Await are the events the next logged decision was made with,
+// and Ended the segments that ended since the last decision made (Await among them).
 type SearchCursor struct {
-	Seq int `json:"seq"`
+	Seq    int            `json:"seq"`
+	Replay bool           `json:"replay,omitempty"`
+	Await  []SegmentEvent `json:"await,omitempty"`
+	Ended  []SegmentEvent `json:"ended,omitempty"`
 }
 
 // DecideInput asks the Decide activity for decision Seq of a search: it applies Events

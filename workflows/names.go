@@ -74,6 +74,10 @@ const (
 	// versionTablesMaxWait marks the Tables runs whose debounce is bounded by MaxWait; runs
 	// started before it debounce without a bound.
 	versionTablesMaxWait = "tables-max-wait"
+	// versionSearchReplayWinds marks the searching Sweep runs that, replaying a long log,
+	// continue as new past their bound on decisions too; runs started before it replay the log
+	// to its end first.
+	versionSearchReplayWinds = "search-replay-winds"
 )
 
 // ErrorInvalidConfig is the error type of a trial whose configuration is invalid: never

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,10 +11,10 @@ import (
 	"github.com/sfsweep/sfsweep/internal/status"
 )
 
-// maxDecisionsPerRun bounds the Decide activities of one run of a searching Sweep: past
-// it, the run stops starting segments, lets the running ones end and continues as new, so
-// the history of a search of any size stays bounded.
-var maxDecisionsPerRun = 500 // a variable for the tests
+// DefaultMaxDecisions bounds the Decide activities of one run of a searching Sweep
+// (SweepInput.MaxDecisions): past it, the run stops starting segments, lets the running
+// ones end and continues as new, so the history of a search of any size stays bounded.
+const DefaultMaxDecisions = 500
 
 // searchRun is the search loop of a Sweep run whose manifest is a search: the Decide
 // activity decides (from the results in the store, by the manifest's sampler and
@@ -34,23 +35,32 @@ type searchRun struct {
 // search runs the search until it is over, canceled, or due to continue as new.
 func (s *sweep) search() (SweepResult, error) {
 	r := &searchRun{sweep: s, remaining: map[int]int{}, fresh: true}
+	if c := s.in.Search; c.Replay {
+		// a replay that continued as new between two logged decisions
+		r.fresh, r.replay, r.await, r.ended = false, true, c.Await, c.Ended
+	}
 	for {
 		if s.canceled {
 			break
 		}
-		winding := r.decisions >= maxDecisionsPerRun || workflow.GetInfo(s.ctx).GetContinueAsNewSuggested()
-		if events, ok := r.ready(); ok {
-			max := s.in.Window
-			if winding {
-				max = 0 // record what ended, start nothing: the next run goes on
+		winding := r.decisions >= cmp.Or(s.in.MaxDecisions, DefaultMaxDecisions) || workflow.GetInfo(s.ctx).GetContinueAsNewSuggested()
+		// A replayed decision starts what it started: past the bound a replay makes no more,
+		// lets its segments end and hands the rest of the log to the next run.
+		hold := winding && r.replay && workflow.GetVersion(s.ctx, versionSearchReplayWinds, workflow.DefaultVersion, 1) == 1
+		if !hold {
+			if events, ok := r.ready(); ok {
+				max := s.in.Window
+				if winding {
+					max = 0 // record what ended, start nothing: the next run goes on
+				}
+				if err := r.decide(max, events); err != nil {
+					s.cancelChildren()
+					return SweepResult{Progress: *s.p}, err
+				}
+				continue
 			}
-			if err := r.decide(max, events); err != nil {
-				s.cancelChildren()
-				return SweepResult{Progress: *s.p}, err
-			}
-			continue
 		}
-		if len(r.remaining) == 0 && len(r.ended) == 0 && (r.done || winding) {
+		if len(r.remaining) == 0 && (len(r.ended) == 0 || hold) && (r.done || winding) {
 			break
 		}
 		if len(r.remaining) == 0 {
@@ -65,6 +75,9 @@ func (s *sweep) search() (SweepResult, error) {
 	}
 	if s.canceled || r.done {
 		return s.end()
+	}
+	if r.replay {
+		s.in.Search.Replay, s.in.Search.Await, s.in.Search.Ended = true, r.await, r.ended
 	}
 	return SweepResult{}, workflow.NewContinueAsNewError(s.ctx, Sweep, s.in)
 }

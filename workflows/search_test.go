@@ -54,16 +54,15 @@ func (f *fakeSearch) decide(ctx context.Context, in DecideInput) (DecideOutput, 
 	return out, nil
 }
 
-// A search of 2,000 configurations runs in a chain of runs of at most maxDecisionsPerRun
+// A search of 2,000 configurations runs in a chain of runs of at most MaxDecisions
 // decisions each, so every history stays bounded; each configuration trains once, and the
 // decisions follow on across the runs.
 func TestSearchHistoryBounded(t *testing.T) {
-	defer func(n int) { maxDecisionsPerRun = n }(maxDecisionsPerRun)
-	maxDecisionsPerRun = 100
+	const maxDecisions = 100
 	f := &fakeSearch{budget: 2000, parallel: 8, running: map[int]bool{}}
 	w := newWorld()
 	var s testsuite.WorkflowTestSuite
-	in := SweepInput{SweepID: "s", ManifestKey: "m", Window: 8}
+	in := SweepInput{SweepID: "s", ManifestKey: "m", Window: 8, MaxDecisions: maxDecisions}
 	runs := 0
 	for ; ; runs++ {
 		env := s.NewTestWorkflowEnvironment()
@@ -94,8 +93,8 @@ func TestSearchHistoryBounded(t *testing.T) {
 		t.Fatal(f.err)
 	}
 	// past the bound a run only records the ends of its running segments (at most parallel)
-	if f.maxCalls > maxDecisionsPerRun+8 || runs < 2 {
-		t.Errorf("%d runs, up to %d decisions a run: want runs of at most %d decisions (and the segments' ends after)", runs+1, f.maxCalls, maxDecisionsPerRun)
+	if f.maxCalls > maxDecisions+8 || runs < 2 {
+		t.Errorf("%d runs, up to %d decisions a run: want runs of at most %d decisions (and the segments' ends after)", runs+1, f.maxCalls, maxDecisions)
 	}
 	if len(w.trained) != 2000 {
 		t.Errorf("%d configurations trained, want 2000", len(w.trained))
