@@ -1,0 +1,259 @@
+package sweeps
+
+// The search block of a W&B import: the sweep's method, metric, budget (run_cap) and
+// early_terminate (Hyperband) as sfsweep's method, metric, trials and early stopping.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// search is the search block: the base's (its seed, parallel, iterate) with the sweep's
+// method, metric, budget and early stopping. grids and seeds count the configurations a
+// run_cap becomes.
+func (w *wandbImport) search(keys map[string][2]*yaml.Node, base *yaml.Node, grids, seeds int) (*yaml.Node, error) {
+	s := &yaml.Node{Kind: yaml.MappingNode}
+	if base != nil && base.Kind == yaml.MappingNode {
+		s = cloneNode(base)
+	}
+	setKey(s, "method", quoted(w.method))
+	mline := keys["method"][0].Line
+	rk, ok := keys["run_cap"]
+	switch {
+	case ok:
+		n, err := strconv.Atoi(rk[1].Value)
+		if err != nil || n < 1 || rk[1].Kind != yaml.ScalarNode {
+			return nil, &Error{Field: "run_cap", Value: brief(rk[1]), Reason: "must be a whole number ≥ 1", Line: rk[0].Line}
+		}
+		setKey(s, "trials", plain(strconv.Itoa(n)))
+		w.from("search.trials", "run_cap", rk[0].Line)
+		if w.method == MethodGrid {
+			w.note("run_cap", n, rk[0].Line, fmt.Sprintf("W&B's grid stops after the first %d runs in grid order; sfsweep tries %d configurations of each grid, drawn at random", n, n))
+		}
+		if grids*seeds > 1 {
+			w.note("run_cap", n, rk[0].Line, fmt.Sprintf("search.trials = %d configurations of each optimizer grid (%d), each trained on every seed (%d): up to %d trials, where W&B runs %d", n, grids, seeds, n*grids*seeds, n))
+		}
+	case w.method != MethodGrid:
+		return nil, &Error{Field: "run_cap", Value: "not given", Reason: fmt.Sprintf("a %s search needs a budget: give run_cap, the configurations to try (W&B would run until stopped)", keys["method"][1].Value), Line: mline}
+	default:
+		delKey(s, "trials")
+	}
+	metric := MetricValLoss
+	mk, ok := keys["metric"]
+	if ok {
+		var err error
+		if metric, err = w.metric(mk[0], mk[1]); err != nil {
+			return nil, err
+		}
+	} else {
+		w.note("metric", "not given", mline, "ranked by val_loss")
+	}
+	setKey(s, "metric", quoted(metric))
+	setKey(s, "goal", quoted("minimize"))
+	ek, ok := keys["early_terminate"]
+	if !ok {
+		delKey(s, "early_stopping")
+		return s, nil
+	}
+	es, err := w.earlyStopping(ek[0], ek[1])
+	if err != nil {
+		return nil, err
+	}
+	setKey(s, "early_stopping", es)
+	return s, nil
+}
+
+// metric maps the sweep's metric to one of sfsweep's, which are losses.
+func (w *wandbImport) metric(k, v *yaml.Node) (string, error) {
+	if v.Kind != yaml.MappingNode {
+		return "", &Error{Field: "metric", Value: brief(v), Reason: "want {name: ..., goal: minimize}", Line: k.Line}
+	}
+	name, nameLine := "", k.Line
+	var goal, goalKey *yaml.Node
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		mk, mv := v.Content[i], v.Content[i+1]
+		switch mk.Value {
+		case "name":
+			name, nameLine = mv.Value, mk.Line
+		case "goal":
+			goal, goalKey = mv, mk
+		case "target", "impute", "impute_while_running":
+			w.note("metric."+mk.Value, brief(mv), mk.Line, "ignored: sfsweep runs the whole budget and counts failed trials as failed")
+		default:
+			return "", &Error{Field: "metric." + mk.Value, Value: brief(mv), Reason: "not a key of a W&B metric (name, goal, target)", Line: mk.Line}
+		}
+	}
+	m := wandbMetric(name)
+	if m == "" {
+		return "", &Error{Field: "metric.name", Value: fmt.Sprintf("%q", name), Reason: "sfsweep ranks by val_loss (the validation loss: val_loss, valid_loss, eval_loss, loss/val, ...), test_loss or test_ppl", Line: nameLine}
+	}
+	if goal != nil && goal.Value != "minimize" {
+		return "", &Error{Field: "metric.goal", Value: fmt.Sprintf("%q", goal.Value), Reason: "sfsweep's metrics are losses (val_loss, test_loss, test_ppl): the goal is minimize", Line: goalKey.Line}
+	}
+	w.from("search.metric", "metric.name", nameLine)
+	return m, nil
+}
+
+// wandbMetric is sfsweep's metric for a W&B metric name ("val_loss", "eval/loss",
+// "test_perplexity"), or "" if it has none. The name's words, split at anything but
+// letters and digits, must be a split (validation or test) and a quantity (loss or
+// perplexity): "loss" alone is most often the training loss.
+func wandbMetric(name string) string {
+	var split, quantity string
+	for _, t := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		s, q := "", ""
+		switch t {
+		case "val", "valid", "validation", "eval", "evaluation", "dev":
+			s = "val"
+		case "test":
+			s = "test"
+		case "loss", "nll", "xent":
+			q = "loss"
+		case "ppl", "perplexity":
+			q = "ppl"
+		default:
+			return ""
+		}
+		if (s != "" && split != "" && s != split) || (q != "" && quantity != "" && q != quantity) {
+			return ""
+		}
+		split, quantity = cmpOr(s, split), cmpOr(q, quantity)
+	}
+	switch split + "_" + quantity {
+	case "val_loss":
+		return MetricValLoss
+	case "test_loss":
+		return MetricTestLoss
+	case "test_ppl":
+		return MetricTestPPL
+	}
+	return ""
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// earlyStopping maps W&B's hyperband to ASHA. One W&B iteration is one logged value of
+// the metric: one evaluation, every eval_every steps of the base.
+func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
+	if v.Kind != yaml.MappingNode {
+		return nil, &Error{Field: "early_terminate", Value: brief(v), Reason: "want {type: hyperband, min_iter: ...} or {type: hyperband, max_iter: ..., s: ...}", Line: k.Line}
+	}
+	f := map[string]*yaml.Node{}
+	lines := map[string]int{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		ek, ev := v.Content[i], v.Content[i+1]
+		switch ek.Value {
+		case "type", "min_iter", "max_iter", "s", "eta":
+			f[ek.Value], lines[ek.Value] = ev, ek.Line
+		case "strict":
+			w.note("early_terminate.strict", brief(ev), ek.Line, "ignored: asha promotes the best 1/eta of each rung")
+		default:
+			return nil, &Error{Field: "early_terminate." + ek.Value, Value: brief(ev), Reason: "not a key of W&B's hyperband (type, min_iter, max_iter, s, eta, strict)", Line: ek.Line}
+		}
+	}
+	if t := f["type"]; t == nil || t.Value != "hyperband" {
+		return nil, &Error{Field: "early_terminate.type", Value: brief(t), Reason: "W&B's early termination is hyperband, which sfsweep runs as asha", Line: cmpLine(lines["type"], k.Line)}
+	}
+	whole := func(key string, least int) (int, error) {
+		n := f[key]
+		v, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil || n.Kind != yaml.ScalarNode || v != math.Trunc(v) || v < float64(least) || v > 1e9 {
+			return 0, &Error{Field: "early_terminate." + key, Value: brief(n), Reason: fmt.Sprintf("must be a whole number ≥ %d", least), Line: lines[key]}
+		}
+		return int(v), nil
+	}
+	eta := DefaultEta // W&B's default too
+	if f["eta"] != nil {
+		var err error
+		if eta, err = whole("eta", 2); err != nil {
+			return nil, err
+		}
+	}
+	if w.evalEvery <= 0 {
+		return nil, &Error{Field: "early_terminate", Value: "hyperband", Reason: "one W&B iteration is one evaluation, and the base manifest sets no eval_every", Line: k.Line}
+	}
+	es := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	setKey(es, "rule", quoted(RuleASHA))
+	switch {
+	case f["max_iter"] != nil: // W&B's controller reads max_iter first
+		if f["s"] == nil {
+			return nil, &Error{Field: "early_terminate.max_iter", Value: brief(f["max_iter"]), Reason: "W&B's brackets from max_iter need s, their number", Line: lines["max_iter"]}
+		}
+		if f["min_iter"] != nil {
+			w.note("early_terminate.min_iter", brief(f["min_iter"]), lines["min_iter"], "ignored: the brackets come from max_iter and s, as in W&B")
+		}
+		maxIter, err := whole("max_iter", 1)
+		if err != nil {
+			return nil, err
+		}
+		s, err := whole("s", 1)
+		if err != nil {
+			return nil, err
+		}
+		rungs := flowSeq()
+		var past []int
+		for _, b := range wandbBrackets(maxIter, s, eta) {
+			if step := b * w.evalEvery; step < w.steps {
+				rungs.Content = append(rungs.Content, plain(strconv.Itoa(step)))
+			} else {
+				past = append(past, b)
+			}
+		}
+		if len(rungs.Content) == 0 {
+			return nil, &Error{Field: "early_terminate.max_iter", Value: maxIter, Reason: fmt.Sprintf("its brackets %v (iterations: evaluations every eval_every = %d steps) all lie at or past the base's steps = %d, %d evaluations", wandbBrackets(maxIter, s, eta), w.evalEvery, w.steps, w.steps/w.evalEvery), Line: lines["max_iter"]}
+		}
+		if len(past) > 0 {
+			w.note("early_terminate.max_iter", maxIter, lines["max_iter"], fmt.Sprintf("brackets %v dropped: at or past the base's steps = %d (%d evaluations), which no run reaches", past, w.steps, w.steps/w.evalEvery))
+		}
+		setKey(es, "rungs", rungs)
+		w.from("search.early_stopping", "early_terminate.max_iter", lines["max_iter"])
+	case f["min_iter"] != nil:
+		minIter, err := whole("min_iter", 1)
+		if err != nil {
+			return nil, err
+		}
+		if minIter*w.evalEvery >= w.steps {
+			return nil, &Error{Field: "early_terminate.min_iter", Value: minIter, Reason: fmt.Sprintf("the first bracket, evaluation %d, is step %d: not before the base's steps = %d (%d evaluations of eval_every = %d)", minIter, minIter*w.evalEvery, w.steps, w.steps/w.evalEvery, w.evalEvery), Line: lines["min_iter"]}
+		}
+		setKey(es, "min_steps", plain(strconv.Itoa(minIter*w.evalEvery)))
+		w.from("search.early_stopping", "early_terminate.min_iter", lines["min_iter"])
+	default:
+		return nil, &Error{Field: "early_terminate", Value: "hyperband", Reason: "give min_iter (the first bracket), or max_iter and s", Line: k.Line}
+	}
+	setKey(es, "eta", plain(strconv.Itoa(eta)))
+	return es, nil
+}
+
+// wandbBrackets are W&B's hyperband brackets from max_iter, in iterations: ⌊max_iter/eta^k⌋
+// for k = 1..s, those ≥ 1, in increasing order.
+func wandbBrackets(maxIter, s, eta int) []int {
+	var bs []int
+	b := float64(maxIter)
+	for range s {
+		if b /= float64(eta); b < 1 {
+			break
+		}
+		bs = append(bs, int(b))
+	}
+	sort.Ints(bs)
+	return slices.Compact(bs)
+}
+
+func cmpLine(a, b int) int {
+	if a > 0 {
+		return a
+	}
+	return b
+}

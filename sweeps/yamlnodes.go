@@ -1,0 +1,66 @@
+package sweeps
+
+// YAML nodes as the W&B import builds and edits them.
+
+import (
+	"slices"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func plain(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+
+// str is a string scalar, quoted where it would read as something else.
+func quoted(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+// number64 is v written so that it reads back as the same float64.
+func numberNode(v float64) *yaml.Node { return plain(strconv.FormatFloat(v, 'g', -1, 64)) }
+
+func flowSeq() *yaml.Node { return &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle} }
+
+// get is the value of key in mapping m, or nil.
+func lookup(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// set puts key: v in mapping m: in place of the key's value, without the comments that
+// described the old one, or else at the end.
+func setKey(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Value == key {
+			k.HeadComment, k.LineComment, k.FootComment = "", "", ""
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, quoted(key), v)
+}
+
+// del removes key from mapping m.
+func delKey(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = slices.Delete(m.Content, i, i+2)
+			return
+		}
+	}
+}
+
+// clone is a deep copy of n.
+func cloneNode(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, x := range n.Content {
+		c.Content[i] = cloneNode(x)
+	}
+	return &c
+}
