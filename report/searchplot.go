@@ -1,12 +1,14 @@
 package report
 
 // The sensitivity plots of a search: its metric against each searched parameter (the
-// learning-rate and C sensitivity curves), completed configurations as dots, those its
-// early stopping ended as triangles at the validation loss of their last rung.
+// learning-rate and C sensitivity curves), completed configurations as dots joined by the
+// line of the best at each value, those its early stopping ended as triangles at the
+// validation loss of their last rung.
 
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -25,15 +27,45 @@ var (
 	searchStopped = color.RGBA{255, 127, 14, 255} // stopped: orange triangles
 )
 
+// searchSeries are the points of a search plot: the metric of the completed
+// configurations, its best at each value of the parameter (the sensitivity curve, sorted
+// by the parameter), and the validation loss at the last rung of the completed and of the
+// stopped ones.
+type searchSeries struct {
+	metric, best, rungDone, rungStopped plotter.XYs
+	logX, hasVanilla                    bool
+	vanilla                             float64 // where C = 0 is drawn on a log axis
+}
+
 // SearchPlot draws the search against parameter param, in two panels of one x axis: the
-// table's metric of the completed configurations, and the validation loss at the last rung
-// each configuration reached (completed as dots, stopped as triangles), so that every
-// panel has one quantity on its y axis. Log x for the learning rate and C, vanilla (C = 0)
-// at the left edge. An error if no configuration has a value to draw, or param is not
-// searched.
+// table's metric of the completed configurations, joined by the line of the best of them
+// at each value of param (the other parameters at their best: the sensitivity curve), and
+// the validation loss at the last rung each configuration reached (completed as dots,
+// stopped as triangles), so that every panel has one quantity on its y axis. Log x for the
+// learning rate and C, vanilla (C = 0) at the left edge. An error if no configuration has
+// a value to draw, or param is not searched.
 func SearchPlot(t *SearchTable, param string) (*figure.Figure, error) {
+	ss, err := searchPlotSeries(t, param)
+	if err != nil {
+		return nil, err
+	}
+	top := linePlot(fmt.Sprintf("%s: %s of the completed configurations, the line through the best at each %s", t.Title, t.Metric, param), param)
+	top.Y.Label.Text = t.Metric
+	if len(ss.best) > 1 {
+		l, err := plotter.NewLine(ss.best)
+		if err != nil {
+			return nil, fmt.Errorf("report: search plot of %s: %w", param, err)
+		}
+		l.Color, l.Width = searchDone, vg.Points(1)
+		top.Add(l)
+	}
+	return drawSearchPanels(param, top, ss)
+}
+
+// searchPlotSeries are the points of the search plot of param.
+func searchPlotSeries(t *SearchTable, param string) (searchSeries, error) {
 	if !slices.Contains(t.Params, param) || param == sweeps.ParamBetas {
-		return nil, fmt.Errorf("report: search plot: %q is not a searched numeric parameter", param)
+		return searchSeries{}, fmt.Errorf("report: search plot: %q is not a searched numeric parameter", param)
 	}
 	logX := param == sweeps.ParamLR || param == sweeps.ParamC
 	lowest := math.Inf(1) // the least positive value, for the place of C = 0
@@ -72,12 +104,32 @@ func SearchPlot(t *SearchTable, param string) (*figure.Figure, error) {
 		}
 	}
 	if len(metric)+len(rungDone)+len(rungStopped) == 0 {
-		return nil, fmt.Errorf("report: search plot of %s: no configuration has a value", param)
+		return searchSeries{}, fmt.Errorf("report: search plot of %s: no configuration has a value", param)
 	}
+	return searchSeries{metric: metric, best: bestAt(metric), rungDone: rungDone, rungStopped: rungStopped, logX: logX, hasVanilla: hasVanilla, vanilla: vanilla}, nil
+}
+
+// bestAt is the least y at each x of pts, sorted by x.
+func bestAt(pts plotter.XYs) plotter.XYs {
+	best := map[float64]float64{}
+	for _, p := range pts {
+		if y, ok := best[p.X]; !ok || p.Y < y {
+			best[p.X] = p.Y
+		}
+	}
+	var out plotter.XYs
+	for _, x := range slices.Sorted(maps.Keys(best)) {
+		out = append(out, plotter.XY{X: x, Y: best[x]})
+	}
+	return out
+}
+
+// drawSearchPanels adds the points of ss to the top panel (the metric) and to a bottom
+// one (the loss at the last rung), on one x axis.
+func drawSearchPanels(param string, top *plot.Plot, ss searchSeries) (*figure.Figure, error) {
+	metric, rungDone, rungStopped, logX := ss.metric, ss.rungDone, ss.rungStopped, ss.logX
 	dot := draw.GlyphStyle{Color: searchDone, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 	tri := draw.GlyphStyle{Color: searchStopped, Radius: vg.Points(2.8), Shape: draw.TriangleGlyph{}}
-	top := linePlot(fmt.Sprintf("%s: %s of the completed configurations", t.Title, t.Metric), param)
-	top.Y.Label.Text = t.Metric
 	bottom := linePlot("validation loss at the last rung reached: completed (dots), stopped (triangles)", param)
 	bottom.Y.Label.Text = "val_loss at the last rung"
 	for _, panel := range []struct {
@@ -87,7 +139,7 @@ func SearchPlot(t *SearchTable, param string) (*figure.Figure, error) {
 	}{{top, []plotter.XYs{metric}, []draw.GlyphStyle{dot}}, {bottom, []plotter.XYs{rungDone, rungStopped}, []draw.GlyphStyle{dot, tri}}} {
 		if logX {
 			panel.p.X.Scale = plot.LogScale{}
-			panel.p.X.Tick.Marker = vanillaTicks{hasVanilla, vanilla}
+			panel.p.X.Tick.Marker = vanillaTicks{ss.hasVanilla, ss.vanilla}
 		}
 		for i, pts := range panel.pts {
 			if len(pts) == 0 {

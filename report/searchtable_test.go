@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -190,7 +191,7 @@ func TestSearchPlotLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	svg := renderFigure(t, f, figure.FormatSVG)
-	for _, s := range []string{">vanilla<", "of the completed configurations<", "stopped (triangles)<", ">c<", ">val_loss at the last rung<"} {
+	for _, s := range []string{">vanilla<", "the line through the best at each c<", "stopped (triangles)<", ">c<", ">val_loss at the last rung<"} {
 		if !bytes.Contains(svg, []byte(s)) {
 			t.Errorf("C plot lacks %s", s)
 		}
@@ -200,5 +201,46 @@ func TestSearchPlotLayout(t *testing.T) {
 	}
 	if _, err := SearchPlot(NewSearchTable(m, &search.State{}), "lr"); err == nil {
 		t.Error("a plot of no configuration")
+	}
+}
+
+// The line of a search plot joins the best metric of the completed configurations at each
+// value of the parameter, sorted by it: recomputed here from the state's candidates
+// (two completed at β1 = 0.95, of metrics 25 and 30, give the line its 25 there).
+func TestSearchPlotBestLine(t *testing.T) {
+	m, err := sweeps.Parse([]byte(searchManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := searchState()
+	tab := NewSearchTable(m, st)
+	for _, param := range []string{"lr", "beta1"} {
+		best := map[float64]float64{}
+		for _, c := range st.Candidates {
+			if c.Status != search.StatusCompleted {
+				continue
+			}
+			x := c.Point[param]
+			if y, ok := best[x]; !ok || *c.Final < y {
+				best[x] = *c.Final
+			}
+		}
+		ss, err := searchPlotSeries(tab, param)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, p := range ss.best {
+			got = append(got, fmt.Sprintf("%g:%g", p.X, p.Y))
+			if i > 0 && p.X <= ss.best[i-1].X {
+				t.Errorf("%s: the line goes back, from %g to %g", param, ss.best[i-1].X, p.X)
+			}
+			if y, ok := best[p.X]; !ok || y != p.Y {
+				t.Errorf("%s: the line is at %g at %g, the best completed there is %v (%v)", param, p.Y, p.X, y, ok)
+			}
+		}
+		if len(ss.best) != len(best) || len(ss.metric) != 3 {
+			t.Errorf("%s: line %v through %d values, %d points; want one per value of the %d, and the 3 completed", param, got, len(ss.best), len(ss.metric), len(best))
+		}
 	}
 }
