@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"html"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +86,7 @@ func TestSweepPageInBrowser(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if trialID == failedID {
-			return &faultyEngine{HostEngine: host, failAt: 2, failed: func() {},
+			return &faultyEngine{HostEngine: &slowEngine{HostEngine: host, delay: 250 * time.Millisecond}, failAt: 6, failed: func() {},
 				err: fmt.Errorf("CUDA error: device unavailable <b>on attempt %d</b>", activity.GetInfo(ctx).Attempt)}
 		}
 		return &slowEngine{HostEngine: host, delay: 250 * time.Millisecond}
@@ -143,6 +148,8 @@ func TestSweepPageInBrowser(t *testing.T) {
 		failedErr   bool
 		tableSeen   bool
 		last        seen
+		shots       = os.Getenv(screenshotsEnv)
+		shotLive    bool
 	)
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -162,6 +169,11 @@ func TestSweepPageInBrowser(t *testing.T) {
 			failedErr = true
 		}
 		tableSeen = tableSeen || last.Tables > 0
+		if shots != "" && !shotLive && slices.ContainsFunc(last.Training, func(s string) bool { return strings.Contains(s, "step 8/") }) &&
+			last.Failures != "" && last.Tables > 0 {
+			shotLive = true
+			screenshot(t, bctx, filepath.Join(shots, "sweep_page.png"), false)
+		}
 		if last.Phase == "completed" && failedErr {
 			break
 		}
@@ -211,8 +223,23 @@ func TestSweepPageInBrowser(t *testing.T) {
 		t.Errorf("chart: %d lines, %d once y is unticked", lines, fewer)
 	}
 
+	// no credential of the store reaches any page, fragment or file the page links to
+	creds := fs.gw.StoreConfig("").Credentials
+	if creds == nil || creds.SecretAccessKey == "" {
+		t.Fatal("the embedded gateway has no credentials to look for")
+	}
+	crawled := crawlPage(t, strings.TrimSuffix(pageURL, "/"), []string{"/", "/live", "/sweeps/" + fs.sweepID, "/sweeps/" + fs.sweepID + "/live",
+		"/sweeps/" + fs.sweepID + "/results", "/sweeps/" + fs.sweepID + "/curves?trial=" + failedID + "&trial=" + fs.trials[0].ID},
+		func(url, body string) {
+			if strings.Contains(body, creds.SecretAccessKey) || strings.Contains(body, creds.AccessKeyID) {
+				t.Errorf("%s holds the store's credentials", url)
+			}
+		})
+	if crawled < 12 {
+		t.Errorf("crawled %d addresses, want the pages and every table and plot file", crawled)
+	}
+
 	// usable at 1280×800 and at a phone's width: the page itself never scrolls sideways
-	shots := os.Getenv(screenshotsEnv)
 	for _, size := range [][2]int64{{1280, 800}, {390, 844}} {
 		if err := chromedp.Do(bctx, chromedp.EmulateViewport(size[0], size[1]), chromedp.Navigate(sweepURL),
 			chromedp.WaitVisible(chromedp.CSS("#trial-table")),
@@ -227,14 +254,61 @@ func TestSweepPageInBrowser(t *testing.T) {
 			t.Errorf("at %d×%d the page scrolls sideways", size[0], size[1])
 		}
 		if shots != "" {
-			full, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-			if err != nil {
-				t.Fatal(err)
-			}
-			name := filepath.Join(shots, fmt.Sprintf("sweep-page-%d.png", size[0]))
-			if err := os.WriteFile(name, full, 0o644); err != nil {
-				t.Fatal(err)
+			screenshot(t, bctx, filepath.Join(shots, map[int64]string{1280: "sweep_page_full.png", 390: "sweep_page_narrow.png"}[size[0]]), true)
+		}
+	}
+}
+
+// screenshot writes what the browser shows, the viewport or the whole page, as PNG.
+func screenshot(t *testing.T, ctx context.Context, file string, full bool) {
+	t.Helper()
+	shot := chromedp.CaptureScreenshot()
+	if full {
+		shot = chromedp.FullScreenshot(100)
+	}
+	b, err := chromedp.Run(ctx, shot)
+	if err == nil {
+		err = os.WriteFile(file, b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crawlPage fetches each address under base and every same-site address its pages link
+// to (href, src, data-live-src), calling check with each body; it returns how many it
+// fetched. An address that does not answer 200 fails the test.
+func crawlPage(t *testing.T, base string, start []string, check func(url, body string)) int {
+	t.Helper()
+	link := regexp.MustCompile(`(?:href|src|data-live-src)="(/[^"]*)"`)
+	seen := map[string]bool{}
+	queue := slices.Clone(start)
+	for len(queue) > 0 {
+		u := html.UnescapeString(queue[0])
+		queue = queue[1:]
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		resp, err := http.Get(base + u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d %.200s", u, resp.StatusCode, b)
+			continue
+		}
+		check(u, string(b))
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+				queue = append(queue, m[1])
 			}
 		}
 	}
+	return len(seen)
 }
