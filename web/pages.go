@@ -20,6 +20,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/report"
+	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 )
@@ -99,10 +100,10 @@ func (s *Server) summarize(d *sweepData) summary {
 				secs += r.Seconds
 				timed++
 			}
-		case r.State == "training":
+		case r.State == sweepclient.TrialTraining:
 			flying++
 		}
-		if r.Status == status.Failed || r.State == "retrying" {
+		if r.Status == status.Failed || r.State == sweepclient.TrialRetrying {
 			sm.Failures++
 		}
 	}
@@ -190,6 +191,10 @@ func (s *Server) rowView(ctx context.Context, r *row, iterates []string) (rowVie
 			return rv, err
 		}
 		vals = latest(pts)
+		// heartbeats reach Temporal at most every minute: an evaluation may be newer
+		if n := len(pts); n > 0 && r.State == sweepclient.TrialTraining && pts[n-1].Step > r.At {
+			r.At = pts[n-1].Step
+		}
 	}
 	for _, it := range iterates {
 		lv := lossView{Iterate: it}
@@ -453,7 +458,7 @@ var funcs = template.FuncMap{
 	"steps": func(rv rowView) string {
 		r := rv.row
 		switch {
-		case r.State == "training" && r.At > 0:
+		case r.State == sweepclient.TrialTraining && r.At > 0:
 			return fmt.Sprintf("step %d/%d", r.At, r.Steps)
 		case r.Status == status.Stopped:
 			return fmt.Sprintf("stopped (step %d)", r.Step)
