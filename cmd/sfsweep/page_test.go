@@ -312,3 +312,74 @@ func crawlPage(t *testing.T, base string, start []string, check func(url, body s
 	}
 	return len(seen)
 }
+
+// sfsweep run prints the page's address, and sfsweep serve serves a finished sweep from
+// run's state directory alone: its list, its page with every trial's outcome, and its
+// table; serve refuses to listen beyond loopback without a token, and -page off.
+func TestServeFinishedSweep(t *testing.T) {
+	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server and trains")
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "e2e.yaml")
+	if err := os.WriteFile(manifest, []byte(e2eManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	log := runCommand(t, state, filepath.Join(dir, "out"), manifest)
+	if !regexp.MustCompile(`Sweep page: http://127\.0\.0\.1:\d+/\n`).MatchString(log) {
+		t.Errorf("run printed no page address:\n%s", log)
+	}
+
+	sctx, cancel := context.WithCancel(ctx)
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runMain(sctx, []string{"serve", "-dir", state, "-page", "127.0.0.1:0"}, io.Discard, &stderr)
+	}()
+	var addr string
+	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if m := regexp.MustCompile(`Sweep page: (http://\S+)`).FindStringSubmatch(stderr.String()); m != nil {
+			addr = strings.TrimSuffix(m[1], "/")
+		}
+	}
+	if addr == "" {
+		cancel()
+		t.Fatalf("serve printed no address: %s", stderr.String())
+	}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	list := get("/")
+	m := regexp.MustCompile(`href="/sweeps/(sweep-e2e-[0-9a-f]{8})"`).FindStringSubmatch(list)
+	if m == nil || !strings.Contains(list, "finished") {
+		t.Fatalf("list:\n%s", list)
+	}
+	page := get("/sweeps/" + m[1])
+	for _, want := range []string{"3/3 trials (100%)", ">2 completed<", ">1 diverged<", "diverged (step ", "end-to-end sweep", "Decay probe"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d: %s", code, stderr.String())
+	}
+
+	for _, args := range [][]string{{"serve", "-dir", state, "-page", "0.0.0.0:0"}, {"serve", "-dir", state, "-page", "off"}} {
+		var out syncBuffer
+		if code := runMain(ctx, args, io.Discard, &out); code == 0 {
+			t.Errorf("%v: exit 0", args)
+		} else if !strings.Contains(out.String(), "token") && !strings.Contains(out.String(), "-page = off") {
+			t.Errorf("%v: %s", args, out.String())
+		}
+	}
+}
