@@ -180,6 +180,40 @@ func ReadResult(ctx context.Context, store blob.Store, id string) (*training.Res
 	return &r, nil
 }
 
+// curvesOf is what a trial's curve in the plots is: a completed run's evaluations, or those
+// of a run a search stopped, up to its rung; nothing for any other.
+func curvesOf(ctx context.Context, store blob.Store, id string, out Outcome) ([]training.CurvePoint, error) {
+	switch {
+	case out.Result != nil && out.Result.Status == status.Completed:
+		return out.Result.Curves, nil
+	case out.Result == nil && out.Stopped > 0:
+		points, err := ReadCurves(ctx, store, id)
+		return slices.DeleteFunc(points, func(p training.CurvePoint) bool { return p.Step > out.Stopped }), err
+	}
+	return nil, nil
+}
+
+// ReadCurves reads a trial's evaluations so far (curves.jsonl, written as they land): nil
+// if it has none. A line that does not decode (an evaluation whose loss was not finite
+// is written empty) is left out.
+func ReadCurves(ctx context.Context, store blob.Store, id string) ([]training.CurvePoint, error) {
+	b, err := store.Get(ctx, keys.RunCurves(keys.Trial(id)))
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []training.CurvePoint
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var c training.CurvePoint
+		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &c) == nil {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 // readFailed reads why a trial failed after its retries ("failed" if that is unknown).
 func readFailed(ctx context.Context, store blob.Store, id string) string {
 	reason := "failed"
@@ -261,10 +295,11 @@ type series struct {
 
 // sweepSeries gathers the validation curves of the completed trials, their decay probes,
 // LR-decay branches and interpolations, as the manifest asks for them (listed: the keys
-// under trials/, sorted). Diverged and unfinished trials are left out (the plots say how
-// many seeds each line averages), and so is a trial whose line and seed an earlier one
-// has (grids that differ only in what a Line does not hold, such as weight decay: the
-// tables tell them apart). It stops reading once there are more lines than are plotted.
+// under trials/, sorted), and the curves of the trials a search stopped, to their rung.
+// Diverged and unfinished trials are left out (the plots say how many seeds each line
+// averages), and so is a trial whose line and seed an earlier one has (grids that differ
+// only in what a Line does not hold, such as weight decay: the tables tell them apart). It
+// stops reading once there are more lines than are plotted.
 func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]Outcome, listed []string) (series, error) {
 	var sp series
 	has := func(k string) bool { _, found := slices.BinarySearch(listed, k); return found }
@@ -275,8 +310,12 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 	seen := map[drawn]bool{}
 	lines := map[Line]bool{}
 	for _, t := range trials {
-		r := outcomes[t.ID].Result
-		if r == nil || r.Status != status.Completed || len(r.Curves) == 0 {
+		out := outcomes[t.ID]
+		points, err := curvesOf(ctx, store, t.ID, out)
+		if err != nil {
+			return sp, err
+		}
+		if len(points) == 0 {
 			continue
 		}
 		line, seed := trialLine(t), t.Points[0].Seed
@@ -290,11 +329,14 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 				return series{lines: sp.lines}, nil
 			}
 		}
-		c := Curve{Line: line, Seed: seed}
-		for _, p := range r.Curves {
+		c := Curve{Line: line, Seed: seed, Stopped: out.Stopped}
+		for _, p := range points {
 			c.Points = append(c.Points, CurvePoint{Step: p.Step, Tokens: p.Tokens, Val: p.Val})
 		}
 		sp.curves = append(sp.curves, c)
+		if out.Result == nil {
+			continue // a stopped trial has no probes
+		}
 		// keep adds a trial's probe curve if it has points
 		keep := func(dst *[]DecayProbeCurve, pc DecayProbeCurve, err error) error {
 			if err == nil && len(pc.Points) > 0 {

@@ -23,6 +23,9 @@ type Curve struct {
 	Line   Line // the configuration; curves of one Line are its seeds, drawn as their mean
 	Seed   int
 	Points []CurvePoint
+	// Stopped is the step at which a search's early stopping ended the trial (0: it ran
+	// to its end); its line ends there with a cross.
+	Stopped int
 }
 
 // CurvePoint is one evaluation of a trial: the validation loss at each iterate evaluated
@@ -135,7 +138,7 @@ func curvesFigure(curves []Curve, opts CurvesOptions) (*facetFigure, error) {
 	var series []seedSeries
 	for _, c := range curves {
 		for k, it := range iterates {
-			s := seedSeries{line: c.Line, seed: c.Seed, kind: k}
+			s := seedSeries{line: c.Line, seed: c.Seed, kind: k, stopped: c.Stopped > 0}
 			for _, q := range c.Points {
 				v, ok := q.Val[it]
 				if !ok {

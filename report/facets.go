@@ -111,10 +111,11 @@ func checkPlotInput(field string, n int, yMin, yMax float64, id func(i int) seri
 // seedSeries is one seed's values of one kind of series (an iterate; before or after a
 // probe) of a line, at x in any order.
 type seedSeries struct {
-	line   Line
-	seed   int
-	kind   int
-	xs, ys []float64
+	line    Line
+	seed    int
+	kind    int
+	stopped bool // a search stopped it early
+	xs, ys  []float64
 }
 
 // meanLine is a line as drawn: the mean over a Line's seeds at each x that every one of
@@ -123,7 +124,8 @@ type seedSeries struct {
 type meanLine struct {
 	line             Line
 	kind             int
-	n                int // seeds averaged
+	n                int  // seeds averaged
+	stopped          bool // a search stopped its seeds early: it ends with a cross
 	xs, mean, lo, hi []float64
 }
 
@@ -136,8 +138,10 @@ func average(series []seedSeries) []meanLine {
 		kind int
 	}
 	seeds := map[Line][]int{}
+	stopped := map[Line]bool{}
 	values := map[group]map[int]map[float64]float64{} // seed → x → y
 	for _, s := range series {
+		stopped[s.line] = stopped[s.line] || s.stopped
 		if !slices.Contains(seeds[s.line], s.seed) {
 			seeds[s.line] = append(seeds[s.line], s.seed)
 		}
@@ -166,7 +170,7 @@ func average(series []seedSeries) []meanLine {
 		if len(bySeed) < len(ss) {
 			continue
 		}
-		ml := meanLine{line: g.line, kind: g.kind, n: len(ss)}
+		ml := meanLine{line: g.line, kind: g.kind, n: len(ss), stopped: stopped[g.line]}
 	x:
 		for _, x := range slices.Sorted(maps.Keys(bySeed[ss[0]])) {
 			sum, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
@@ -445,8 +449,9 @@ type facetSpec struct {
 // facetFigure is a built faceted figure and where its parts are.
 type facetFigure struct {
 	fig    *figure.Figure
-	panels []*plot.Plot // in order of facets, row by row
-	key    *legend      // drawn from the top left of the data area of fig.Plots[0][last]
+	panels []*plot.Plot  // in order of facets, row by row
+	key    *legend       // drawn from the top left of the data area of fig.Plots[0][last]
+	stops  []plotter.XYs // by panel: where the lines a search stopped end, each with a cross
 }
 
 // figureOf returns a built faceted figure's image, or the error that building it met.
@@ -533,10 +538,11 @@ func (s facetSpec) build(series []seedSeries) (*facetFigure, error) {
 		if t := across.minus(pn.own).text(pn.lines[0].line); t != "" {
 			title += "\n" + t
 		}
-		p, err := s.draw(pn, title, pal, marked, marks)
+		p, stops, err := s.draw(pn, title, pal, marked, marks)
 		if err != nil {
 			return nil, err
 		}
+		ff.stops = append(ff.stops, stops)
 		if i%cols == 0 {
 			p.Y.Label.Text = "validation loss"
 		}
@@ -572,9 +578,10 @@ type panel struct {
 // draw returns a panel's plot, without axis labels: the seeds' bands under the lines, and
 // markers at every point (markAll) or, where the panel's lines differ in lr, β2 or batch
 // size, a few on each line, its shape the line's key (marked) among marks.
-func (s facetSpec) draw(pn panel, title string, pal palette, marked fields, marks []Line) (*plot.Plot, error) {
+func (s facetSpec) draw(pn panel, title string, pal palette, marked fields, marks []Line) (*plot.Plot, plotter.XYs, error) {
 	p := linePlot(title, "")
 	p.Y.Label.Text = ""
+	var stops plotter.XYs
 	for _, ml := range pn.lines {
 		if ml.n > 1 {
 			p.Add(&band{xs: ml.xs, lo: ml.lo, hi: ml.hi, fill: translucent(pal.color(ml.line))})
@@ -586,13 +593,32 @@ func (s facetSpec) draw(pn panel, title string, pal palette, marked fields, mark
 		glyph := markGlyph(col, k)
 		style := draw.LineStyle{Color: col, Width: vg.Points(1.4), Dashes: s.kinds[ml.kind].dashes}
 		if _, err := addSeries(p, ml.xs, ml.mean, style, glyph); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if s.markAll || !pn.own.none() {
 			p.Add(&markers{xys: markAt(ml.xs, ml.mean, s.markAll, k, len(marks)), glyph: glyph})
 		}
+		if end, ok := lastFinite(ml.xs, ml.mean); ok && ml.stopped {
+			p.Add(&markers{xys: plotter.XYs{end}, glyph: stopGlyph(col)})
+			stops = append(stops, end)
+		}
 	}
-	return p, nil
+	return p, stops, nil
+}
+
+// stopGlyph marks where a search stopped a line.
+func stopGlyph(c color.Color) draw.GlyphStyle {
+	return draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: draw.CrossGlyph{}}
+}
+
+// lastFinite is a line's last point with a finite value.
+func lastFinite(xs, ys []float64) (plotter.XY, bool) {
+	for i := len(xs) - 1; i >= 0; i-- {
+		if finite(xs[i]) && finite(ys[i]) {
+			return plotter.XY{X: xs[i], Y: ys[i]}, true
+		}
+	}
+	return plotter.XY{}, false
 }
 
 // lossRange fits the loss axis to the lines and their bands, with a margin; its top
@@ -659,10 +685,11 @@ func (s facetSpec) legend(lines []meanLine, pal palette, marked fields, marks []
 	}
 	var colours []*colour // vanilla, the Cs, then the other optimizers by name and schedule
 	kinds := make([]bool, len(s.kinds))
-	banded := false
+	banded, stopped := false, false
 	for _, ml := range lines {
 		l := ml.line
 		kinds[ml.kind] = true
+		stopped = stopped || ml.stopped
 		banded = banded || ml.n > 1
 		name := cmp.Or(scheduleText(l.Schedule), "default schedule")
 		switch {
@@ -709,6 +736,11 @@ func (s facetSpec) legend(lines []meanLine, pal palette, marked fields, marks []
 			g := markGlyph(keyColor, i)
 			k.entry(marked.text(m), nil, &g, nil)
 		}
+	}
+	if stopped {
+		k.heading("Search")
+		g := stopGlyph(keyColor)
+		k.entry("stopped early at a rung", nil, &g, nil)
 	}
 	if banded {
 		k.heading("Seeds")

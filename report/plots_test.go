@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -916,5 +917,34 @@ func TestBuildPlots(t *testing.T) {
 	}
 	if again := read(); !bytes.Equal(svg, again) {
 		t.Error("building twice writes different plots")
+	}
+}
+
+// A search's stopped configuration is drawn to its rung and ends with a cross, which the
+// key names; a completed one ends with none.
+func TestCurvesPlotStopped(t *testing.T) {
+	done, stopped := sfLine(0.9, 50), sfLine(0.9, 200)
+	var curves []Curve
+	for seed := 1; seed <= 2; seed++ {
+		curves = append(curves, sfCurve(done, seed, 0.05, 0.02))
+		c := sfCurve(stopped, seed, 0.2, 0.1)
+		c.Points, c.Stopped = c.Points[:10], c.Points[9].Step
+		curves = append(curves, c)
+	}
+	ff, err := curvesFigure(curves, CurvesOptions{Iterates: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keyHas(ff.key, "stopped early at a rung") {
+		t.Errorf("the key has no entry for stopped lines: %q", keyTexts(ff.key))
+	}
+	end := curves[1].Points[9]
+	want := plotter.XY{X: float64(end.Tokens) / 1e9, Y: (end.Val["x"] + curves[3].Points[9].Val["x"]) / 2}
+	if len(ff.stops) != 1 || len(ff.stops[0]) != 1 || ff.stops[0][0].X != want.X || math.Abs(ff.stops[0][0].Y-want.Y) > 1e-12 {
+		t.Errorf("crosses at %v, want one: the stopped line's mean at its rung, %v (none on the completed line)", ff.stops, want)
+	}
+	curves[1].Stopped, curves[3].Stopped = 0, 0
+	if ff, err = curvesFigure(curves, CurvesOptions{Iterates: []string{"x"}}); err != nil || keyHas(ff.key, "stopped early at a rung") {
+		t.Errorf("no stopped curve, yet the key names one (%v)", err)
 	}
 }

@@ -3,16 +3,14 @@ package web
 // The validation curves of chosen trials, as JSON for the page's chart.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
 	"slices"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
-	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -34,36 +32,22 @@ type curvePoint struct {
 	Val  map[string]*float64 `json:"val"` // null where the loss was not finite
 }
 
-// readCurve reads a trial's evaluations so far (curves.jsonl); lines it cannot read are
-// left out.
+// readCurve reads a trial's evaluations so far, a loss that is not finite as null.
 func readCurve(ctx context.Context, store blob.Store, id string) ([]curvePoint, error) {
-	b, err := store.Get(ctx, keys.RunCurves(keys.Trial(id)))
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []curvePoint
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		var c struct {
-			Step int                      `json:"step"`
-			Val  map[string]training.Loss `json:"val"`
-		}
-		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &c) != nil {
-			continue
-		}
+	points, err := report.ReadCurves(ctx, store, id)
+	out := make([]curvePoint, 0, len(points))
+	for _, c := range points {
 		p := curvePoint{Step: c.Step, Val: map[string]*float64{}}
 		for k, v := range c.Val {
-			if f := float64(v); !math.IsNaN(f) && !math.IsInf(f, 0) {
-				p.Val[k] = &f
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				p.Val[k] = &v
 			} else {
 				p.Val[k] = nil
 			}
 		}
 		out = append(out, p)
 	}
-	return out, nil
+	return out, err
 }
 
 // latest is the last evaluation's losses by iterate (nil: none yet).

@@ -87,6 +87,10 @@ func TestRunASHAEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the stopped configurations are drawn to their rung, and the key says so
+	if svg, err := os.ReadFile(filepath.Join(out, "sweeps", "asha", "plots", "curves.svg")); err != nil || !strings.Contains(string(svg), ">stopped early at a rung<") {
+		t.Errorf("curves.svg does not draw the stopped configurations (%v)", err)
+	}
 	decisions, _ := filepath.Glob(filepath.Join(state, "s3", "*", "sweeps", "*", "search", "decisions", "*.json"))
 	results, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "result.json"))
 	mtimes := map[string]time.Time{}
