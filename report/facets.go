@@ -437,13 +437,12 @@ type facetSpec struct {
 	xScale      float64 // x values are divided by it; 0 for 1
 	xFrom0      bool    // the x axis starts at 0
 	kinds       []seriesKind
-	kindHeading string    // the legend's heading of the kinds
-	markAll     bool      // mark every point (a probe's checkpoints), not only a few to tell lines apart
-	trimEarly   bool      // the top of the loss axis ignores the first tenth of the x axis
-	yMin, yMax  float64   // a fixed loss axis; both 0 fit it to the lines
-	seeds       int       // the seeds each line was run with; 0: the most any line has
-	empty       error     // returned when nothing finite is left to draw
-	lineWidth   vg.Length // 0 for 1.4 pt
+	kindHeading string  // the legend's heading of the kinds
+	markAll     bool    // mark every point (a probe's checkpoints), not only a few to tell lines apart
+	trimEarly   bool    // the top of the loss axis ignores the first tenth of the x axis
+	yMin, yMax  float64 // a fixed loss axis; both 0 fit it to the lines
+	seeds       int     // the seeds each line was run with; 0: the most any line has
+	empty       error   // returned when nothing finite is left to draw
 }
 
 // facetFigure is a built faceted figure and where its parts are.
