@@ -107,14 +107,16 @@
     curves.forEach(c => { x1 = Math.max(x1, c.steps || 0); });
     if (y1 - y0 < 1e-9) { y0 -= 0.5; y1 += 0.5; }
     const pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
-    const W = 900, H = 360, L = 56, R = 12, T = 10, B = 36;
+    // the drawing is as wide as its box, so that its text keeps its size on a phone
+    const W = Math.max(320, Math.min(1100, chart.clientWidth || 900)), H = Math.round(Math.max(220, Math.min(380, W * 0.42)));
+    const L = 56, R = 12, T = 10, B = 36;
     const sx = x => L + (W - L - R) * x / x1, sy = y => T + (H - T - B) * (1 - (y - y0) / (y1 - y0));
     const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, "data-lines": String(lines.length) }, chart);
     ticks(y0, y1, 6).forEach(v => {
       el("line", { class: "gridline", x1: L, x2: W - R, y1: sy(v), y2: sy(v) }, svg);
       el("text", { x: L - 6, y: sy(v) + 4, "text-anchor": "end" }, svg).textContent = String(v);
     });
-    ticks(0, x1, 8).forEach(v => {
+    ticks(0, x1, Math.max(3, Math.floor(W / 110))).forEach(v => {
       el("line", { class: "gridline", x1: sx(v), x2: sx(v), y1: T, y2: H - B }, svg);
       el("text", { x: sx(v), y: H - B + 16, "text-anchor": "middle" }, svg).textContent = String(v);
     });
@@ -153,6 +155,9 @@
       draw();
     }
   });
+
+  let resized = null;
+  window.addEventListener("resize", () => { clearTimeout(resized); resized = setTimeout(draw, 150); });
 
   syncBoxes();
   loadCurves();
