@@ -169,8 +169,13 @@ func TestSweepPageInBrowser(t *testing.T) {
 			failedErr = true
 		}
 		tableSeen = tableSeen || last.Tables > 0
-		if shots != "" && !shotLive && slices.ContainsFunc(last.Training, func(s string) bool { return strings.Contains(s, "step 8/") }) &&
-			last.Failures != "" && last.Tables > 0 {
+		// the README's picture: a trial training past its first evaluation, a failure, a table
+		pastEval := slices.ContainsFunc(last.Training, func(s string) bool {
+			var n, of int
+			_, err := fmt.Sscanf(s, "step %d/%d", &n, &of)
+			return err == nil && n > 6
+		})
+		if shots != "" && !shotLive && pastEval && last.Failures != "" && last.Tables > 0 {
 			shotLive = true
 			screenshot(t, bctx, filepath.Join(shots, "sweep_page.png"), false)
 		}
