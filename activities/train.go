@@ -4,6 +4,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -30,6 +31,9 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	cfg, err := a.trialConfig(ctx, in.TrialID)
 	if err != nil {
 		return workflows.TrainOutput{}, err
+	}
+	if attempt := activity.GetInfo(ctx).Attempt; attempt > 1 {
+		a.recordAttempt(ctx, in.TrialID, int(attempt))
 	}
 	b, err := a.batches(ctx, cfg)
 	if err != nil {
@@ -65,6 +69,16 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		return workflows.TrainOutput{}, classify(err)
 	}
 	return a.trainOutput(ctx, in.TrialID, res), nil
+}
+
+// recordAttempt records that a trial's training is on its attempt-th attempt, so that its
+// count survives the trial (report reads it into the index). A write that fails is only
+// logged: the attempt trains all the same.
+func (a *Activities) recordAttempt(ctx context.Context, id string, attempt int) {
+	b, _ := json.Marshal(report.Attempts{Attempts: attempt})
+	if err := a.Store.Put(ctx, keys.TrialAttempts(id), b); err != nil {
+		a.log().Warn("record attempt", "trial", id, "attempt", attempt, "err", err)
+	}
 }
 
 // storedResult returns the trial's result, nil if it has none yet. A trial's ID is the

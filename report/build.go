@@ -93,6 +93,9 @@ func Load(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options
 		if o.Result == nil && o.Failed == "" {
 			o.Stopped = stopped[t.ID]
 		}
+		if exists[keys.TrialAttempts(t.ID)] {
+			o.Attempts = readAttempts(ctx, store, t.ID)
+		}
 		outcomes[t.ID] = o
 	}
 	return &Results{Trials: trials, Outcomes: outcomes, Listed: listed}, nil
@@ -223,6 +226,20 @@ func readFailed(ctx context.Context, store blob.Store, id string) string {
 	return reason
 }
 
+// Attempts is the record of a trial's training attempts (keys.TrialAttempts).
+type Attempts struct {
+	Attempts int `json:"attempts"`
+}
+
+// readAttempts reads how many attempts a trial's training took (0: unknown).
+func readAttempts(ctx context.Context, store blob.Store, id string) int {
+	var a Attempts
+	if b, err := store.Get(ctx, keys.TrialAttempts(id)); err == nil {
+		_ = json.Unmarshal(b, &a)
+	}
+	return a.Attempts
+}
+
 // failedReason is the reason a failed.json gives ("failed" if it gives none).
 func failedReason(b []byte) string {
 	var f map[string]string
@@ -235,7 +252,7 @@ func failedReason(b []byte) string {
 func ReadOutcome(ctx context.Context, store blob.Store, id string) (Outcome, error) {
 	r, err := ReadResult(ctx, store, id)
 	if err != nil || r != nil {
-		return Outcome{Result: r}, err
+		return Outcome{Result: r, Attempts: readAttempts(ctx, store, id)}, err
 	}
 	b, err := store.Get(ctx, keys.TrialFailed(id))
 	switch {
@@ -244,7 +261,7 @@ func ReadOutcome(ctx context.Context, store blob.Store, id string) (Outcome, err
 	case err != nil:
 		return Outcome{}, err
 	}
-	return Outcome{Failed: failedReason(b)}, nil
+	return Outcome{Failed: failedReason(b), Attempts: readAttempts(ctx, store, id)}, nil
 }
 
 // writer writes a build's objects, keeping the first error; later writes do nothing.

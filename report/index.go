@@ -44,6 +44,8 @@ type IndexTrial struct {
 	// one ended at; Reason why a failed one failed.
 	Step   int    `json:"step,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Attempts its training took, where it was retried (0: one, or not recorded).
+	Attempts int `json:"attempts,omitempty"`
 	// Primary is the iterate the tables report; Val, Test and TestPPL the final losses
 	// at each iterate (a value that is not finite is null).
 	Primary string                   `json:"primary,omitempty"`
@@ -64,6 +66,7 @@ func MakeIndex(name, sweepID string, res *Results) *Index {
 			it.Schedule = o.Schedule
 		}
 		out := res.Outcomes[t.ID]
+		it.Attempts = out.Attempts
 		switch {
 		case out.Result != nil:
 			r := out.Result

@@ -16,6 +16,8 @@ type Outcome struct {
 	// Stopped is the step at which a search's early stopping ended the trial (0: it did
 	// not): a result of the sweep, not a failure.
 	Stopped int
+	// Attempts its training took, where it was retried (0: one, or not recorded).
+	Attempts int
 }
 
 // NamedTable is a built table and the name its files take.

@@ -277,6 +277,20 @@ func TestComputeFaults(t *testing.T) {
 		len(starts), waits, policy.InitialInterval, policy.MaximumInterval, lastModified(t, fs.objectPath(keys.TrialFailed(permanent.ID))).Sub(fails[0]).Round(time.Millisecond))
 	t.Logf("transient faults: attempts started %d, resumed from %d", len(log.started[transient.ID]), got.Resumed)
 
+	// the attempts each retried trial took are recorded, for the index and the sweep page
+	for _, c := range []struct {
+		tr   sweeps.Trial
+		want int
+	}{{transient, 3}, {hung, 2}, {permanent, int(policy.MaximumAttempts)}} {
+		var rec report.Attempts
+		if b, err := os.ReadFile(fs.objectPath(keys.TrialAttempts(c.tr.ID))); err != nil || json.Unmarshal(b, &rec) != nil || rec.Attempts != c.want {
+			t.Errorf("trial %s: attempts record %+v (%v), want %d", c.tr.ID, rec, err, c.want)
+		}
+	}
+	if _, err := os.Stat(fs.objectPath(keys.TrialAttempts(healthy.ID))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the trial trained in one attempt has an attempts record (%v)", err)
+	}
+
 	// the table: numbers for the two completed trials, "failed" for the third
 	md := waitTable(ctx, t, fs, "sweeps/faults/tables/c_faults.md", "failed")
 	if strings.Count(md, "failed") != 1 {

@@ -9,6 +9,7 @@
 //	trials/<trial-id>/curves.jsonl                   its evaluations as they land (RunCurves)
 //	trials/<trial-id>/result.json                    its result, written once (RunResult)
 //	trials/<trial-id>/failed.json                    why it failed after its retries (TrialFailed)
+//	trials/<trial-id>/attempts.json                  the attempts of its training, once it was retried (TrialAttempts)
 //	trials/<trial-id>/model.safetensors, model.json  the final model at the reported iterate (RunModel)
 //	trials/<trial-id>/checkpoints/step-NNNNNNNN.safetensors (+ .json sidecar) (Checkpoint)
 //	trials/<trial-id>/probes/decay-[<iterate>-]step-NNNNNNNN.json        decay probe (DecayProbe)
@@ -81,6 +82,10 @@ func CheckpointSidecar(checkpoints string, step int64) string {
 
 // TrialFailed is the key of the object that marks a trial failed after its retries.
 func TrialFailed(id string) string { return Join(Trial(id), FailedName) }
+
+// TrialAttempts is the key of the record of how many attempts a trial's training took,
+// written when one is retried (a trial without it trained in one attempt).
+func TrialAttempts(id string) string { return Join(Trial(id), "attempts.json") }
 
 // CheckpointOf tells the trial and the step of a checkpoint's weights key (the inverse of
 // Checkpoint(Checkpoints(Trial(id)), step)).
