@@ -310,7 +310,7 @@ func (s *Server) state(d *sweepData, r *row, live map[string]sweepclient.TrialSt
 			"/workflows/" + url.PathEscape(workflows.TrialWorkflowID(d.ID, r.ID))
 	}
 	if r.Status != status.Missing && r.Status != "" {
-		r.State = string(r.Status)
+		r.State, r.Attempt = string(r.Status), r.Attempts
 		if r.Status == status.Failed {
 			r.Error = r.Reason
 		}

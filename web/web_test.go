@@ -167,6 +167,14 @@ func newDir(t testing.TB) *blob.Dir {
 func TestSweepPage(t *testing.T) {
 	store := newDir(t)
 	id, trials := fixture(t, store, pageManifest, pageOutcomes)
+	// the first trial needed three attempts: its record is read into the index
+	if err := store.Put(context.Background(), keys.TrialAttempts(trials[0].ID), []byte(`{"attempts":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := sweeps.Parse([]byte(pageManifest))
+	if _, err := report.Build(context.Background(), store, m, report.Options{SweepID: id}); err != nil {
+		t.Fatal(err)
+	}
 	ts := newTestServer(t, store, Options{})
 
 	code, _, list := get(t, nil, ts.URL+"/")
@@ -204,6 +212,12 @@ func TestSweepPage(t *testing.T) {
 	tr := trials[0]
 	res := curveResult(10, 3+tr.Points[0].C/1000+float64(tr.Points[0].Seed)/100)
 	row := rowOf(t, page, tr.ID)
+	if !strings.Contains(row, `<td class="num attempts">3</td>`) {
+		t.Errorf("row of %s does not show its 3 attempts:\n%s", tr.ID, row)
+	}
+	if other := rowOf(t, page, trials[1].ID); !strings.Contains(other, `<td class="num attempts"></td>`) {
+		t.Errorf("a trial trained in one attempt shows a count:\n%s", other)
+	}
 	for _, it := range []string{"x", "y", "ewa_x", "ewa_y"} {
 		want := fmt.Sprintf(`data-iterate="%s">%s<`, it, strconv.FormatFloat(res.Val[it], 'f', 4, 64))
 		if !strings.Contains(row, want) {

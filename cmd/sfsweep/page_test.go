@@ -207,6 +207,11 @@ func TestSweepPageInBrowser(t *testing.T) {
 	if last.Phase != "completed" {
 		t.Errorf("phase %q, want completed", last.Phase)
 	}
+	// the failed trial's row says how many attempts it took, once the tables have caught up
+	if err := chromedp.Do(bctx, chromedp.Poll[chromedp.Void](`(document.querySelector('tr[data-state="failed"] td.attempts') || {}).textContent === "2"`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Errorf("the failed trial's row never showed its 2 attempts: %v", err)
+	}
 
 	// the chart: the default trials are drawn at every iterate; unticking y removes lines
 	count := chromedp.Evaluate[int](`document.querySelectorAll("#chart path").length`)
