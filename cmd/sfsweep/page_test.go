@@ -335,7 +335,7 @@ func TestServeFinishedSweep(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	log := runCommand(t, state, filepath.Join(dir, "out"), manifest)
-	if !regexp.MustCompile(`Sweep page: http://127\.0\.0\.1:\d+/\n`).MatchString(log) {
+	if !regexp.MustCompile(`Sweep page: http://127\.0\.0\.1:\d+/\n`).MatchString(log) || !strings.Contains(log, "sfsweep serve -dir "+state) {
 		t.Errorf("run printed no page address:\n%s", log)
 	}
 

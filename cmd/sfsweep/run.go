@@ -197,6 +197,9 @@ wait:
 			return err
 		}
 	}
+	if pf.addr != "off" && pf.addr != "" {
+		fmt.Fprintf(stderr, "the sweep page goes with this process; sfsweep serve -dir %s serves it again\n", *dir)
+	}
 	p := res.Progress
 	if p.Configs != nil {
 		fmt.Fprintf(stderr, "search done: %d configurations (%s); %d trials completed, %d diverged, %d failed\n",
