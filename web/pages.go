@@ -260,13 +260,23 @@ func (s *Server) manifestOnly(ctx context.Context, id string) (*sweepData, error
 	return &sweepData{ID: id, Manifest: m, Source: string(src), Output: report.Output(m)}, nil
 }
 
+// sweepsListedEvery is how long a listing of the store's sweeps serves: listing
+// sweeps/ reads every plan page and search decision too, and a live list polls.
+const sweepsListedEvery = 10 * time.Second
+
 // sweepIDs lists the sweeps in the store.
 func (s *Server) sweepIDs(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	ids, at := s.listed, s.listedAt
+	s.mu.Unlock()
+	if ids != nil && time.Since(at) < sweepsListedEvery {
+		return ids, nil
+	}
 	listed, err := s.opt.Store.List(ctx, "sweeps/")
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
+	ids = []string{}
 	for _, k := range listed {
 		rest, ok := strings.CutPrefix(k, "sweeps/")
 		if !ok {
@@ -276,6 +286,9 @@ func (s *Server) sweepIDs(ctx context.Context) ([]string, error) {
 			ids = append(ids, id)
 		}
 	}
+	s.mu.Lock()
+	s.listed, s.listedAt = ids, time.Now()
+	s.mu.Unlock()
 	return ids, nil
 }
 

@@ -61,6 +61,8 @@ type Server struct {
 	cache     map[string]cachedIndex      // by sweep: an index computed from results, briefly kept
 	indexes   map[string]storedIndex      // by output: the last index read, decoded
 	manifests map[string]*sweeps.Manifest // by sweep: its manifest (an ID is the hash of its bytes)
+	listed    []string                    // the sweeps in the store, as last listed
+	listedAt  time.Time
 }
 
 // New returns a Server of opt.
