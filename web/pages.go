@@ -5,7 +5,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -398,8 +397,6 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		http.Error(w, "error: "+err.Error(), http.StatusInternalServerError)
 	}
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{

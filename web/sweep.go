@@ -6,9 +6,11 @@ package web
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -111,7 +113,7 @@ func (s *Server) load(ctx context.Context, id string) (*sweepData, error) {
 		d.Rows = append(d.Rows, row{IndexTrial: it})
 	}
 	// a search's trials in flight that the index has not met yet
-	for _, tid := range slices.Sorted(mapsKeys(live)) {
+	for _, tid := range slices.Sorted(maps.Keys(live)) {
 		if _, ok := byID[tid]; ok || !trialIDPattern.MatchString(tid) {
 			continue
 		}
@@ -136,16 +138,6 @@ func (s *Server) load(ctx context.Context, id string) (*sweepData, error) {
 		}
 	}
 	return d, nil
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func isLive(live map[string]sweepclient.TrialState, id string) bool { _, ok := live[id]; return ok }
@@ -358,7 +350,7 @@ func (s *Server) trialFromConfig(ctx context.Context, id string) (report.IndexTr
 		return report.IndexTrial{}, err
 	}
 	var cfg training.Config
-	if err := jsonUnmarshal(b, &cfg); err != nil {
+	if err := json.Unmarshal(b, &cfg); err != nil {
 		return report.IndexTrial{}, err
 	}
 	ix := report.MakeIndex("", "", &report.Results{Trials: []sweeps.Trial{{ID: id, Config: cfg}}, Outcomes: map[string]report.Outcome{}})
