@@ -74,6 +74,10 @@ const (
 	// versionTablesMaxWait marks the Tables runs whose debounce is bounded by MaxWait; runs
 	// started before it debounce without a bound.
 	versionTablesMaxWait = "tables-max-wait"
+	// versionTablesDoneBeforeCAN marks the Tables runs that, about to continue as new, take
+	// the sweep's end signalled during their last build, build once more and end; runs before
+	// it lost that signal to continue-as-new and waited for another that never came.
+	versionTablesDoneBeforeCAN = "tables-done-before-can"
 	// versionSearchReplayWinds marks the searching Sweep runs that, replaying a long log,
 	// continue as new past their bound on decisions too; runs started before it replay the log
 	// to its end first.

@@ -50,8 +50,9 @@ func (t *tables) run() (TablesState, error) {
 		t.in.MaxWait = DefaultTablesMaxWait
 	}
 	for {
-		// wait for a signal, unless results are pending from before a continue-as-new
-		if !t.st.Pending {
+		// wait for a signal, unless results are pending from before a continue-as-new or
+		// the sweep has ended
+		if !t.st.Pending && !t.st.Finished {
 			sel := workflow.NewSelector(t.ctx)
 			t.addSignals(sel)
 			sel.Select(t.ctx)
@@ -74,6 +75,12 @@ func (t *tables) run() (TablesState, error) {
 			for t.results.ReceiveAsync(nil) {
 				t.st.Signals++
 				t.st.Pending = true
+			}
+			// the sweep's end, signalled during the last build, is not carried across
+			// continue-as-new: this run builds once more and ends
+			if workflow.GetVersion(t.ctx, versionTablesDoneBeforeCAN, workflow.DefaultVersion, 1) == 1 && t.done.ReceiveAsync(nil) {
+				t.st.Finished = true
+				continue
 			}
 			return *t.st, workflow.NewContinueAsNewError(t.ctx, Tables, t.in)
 		}

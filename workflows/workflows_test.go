@@ -439,6 +439,37 @@ func TestTablesMaxWait(t *testing.T) {
 	}
 }
 
+// The sweep's end signalled while the build before a continue-as-new runs is not lost: the
+// run builds once more and ends, rather than continuing as new and waiting for a signal
+// that has been sent already.
+func TestTablesDoneDuringLastBuild(t *testing.T) {
+	defer func(n int) { maxBuildsPerRun = n }(maxBuildsPerRun)
+	maxBuildsPerRun = 1
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	w := newWorld()
+	w.register(env)
+	sent := false
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == ActivityBuildTables && !sent {
+			sent = true
+			env.SignalWorkflow(SignalSweepDone, "")
+		}
+	})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResult, "a") }, time.Second)
+	env.ExecuteWorkflow(Tables, TablesInput{SweepID: "s", ManifestKey: "m", Debounce: 5 * time.Second})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("%v: the run continued as new with the sweep's end unread", err)
+	}
+	var st TablesState
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if w.builds != 2 || !st.Finished {
+		t.Errorf("%d builds, state %+v; want the result's build and the end's", w.builds, st)
+	}
+}
+
 // The schedule's action rebuilds the tables, then asks to retire the schedule.
 func TestRegenerateTables(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
