@@ -384,12 +384,19 @@ func TestServeFinishedSweep(t *testing.T) {
 		t.Errorf("serve exited %d: %s", code, stderr.String())
 	}
 
-	for _, args := range [][]string{{"serve", "-dir", state, "-page", "0.0.0.0:0"}, {"serve", "-dir", state, "-page", "off"}} {
+	// bad addresses are refused, naming the flag, the value and why, before anything starts
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "-dir", state, "-page", "0.0.0.0:0"}, `-page = "0.0.0.0:0": beyond loopback the page needs a token`},
+		{[]string{"serve", "-dir", state, "-page", "off"}, "-page = off: serve has nothing else to do"},
+		{[]string{"serve", "-dir", state, "-page", "nonsense"}, `-page = "nonsense": address nonsense: missing port in address`},
+		{[]string{"run", "-dir", state, "-page", "0.0.0.0:0", manifest}, `-page = "0.0.0.0:0": beyond loopback`},
+	} {
 		var out syncBuffer
-		if code := runMain(ctx, args, io.Discard, &out); code == 0 {
-			t.Errorf("%v: exit 0", args)
-		} else if !strings.Contains(out.String(), "token") && !strings.Contains(out.String(), "-page = off") {
-			t.Errorf("%v: %s", args, out.String())
+		if code := runMain(ctx, c.args, io.Discard, &out); code != 2 || !strings.Contains(out.String(), c.want) {
+			t.Errorf("%v: exit %d, %s; want 2 and %q", c.args, code, out.String(), c.want)
 		}
 	}
 }

@@ -68,6 +68,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := tf.check(); err != nil {
 		return err
 	}
+	if err := pf.check(); err != nil {
+		return err
+	}
 	src, m, trials, err := loadManifest(file)
 	if err != nil {
 		return err

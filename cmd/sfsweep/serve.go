@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 
 	"github.com/sfsweep/sfsweep/infra/temporalclient"
@@ -22,6 +23,21 @@ func (p *pageFlags) register(fs *flag.FlagSet, addr string) {
 	fs.StringVar(&p.token, "page-token", os.Getenv("SFSWEEP_PAGE_TOKEN"), "bearer token the sweep page requires (needed beyond loopback) [SFSWEEP_PAGE_TOKEN]")
 }
 
+// check refuses an address that is not host:port (or off), and one beyond loopback
+// without a token, before anything starts.
+func (p *pageFlags) check() error {
+	if p.addr == "off" || p.addr == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(p.addr); err != nil {
+		return &usageError{msg: fmt.Sprintf("-page = %q: %v (want host:port, or off)", p.addr, err)}
+	}
+	if !web.IsLoopback(p.addr) && p.token == "" {
+		return &usageError{msg: fmt.Sprintf("-page = %q: beyond loopback the page needs a token (-page-token or SFSWEEP_PAGE_TOKEN)", p.addr)}
+	}
+	return nil
+}
+
 // start serves the sweep page of store (and of the Temporal client c, if set) and
 // prints its address; stop ends it. An "off" address serves nothing.
 func (p *pageFlags) start(ctx context.Context, opt web.Options, stderr io.Writer) (stop func(), err error) {
@@ -35,7 +51,7 @@ func (p *pageFlags) start(ctx context.Context, opt web.Options, stderr io.Writer
 	}
 	u, stop, err := web.Listen(ctx, p.addr, s)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-page = %q: %w", p.addr, err)
 	}
 	fmt.Fprintf(stderr, "Sweep page: %s\n", u)
 	return stop, nil
@@ -58,6 +74,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if pf.addr == "off" {
 		return &usageError{msg: "-page = off: serve has nothing else to do"}
+	}
+	if err := pf.check(); err != nil {
+		return err
 	}
 	store, closeStore, err := openResults(ctx, &r, *dir)
 	if err != nil {
