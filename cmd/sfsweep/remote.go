@@ -36,12 +36,15 @@ import (
 // remote holds the connection flags of the distributed mode.
 type remote struct {
 	temporal temporalclient.Options
-	s3       s3store.Config
+	// envErr is a malformed Temporal setting in the environment (TEMPORAL_TLS=maybe).
+	// It is kept, not dropped, and dial returns it: a setting that asks for TLS and
+	// cannot be read must never mean a connection without TLS.
+	envErr error
+	s3     s3store.Config
 }
 
 func (r *remote) flags(fs *flag.FlagSet) {
-	env, _ := temporalclient.FromEnv(os.Getenv)
-	r.temporal = env
+	r.temporal, r.envErr = temporalclient.FromEnv(os.Getenv)
 	r.temporal.RegisterFlags(fs)
 	fs.StringVar(&r.s3.Endpoint, "s3-endpoint", os.Getenv("SFSWEEP_S3_ENDPOINT"), "S3 endpoint URL (empty: AWS) [SFSWEEP_S3_ENDPOINT]")
 	fs.StringVar(&r.s3.Region, "s3-region", os.Getenv("SFSWEEP_S3_REGION"), "S3 region (empty: the AWS configuration's) [SFSWEEP_S3_REGION]")
@@ -50,6 +53,9 @@ func (r *remote) flags(fs *flag.FlagSet) {
 }
 
 func (r *remote) connect(ctx context.Context) (client.Client, *s3store.Store, error) {
+	if err := r.checkEnv(); err != nil {
+		return nil, nil, err
+	}
 	if r.s3.Bucket == "" {
 		return nil, nil, &usageError{msg: "-s3-bucket (or SFSWEEP_S3_BUCKET) = \"\": must name the bucket of the results"}
 	}
@@ -57,11 +63,28 @@ func (r *remote) connect(ctx context.Context) (client.Client, *s3store.Store, er
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := temporalclient.Dial(ctx, r.temporal)
+	c, err := r.dial(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	return c, store, nil
+}
+
+// dial connects to Temporal with the flags and the environment, refusing a malformed
+// environment setting before anything is dialed.
+func (r *remote) dial(ctx context.Context) (client.Client, error) {
+	if err := r.checkEnv(); err != nil {
+		return nil, err
+	}
+	return temporalclient.Dial(ctx, r.temporal)
+}
+
+// checkEnv returns the environment's malformed Temporal setting, if any, as a usage error.
+func (r *remote) checkEnv() error {
+	if r.envErr != nil {
+		return &usageError{msg: r.envErr.Error()}
+	}
+	return nil
 }
 
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -187,7 +210,7 @@ func (r *remote) sweepClient(ctx context.Context, fs *flag.FlagSet, args []strin
 	if err != nil {
 		return "", nil, err
 	}
-	c, err := temporalclient.Dial(ctx, r.temporal)
+	c, err := r.dial(ctx)
 	return id, c, err
 }
 

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,6 +222,58 @@ func TestRemoteBadInput(t *testing.T) {
 	errb.Reset()
 	if code := runMain(context.Background(), []string{"tables", "regenerate", "sweep-x"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "-s3-bucket") {
 		t.Errorf("tables regenerate without a bucket: exit %d, %s", code, errb.String())
+	}
+}
+
+// A TEMPORAL_TLS that cannot be read is refused by every command that reaches Temporal,
+// naming the variable and its value, before anything is dialed: the user asked for TLS, so
+// a plain connection must never be the fallback. The listener at TEMPORAL_ADDRESS counts
+// the connections it gets; it must get none.
+func TestMalformedTLSEnvRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var dialed atomic.Int32
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialed.Add(1)
+			conn.Close()
+		}
+	}()
+	t.Setenv("TEMPORAL_ADDRESS", ln.Addr().String())
+	t.Setenv("TEMPORAL_TLS", "maybe")
+	t.Setenv("SFSWEEP_S3_BUCKET", "results")
+	t.Setenv("SFSWEEP_S3_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("SFSWEEP_S3_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	manifest := filepath.Join(t.TempDir(), "e2e.yaml")
+	if err := os.WriteFile(manifest, []byte(e2eManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, args := range [][]string{
+		{"worker", "-queue", "cpu"},
+		{"submit", manifest},
+		{"status", "sweep-x"},
+		{"cancel", "sweep-x"},
+		{"serve", "-page", "127.0.0.1:0"},
+	} {
+		var out, errb bytes.Buffer
+		code := runMain(ctx, args, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), `TEMPORAL_TLS="maybe"`) {
+			t.Errorf("%v with TEMPORAL_TLS=maybe: exit %d, %s", args, code, errb.String())
+		}
+	}
+	if n := dialed.Load(); n != 0 {
+		t.Errorf("%d connection(s) reached TEMPORAL_ADDRESS (or the S3 endpoint) despite the malformed TEMPORAL_TLS", n)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 
-	"github.com/sfsweep/sfsweep/infra/temporalclient"
 	"github.com/sfsweep/sfsweep/web"
 )
 
@@ -78,6 +77,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := pf.check(); err != nil {
 		return err
 	}
+	if r.s3.Bucket != "" {
+		if err := r.checkEnv(); err != nil { // before the store: nothing is reached
+			return err
+		}
+	}
 	store, closeStore, err := openResults(ctx, &r, *dir)
 	if err != nil {
 		return err
@@ -85,7 +89,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeStore()
 	opt := web.Options{Store: store, Log: slog.New(slog.NewTextHandler(stderr, nil))}
 	if r.s3.Bucket != "" {
-		c, err := temporalclient.Dial(ctx, r.temporal)
+		c, err := r.dial(ctx)
 		if err != nil {
 			return err
 		}
