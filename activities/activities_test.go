@@ -18,6 +18,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweeps"
@@ -106,7 +107,7 @@ func TestActivities(t *testing.T) {
 	if err != nil || !plan.Trials[0].Done || plan.Trials[1].Done {
 		t.Errorf("replanned %+v, %v: the trained trial must be done", plan, err)
 	}
-	if _, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: id, Step: 2, Steps: 2}); err != nil {
+	if _, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: id, Step: 2, Decay: probe.Decay{Steps: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Get(ctx, "trials/"+id+"/probes/decay-step-00000002.json"); err != nil {
@@ -203,7 +204,7 @@ func TestDecayProbeCheckpointErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe := func() error {
-		_, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: id, Step: 2, Steps: 2})
+		_, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: id, Step: 2, Decay: probe.Decay{Steps: 2}})
 		return err
 	}
 	a.Store = failingStore{store, "/checkpoints/"}
@@ -249,7 +250,7 @@ func TestProbeActivities(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if isAdamW := cfg.Optimizer.Name == training.AdamW; isAdamW != (r.LRDecayFrac == 0.5) || r.DecaySteps != 2 {
+		if isAdamW := cfg.Optimizer.Name == training.AdamW; isAdamW != (r.Probes.LRDecay != nil && r.Probes.LRDecay.Frac == 0.5) || r.Probes.Decay == nil || r.Probes.Decay.Steps != 2 {
 			t.Fatalf("trial %s (%s): %+v; the branch is for adamw trials only, the decay probe for all", r.ID, cfg.Optimizer.Name, r)
 		} else if isAdamW {
 			adamw = r
@@ -265,7 +266,7 @@ func TestProbeActivities(t *testing.T) {
 	a.Probe = func(trialID, what string, done bool, err error) {
 		seen = append(seen, fmt.Sprintf("%s %s done=%v err=%v", trialID, what, done, err))
 	}
-	v, err := env.ExecuteActivity(workflows.ActivityLRDecay, workflows.LRDecayInput{TrialID: adamw.ID, Step: 2, Frac: 0.5})
+	v, err := env.ExecuteActivity(workflows.ActivityLRDecay, workflows.LRDecayInput{TrialID: adamw.ID, Step: 2, LRDecay: probe.LRDecay{Frac: 0.5}})
 	var got training.LRDecayResult
 	if err == nil {
 		err = v.Get(&got)
@@ -306,7 +307,7 @@ func TestProbeActivities(t *testing.T) {
 	// loss at x of the checkpoint at 2, which its decay probe measured before decaying
 	interpolate := func(id string, decayed bool) training.InterpolationResult {
 		t.Helper()
-		v, err := env.ExecuteActivity(workflows.ActivityInterpolate, workflows.InterpolateInput{TrialID: id, From: 2, To: 4, Points: 3, Decayed: decayed})
+		v, err := env.ExecuteActivity(workflows.ActivityInterpolate, workflows.InterpolateInput{TrialID: id, Interpolation: probe.Interpolation{From: 2, To: 4, Points: 3, Decayed: decayed}})
 		var r training.InterpolationResult
 		if err == nil {
 			err = v.Get(&r)
@@ -327,7 +328,7 @@ func TestProbeActivities(t *testing.T) {
 		t.Errorf("decayed interpolation %+v: at α = 0 want the branch's final loss %v", r, whole.After)
 	}
 	for _, r := range plan.Trials {
-		v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: r.ID, Step: 2, Steps: 2})
+		v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: r.ID, Step: 2, Decay: probe.Decay{Steps: 2}})
 		var probe training.DecayProbeResult
 		if err == nil {
 			err = v.Get(&probe)
@@ -388,7 +389,7 @@ func TestDecayProbeIterates(t *testing.T) {
 		at2 := res.Curves[slices.IndexFunc(res.Curves, func(c training.CurvePoint) bool { return c.Step == 2 })].Val
 		cfg, _ := a.trialConfig(ctx, ref.ID)
 		for _, it := range append([]string{"", sweeps.IterEWA}, training.Iterates(cfg.Optimizer.Name)...) {
-			v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: ref.ID, Step: 2, Steps: 1, Iterate: it})
+			v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: ref.ID, Step: 2, Decay: probe.Decay{Steps: 1, Iterate: it}})
 			var r training.DecayProbeResult
 			if err == nil {
 				err = v.Get(&r)
@@ -409,7 +410,7 @@ func TestDecayProbeIterates(t *testing.T) {
 		if cfg.Optimizer.Name == training.AdamW {
 			wrong = training.IterY
 		}
-		_, err = env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: ref.ID, Step: 2, Steps: 1, Iterate: wrong})
+		_, err = env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: ref.ID, Step: 2, Decay: probe.Decay{Steps: 1, Iterate: wrong}})
 		var ae *temporal.ApplicationError
 		if !errors.As(err, &ae) || !ae.NonRetryable() {
 			t.Errorf("%s iterate %q: %v, want a non-retryable error", cfg.Optimizer.Name, wrong, err)

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/internal/status"
-	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -47,7 +47,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 	}
 	for i, t := range trials {
 		ref := workflows.TrialRef{ID: t.ID, Queue: trainQueue(t.Config)}
-		setProbes(&ref, m.ProbesFor(t))
+		ref.Probes = m.ProbesFor(t)
 		if ref.Done = exists[keys.RunResult(keys.Trial(t.ID))]; ref.Done && !probesStored(ref, exists, checkpoints[t.ID]) {
 			// probes asked for and missing: the trial runs again (Train finds its result)
 			// to add them, unless it did not complete, which has no probes
@@ -74,19 +74,6 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 	return out, nil
 }
 
-// setProbes puts a trial's resolved probes into its plan entry.
-func setProbes(ref *workflows.TrialRef, tp sweeps.TrialProbes) {
-	if d := tp.Decay; d != nil {
-		ref.DecayAt, ref.DecaySteps, ref.DecayLR, ref.DecayIterate = d.At, d.Steps, d.PeakLR, d.Iterate
-	}
-	if b := tp.LRDecay; b != nil {
-		ref.LRDecayAt, ref.LRDecayFrac = b.At, b.Frac
-	}
-	if ip := tp.Interpolate; ip != nil {
-		ref.Interp = &workflows.InterpolateRef{From: ip.From, To: ip.To, Points: ip.Points, Decayed: ip.Decayed}
-	}
-}
-
 // trainQueue is the task queue of a trial's training and probes: that of its backend's
 // device.
 func trainQueue(cfg training.Config) string {
@@ -98,23 +85,20 @@ func trainQueue(cfg training.Config) string {
 // from the steps listed, or else from every checkpoint stored.
 func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []int) bool {
 	all := func(at []int, key func(step int) string) bool {
-		if len(at) == 0 {
-			at = checkpoints
-		}
-		for _, s := range at {
+		for _, s := range probe.At(at, checkpoints) {
 			if !exists[key(s)] {
 				return false
 			}
 		}
 		return true
 	}
-	if ref.DecaySteps > 0 && !all(ref.DecayAt, func(s int) string { return keys.DecayProbe(ref.ID, s, ref.DecayIterate) }) {
+	if d := ref.Probes.Decay; d != nil && !all(d.At, func(s int) string { return keys.DecayProbe(ref.ID, s, d.Iterate) }) {
 		return false
 	}
-	if ref.LRDecayFrac > 0 && !all(ref.LRDecayAt, func(s int) string { return keys.LRDecay(ref.ID, s, ref.LRDecayFrac) }) {
+	if b := ref.Probes.LRDecay; b != nil && !all(b.At, func(s int) string { return keys.LRDecay(ref.ID, s, b.Frac) }) {
 		return false
 	}
-	if ip := ref.Interp; ip != nil {
+	if ip := ref.Probes.Interpolate; ip != nil {
 		if !exists[keys.Interpolation(ref.ID, ip.From, ip.To, ip.Points, false)] {
 			return false
 		}

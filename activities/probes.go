@@ -11,6 +11,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -20,10 +21,9 @@ import (
 // the weights for AdamW) and stores its result; a result stored with the same probe
 // settings is returned as it is.
 func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInput) (training.DecayProbeResult, error) {
-	pc := training.DefaultDecayProbe(in.Step, in.Steps, "")
-	if in.PeakLR > 0 {
-		pc.PeakLR = in.PeakLR
-	}
+	d := *probe.Set{Decay: &in.Decay}.WithDefaults().Decay
+	pc := training.DefaultDecayProbe(in.Step, d.Steps, "")
+	pc.PeakLR = d.PeakLR
 	same := func(r *training.DecayProbeResult) bool {
 		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && training.SameIterate(r.Iterate, in.Iterate)
 	}

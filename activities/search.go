@@ -188,7 +188,7 @@ func (a *Activities) segment(ctx context.Context, sr *searcher, c search.Candida
 	for _, t := range trials {
 		ref := workflows.TrialRef{ID: t.ID, Queue: trainQueue(t.Config)}
 		if j.Final {
-			setProbes(&ref, sr.m.ProbesFor(t))
+			ref.Probes = sr.m.ProbesFor(t)
 		}
 		key := keys.RunConfig(keys.Trial(t.ID))
 		if _, err := a.Store.Get(ctx, key); errors.Is(err, blob.ErrNotFound) {

@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -47,13 +48,13 @@ type Manifest struct {
 	EWADecay        float64 `yaml:"ewa_decay,omitempty"`
 	Seeds           IntList `yaml:"seeds"`
 
-	Optimizers []Grid   `yaml:"optimizers"`
-	Search     *Search  `yaml:"search,omitempty"`
-	Probes     Probes   `yaml:"probes,omitempty"`
-	Tables     []Table  `yaml:"tables,omitempty"`
-	MaxTrials  int      `yaml:"max_trials,omitempty"` // refuse larger expansions (default 10,000)
-	Output     Output   `yaml:"output,omitempty"`
-	Tags       []string `yaml:"tags,omitempty"`
+	Optimizers []Grid    `yaml:"optimizers"`
+	Search     *Search   `yaml:"search,omitempty"`
+	Probes     probe.Set `yaml:"probes,omitempty"`
+	Tables     []Table   `yaml:"tables,omitempty"`
+	MaxTrials  int       `yaml:"max_trials,omitempty"` // refuse larger expansions (default 10,000)
+	Output     Output    `yaml:"output,omitempty"`
+	Tags       []string  `yaml:"tags,omitempty"`
 }
 
 // Grid is one optimizer's grid: every combination of its lists is a trial, or, in a

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -245,13 +246,13 @@ func TestProbesFor(t *testing.T) {
 	for _, tr := range trials {
 		tp := m.ProbesFor(tr)
 		adamw := tr.Config.Optimizer.Name == training.AdamW
-		if d := tp.Decay; d == nil || !slices.Equal(d.At, []int{5, 10, 15}) || d.PeakLR != training.DefaultDecayPeakLR || d.Steps != 4 {
+		if d := tp.Decay; d == nil || !slices.Equal(d.At, []int{5, 10, 15}) || d.PeakLR != probe.DefaultDecayPeakLR || d.Steps != 4 {
 			t.Errorf("%s: decay probe %+v", tr.Config.Optimizer.Name, d)
 		}
 		if b := tp.LRDecay; adamw != (b != nil) || b != nil && (!slices.Equal(b.At, []int{10}) || b.Frac != 0.2) {
 			t.Errorf("%s: LR-decay branch %+v", tr.Config.Optimizer.Name, b)
 		}
-		if ip := tp.Interpolate; ip == nil || ip.Points != DefaultInterpolationPoints || ip.Decayed != adamw {
+		if ip := tp.Interpolate; ip == nil || ip.Points != probe.DefaultInterpolationPoints || ip.Decayed != adamw {
 			t.Errorf("%s: interpolation %+v", tr.Config.Optimizer.Name, ip)
 		}
 	}

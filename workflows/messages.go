@@ -1,9 +1,11 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/internal/status"
 )
 
@@ -92,37 +94,61 @@ type DecideOutput struct {
 
 // TrialRef is one trial of a sweep as the plan gives it.
 type TrialRef struct {
-	ID   string `json:"id"`
-	Done bool   `json:"done,omitempty"` // a result exists: never recomputed
+	ID   string
+	Done bool // a result exists: never recomputed
 	// Queue is the task queue of the trial's training and probes: TrainQueue of its
 	// backend's device ("": QueueGPU, as planned before routing by device).
+	Queue string
+	// Probes are the trial's probes as sweeps.Manifest.ProbesFor resolved them. Plans
+	// made before probes were resolved leave the At lists empty, for every checkpoint the
+	// trial kept (probe.At).
+	Probes probe.Set
+}
+
+// trialRefJSON is a TrialRef's form in plans and histories: the probes as flat fields,
+// under the names recorded plans use.
+type trialRefJSON struct {
+	ID    string `json:"id"`
+	Done  bool   `json:"done,omitempty"`
 	Queue string `json:"queue,omitempty"`
-	// The probes, as sweeps.Manifest.ProbesFor resolved them. The At lists are the
-	// checkpoint steps each probe runs from; plans made before probes were resolved leave
-	// them empty for "every checkpoint the trial kept".
-	//
-	// The decay probe (DecaySteps 0: none) and the iterate it starts from ("": the
-	// evaluated one).
+	// The decay probe (DecaySteps 0: none).
 	DecayAt      []int   `json:"decay_at,omitempty"`
 	DecaySteps   int     `json:"decay_steps,omitempty"`
 	DecayLR      float64 `json:"decay_lr,omitempty"`
 	DecayIterate string  `json:"decay_iterate,omitempty"`
-	// The LR-decay branch (AdamW trials) and the fraction of the run before it over which
-	// it decays (0: none).
-	LRDecayAt   []int   `json:"branch_at,omitempty"` // the JSON names are those of recorded plans
+	// The LR-decay branch (LRDecayFrac 0: none).
+	LRDecayAt   []int   `json:"branch_at,omitempty"`
 	LRDecayFrac float64 `json:"branch_frac,omitempty"`
-	// Checkpoint interpolation (nil: none).
-	Interp *InterpolateRef `json:"interp,omitempty"`
+	// The checkpoint interpolation (nil: none).
+	Interp *probe.Interpolation `json:"interp,omitempty"`
 }
 
-// InterpolateRef is a trial's checkpoint interpolation: between its checkpoints at From
-// and To, at Points values of α; Decayed adds the segment to the end of an LR-decay branch
-// from From (AdamW trials).
-type InterpolateRef struct {
-	From    int  `json:"from"`
-	To      int  `json:"to"`
-	Points  int  `json:"points"`
-	Decayed bool `json:"decayed,omitempty"`
+// MarshalJSON writes r in the form of recorded plans.
+func (r TrialRef) MarshalJSON() ([]byte, error) {
+	j := trialRefJSON{ID: r.ID, Done: r.Done, Queue: r.Queue, Interp: r.Probes.Interpolate}
+	if d := r.Probes.Decay; d != nil {
+		j.DecayAt, j.DecaySteps, j.DecayLR, j.DecayIterate = d.At, d.Steps, d.PeakLR, d.Iterate
+	}
+	if b := r.Probes.LRDecay; b != nil {
+		j.LRDecayAt, j.LRDecayFrac = b.At, b.Frac
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads r from the form of recorded plans.
+func (r *TrialRef) UnmarshalJSON(b []byte) error {
+	var j trialRefJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = TrialRef{ID: j.ID, Done: j.Done, Queue: j.Queue, Probes: probe.Set{Interpolate: j.Interp}}
+	if j.DecaySteps > 0 {
+		r.Probes.Decay = &probe.Decay{At: j.DecayAt, Steps: j.DecaySteps, PeakLR: j.DecayLR, Iterate: j.DecayIterate}
+	}
+	if j.LRDecayFrac > 0 {
+		r.Probes.LRDecay = &probe.LRDecay{At: j.LRDecayAt, Frac: j.LRDecayFrac}
+	}
+	return nil
 }
 
 // PlanInput is the Plan activity's input: it reads and expands the manifest, writes each
@@ -243,32 +269,29 @@ type TrainHeartbeat struct {
 	Loss float64 `json:"loss"`
 }
 
-// DecayProbeInput is one decay probe from a trial's checkpoint.
+// DecayProbeInput is one decay probe of a trial, from its checkpoint at Step (the
+// probe's At is left empty).
 type DecayProbeInput struct {
-	TrialID      string        `json:"trial_id"`
-	Step         int           `json:"step"`
-	Steps        int           `json:"steps"`
-	PeakLR       float64       `json:"peak_lr"`
-	Iterate      string        `json:"iterate,omitempty"`       // as TrialRef.DecayIterate
+	TrialID string `json:"trial_id"`
+	Step    int    `json:"step"`
+	probe.Decay
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 
-// LRDecayInput is one LR-decay branch from an AdamW trial's checkpoint.
+// LRDecayInput is one LR-decay branch of an AdamW trial, from its checkpoint at Step (the
+// branch's At is left empty).
 type LRDecayInput struct {
-	TrialID      string        `json:"trial_id"`
-	Step         int           `json:"step"`
-	Frac         float64       `json:"frac"`
+	TrialID string `json:"trial_id"`
+	Step    int    `json:"step"`
+	probe.LRDecay
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 
-// InterpolateInput is one checkpoint interpolation of a trial: plain, or to the end of
-// an LR-decay branch (Decayed).
+// InterpolateInput is one segment of a trial's checkpoint interpolation: the plain one,
+// or, Decayed, the one to the end of an LR-decay branch.
 type InterpolateInput struct {
-	TrialID      string        `json:"trial_id"`
-	From         int           `json:"from"`
-	To           int           `json:"to"`
-	Points       int           `json:"points"`
-	Decayed      bool          `json:"decayed,omitempty"`
+	TrialID string `json:"trial_id"`
+	probe.Interpolation
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/internal/status"
 )
 
@@ -91,24 +92,25 @@ func (t *trial) train() error {
 // decay probes, LR-decay branches, interpolations.
 func (t *trial) probe() error {
 	tr := t.in.Trial
-	if tr.DecaySteps > 0 {
-		err := t.fromCheckpoints(ActivityDecayProbe, tr.DecayAt, func(step int) any {
-			return DecayProbeInput{TrialID: tr.ID, Step: step, Steps: tr.DecaySteps, PeakLR: tr.DecayLR, Iterate: tr.DecayIterate,
-				StallTimeout: t.in.StallTimeout}
+	if d := tr.Probes.Decay; d != nil {
+		err := t.fromCheckpoints(ActivityDecayProbe, d.At, func(step int) any {
+			in := DecayProbeInput{TrialID: tr.ID, Step: step, Decay: *d, StallTimeout: t.in.StallTimeout}
+			in.At = nil
+			return in
 		})
 		if err != nil {
 			return fmt.Errorf("decay probe: %w", err)
 		}
 	}
-	if tr.LRDecayFrac > 0 {
-		err := t.fromCheckpoints(ActivityLRDecay, tr.LRDecayAt, func(step int) any {
-			return LRDecayInput{TrialID: tr.ID, Step: step, Frac: tr.LRDecayFrac, StallTimeout: t.in.StallTimeout}
+	if b := tr.Probes.LRDecay; b != nil {
+		err := t.fromCheckpoints(ActivityLRDecay, b.At, func(step int) any {
+			return LRDecayInput{TrialID: tr.ID, Step: step, LRDecay: probe.LRDecay{Frac: b.Frac}, StallTimeout: t.in.StallTimeout}
 		})
 		if err != nil {
 			return fmt.Errorf("LR-decay branch: %w", err)
 		}
 	}
-	if ip := tr.Interp; ip != nil && ip.Points > 0 {
+	if ip := tr.Probes.Interpolate; ip != nil && ip.Points > 0 {
 		if err := t.interpolate(*ip); err != nil {
 			return fmt.Errorf("interpolation: %w", err)
 		}
@@ -116,12 +118,10 @@ func (t *trial) probe() error {
 	return nil
 }
 
-// fromCheckpoints runs the activity name from each checkpoint step of at (every
-// checkpoint if empty), all at once, with the input input(step).
+// fromCheckpoints runs the activity name from each checkpoint step of at (probe.At: every
+// checkpoint the trial kept if empty), all at once, with the input input(step).
 func (t *trial) fromCheckpoints(name string, at []int, input func(step int) any) error {
-	if len(at) == 0 {
-		at = t.checkpoints
-	}
+	at = probe.At(at, t.checkpoints)
 	futures := make([]workflow.Future, 0, len(at))
 	for _, step := range at {
 		futures = append(futures, workflow.ExecuteActivity(t.gpu, name, input(step)))
@@ -131,15 +131,16 @@ func (t *trial) fromCheckpoints(name string, at []int, input func(step int) any)
 
 // interpolate runs the checkpoint interpolation ip: plain and, if ip.Decayed, to the end
 // of an LR-decay branch, at once.
-func (t *trial) interpolate(ip InterpolateRef) error {
+func (t *trial) interpolate(ip probe.Interpolation) error {
 	kinds := []bool{false}
 	if ip.Decayed {
 		kinds = append(kinds, true)
 	}
 	futures := make([]workflow.Future, len(kinds))
 	for i, decayed := range kinds {
-		futures[i] = workflow.ExecuteActivity(t.gpu, ActivityInterpolate, InterpolateInput{
-			TrialID: t.in.Trial.ID, From: ip.From, To: ip.To, Points: ip.Points, Decayed: decayed, StallTimeout: t.in.StallTimeout})
+		seg := ip
+		seg.Decayed = decayed
+		futures[i] = workflow.ExecuteActivity(t.gpu, ActivityInterpolate, InterpolateInput{TrialID: t.in.Trial.ID, Interpolation: seg, StallTimeout: t.in.StallTimeout})
 	}
 	return t.await(futures)
 }

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/internal/status"
 )
 
@@ -231,7 +232,8 @@ func TestSweepDecayProbes(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	w := newWorld()
-	w.trials = []TrialRef{{ID: "a", DecaySteps: 5, DecayLR: 1e-4}, {ID: "div", DecaySteps: 5}, {ID: "b", DecayAt: []int{20}, DecaySteps: 3}}
+	w.trials = []TrialRef{{ID: "a", Probes: probe.Set{Decay: &probe.Decay{Steps: 5, PeakLR: 1e-4}}}, {ID: "div", Probes: probe.Set{Decay: &probe.Decay{Steps: 5}}},
+		{ID: "b", Probes: probe.Set{Decay: &probe.Decay{At: []int{20}, Steps: 3}}}}
 	w.register(env)
 	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m"})
 	if err := env.GetWorkflowError(); err != nil {
@@ -253,8 +255,9 @@ func TestSweepLRDecays(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	w := newWorld()
-	w.trials = []TrialRef{{ID: "a", LRDecayFrac: 0.2}, {ID: "div", LRDecayFrac: 0.2}, {ID: "b", LRDecayAt: []int{10}, LRDecayFrac: 0.5, DecaySteps: 3},
-		{ID: "sf", DecaySteps: 3}}
+	w.trials = []TrialRef{{ID: "a", Probes: probe.Set{LRDecay: &probe.LRDecay{Frac: 0.2}}}, {ID: "div", Probes: probe.Set{LRDecay: &probe.LRDecay{Frac: 0.2}}},
+		{ID: "b", Probes: probe.Set{LRDecay: &probe.LRDecay{At: []int{10}, Frac: 0.5}, Decay: &probe.Decay{Steps: 3}}},
+		{ID: "sf", Probes: probe.Set{Decay: &probe.Decay{Steps: 3}}}}
 	w.register(env)
 	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m"})
 	if err := env.GetWorkflowError(); err != nil {
@@ -280,8 +283,9 @@ func TestSweepInterpolations(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	w := newWorld()
-	plain, decayed := &InterpolateRef{From: 10, To: 20, Points: 11}, &InterpolateRef{From: 10, To: 20, Points: 5, Decayed: true}
-	w.trials = []TrialRef{{ID: "sf", Interp: plain}, {ID: "adamw", Interp: decayed}, {ID: "div", Interp: decayed}}
+	plain, decayed := &probe.Interpolation{From: 10, To: 20, Points: 11}, &probe.Interpolation{From: 10, To: 20, Points: 5, Decayed: true}
+	w.trials = []TrialRef{{ID: "sf", Probes: probe.Set{Interpolate: plain}}, {ID: "adamw", Probes: probe.Set{Interpolate: decayed}},
+		{ID: "div", Probes: probe.Set{Interpolate: decayed}}}
 	w.register(env)
 	env.ExecuteWorkflow(Sweep, SweepInput{SweepID: "s", ManifestKey: "m"})
 	if err := env.GetWorkflowError(); err != nil {

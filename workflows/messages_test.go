@@ -1,0 +1,81 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// The inputs recorded in a history decode into today's types and encode back to the same
+// bytes: the probes declared once (probe.Set) keep the flat form of recorded plans, and
+// the activity inputs that embed a probe keep theirs.
+func TestRecordedInputsRoundTrip(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "histories", "trial-probes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Events []map[string]json.RawMessage `json:"events"`
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	type attrs struct {
+		WorkflowType *struct{ Name string } `json:"workflowType"`
+		ActivityType *struct{ Name string } `json:"activityType"`
+		Input        struct {
+			Payloads []struct {
+				Data []byte `json:"data"`
+			} `json:"payloads"`
+		} `json:"input"`
+	}
+	types := map[string]reflect.Type{
+		"Trial":             reflect.TypeFor[TrialInput](),
+		ActivityDecayProbe:  reflect.TypeFor[DecayProbeInput](),
+		ActivityLRDecay:     reflect.TypeFor[LRDecayInput](),
+		ActivityInterpolate: reflect.TypeFor[InterpolateInput](),
+	}
+	seen := map[string]int{}
+	for _, ev := range h.Events {
+		for _, raw := range ev {
+			if !bytes.HasPrefix(raw, []byte("{")) {
+				continue
+			}
+			var a attrs
+			if json.Unmarshal(raw, &a) != nil || len(a.Input.Payloads) != 1 {
+				continue
+			}
+			kind := ""
+			switch {
+			case a.WorkflowType != nil:
+				kind = a.WorkflowType.Name
+			case a.ActivityType != nil:
+				kind = a.ActivityType.Name
+			}
+			typ, ok := types[kind]
+			if !ok {
+				continue
+			}
+			recorded := a.Input.Payloads[0].Data
+			v := reflect.New(typ)
+			if err := json.Unmarshal(recorded, v.Interface()); err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			again, err := json.Marshal(v.Interface())
+			if err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			if !bytes.Equal(again, recorded) {
+				t.Errorf("%s input:\nrecorded %s\nencoded  %s", kind, recorded, again)
+			}
+			seen[kind]++
+		}
+	}
+	want := map[string]int{"Trial": 1, ActivityDecayProbe: 1, ActivityLRDecay: 2, ActivityInterpolate: 2}
+	if !reflect.DeepEqual(seen, want) {
+		t.Errorf("inputs checked %v, want %v", seen, want)
+	}
+}
