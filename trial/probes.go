@@ -72,8 +72,31 @@ func WriteInterpolation(ctx context.Context, store blob.Store, id string, ip Int
 	return putIndented(ctx, store, ip.key(id), r)
 }
 
-// HasInterpolation tells whether the listing has trial id's interpolation ip.
-func (l Listing) HasInterpolation(id string, ip Interp) bool { return l.Has(ip.key(id)) }
+// DecayProbe reads trial id's decay probe for want (ReadDecayProbe) if the listing has it.
+func (l Listing) DecayProbe(ctx context.Context, store blob.Store, id string, want training.DecayProbeConfig) (*training.DecayProbeResult, error) {
+	if !l.Has(keys.DecayProbe(id, want.FromStep, want.Iterate)) {
+		return nil, nil
+	}
+	return ReadDecayProbe(ctx, store, id, want)
+}
+
+// LRDecay reads trial id's LR-decay branch from step over frac (ReadLRDecay) if the
+// listing has it.
+func (l Listing) LRDecay(ctx context.Context, store blob.Store, id string, step int, frac float64) (*training.LRDecayResult, error) {
+	if !l.Has(keys.LRDecay(id, step, frac)) {
+		return nil, nil
+	}
+	return ReadLRDecay(ctx, store, id, step, frac)
+}
+
+// Interpolation reads trial id's interpolation ip (ReadInterpolation) if the listing has
+// it.
+func (l Listing) Interpolation(ctx context.Context, store blob.Store, id string, ip Interp) (*training.InterpolationResult, error) {
+	if !l.Has(ip.key(id)) {
+		return nil, nil
+	}
+	return ReadInterpolation(ctx, store, id, ip)
+}
 
 // DecayProbes reads trial id's decay probes listed, from every step, that Accepts want
 // (whatever its FromStep), in the order of their steps.

@@ -106,8 +106,24 @@ func TestLRDecayAndInterpolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !l.HasInterpolation("t1", ip) || l.HasInterpolation("t1", plain) {
-		t.Errorf("HasInterpolation: listing %v", l)
+	if got, err := l.Interpolation(ctx, s, "t1", ip); err != nil || !reflect.DeepEqual(got, res) {
+		t.Errorf("Listing.Interpolation = %+v, %v", got, err)
+	}
+	if got, err := l.LRDecay(ctx, s, "t1", 40, 0.2); err != nil || !reflect.DeepEqual(got, lr) {
+		t.Errorf("Listing.LRDecay = %+v, %v", got, err)
+	}
+	// an object written after the listing is not read through it
+	if err := WriteInterpolation(ctx, s, "t1", plain, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLRDecay(ctx, s, "t1", 20, 0.2, lr); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Interpolation(ctx, s, "t1", plain); got != nil || err != nil {
+		t.Errorf("unlisted interpolation read: %+v, %v", got, err)
+	}
+	if got, err := l.LRDecay(ctx, s, "t1", 20, 0.2); got != nil || err != nil {
+		t.Errorf("unlisted LR-decay branch read: %+v, %v", got, err)
 	}
 }
 
