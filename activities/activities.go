@@ -1,13 +1,11 @@
 // Package activities holds sfsweep's Temporal activities: thin adapters that read and
-// write the object store (at the keys of internal/keys) and call training, sweeps and
-// report. Each method of Activities is registered under the name the workflows package
-// refers to it by.
+// write a trial's record through package trial (and the store's other objects at the keys
+// of internal/keys) and call training, sweeps and report. Each method of Activities is
+// registered under the name the workflows package refers to it by.
 package activities
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,11 +18,11 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
-	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/data"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -159,20 +157,19 @@ func (a *Activities) readManifest(ctx context.Context, key string) (*sweeps.Mani
 	return m, nil
 }
 
-// trialConfig reads a trial's config.json.
+// trialConfig reads a trial's config.json, with its defaults, checked: one that is
+// missing, damaged, invalid, not the config its ID is the hash of, or of a backend this
+// worker lacks fails for good; a store that fails is retried.
 func (a *Activities) trialConfig(ctx context.Context, id string) (training.Config, error) {
-	b, err := a.Store.Get(ctx, keys.RunConfig(keys.Trial(id)))
-	if err != nil {
-		if errors.Is(err, blob.ErrNotFound) {
-			return training.Config{}, invalid(fmt.Errorf("trial %s: %w", id, err))
-		}
-		return training.Config{}, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var cfg training.Config
-	if err := dec.Decode(&cfg); err != nil {
-		return cfg, invalid(fmt.Errorf("trial %s: config.json: %w", id, err))
+	cfg, err := trial.ReadConfig(ctx, a.Store, id)
+	var damaged *trial.DamagedError
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return cfg, invalid(fmt.Errorf("trial %s: %w", id, err))
+	case errors.As(err, &damaged):
+		return cfg, invalid(fmt.Errorf("trial %s: config.json: %w", id, damaged.Err))
+	case err != nil:
+		return cfg, err
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -20,12 +20,12 @@ import (
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/internal/status"
-	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	_ "github.com/sfsweep/sfsweep/training/native"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -382,7 +382,7 @@ func TestDecayProbeIterates(t *testing.T) {
 		if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: ref.ID}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := report.ReadResult(ctx, store, ref.ID)
+		res, err := trial.ReadResult(ctx, store, ref.ID)
 		if err != nil || res == nil {
 			t.Fatal(res, err)
 		}

@@ -10,10 +10,10 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sfsweep/sfsweep/internal/keys"
-	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -33,22 +33,15 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		return workflows.PlanOutput{}, invalid(err)
 	}
 	out := workflows.PlanOutput{Trials: make([]workflows.TrialRef, 0, len(trials))}
-	done, err := a.Store.List(ctx, keys.Trials)
+	listed, err := trial.List(ctx, a.Store)
 	if err != nil {
 		return out, err
 	}
-	exists := map[string]bool{}
-	checkpoints := map[string][]int{} // by trial: the steps of its checkpoints in the store
-	for _, k := range done {
-		exists[k] = true
-		if id, step, ok := keys.CheckpointOf(k); ok {
-			checkpoints[id] = append(checkpoints[id], step)
-		}
-	}
 	for i, t := range trials {
 		ref := workflows.TrialRef{ID: t.ID, Queue: trainQueue(t.Config)}
-		ref.Probes = m.ProbesFor(t)
-		if ref.Done = exists[keys.RunResult(keys.Trial(t.ID))]; ref.Done && !probesStored(ref, exists, checkpoints[t.ID]) {
+		tp := m.ProbesFor(t)
+		ref.Probes = tp
+		if ref.Done = listed.Has(keys.RunResult(keys.Trial(t.ID))); ref.Done && len(listed.MissingProbes(t.ID, tp)) > 0 {
 			// probes asked for and missing: the trial runs again (Train finds its result)
 			// to add them, unless it did not complete, which has no probes
 			r, err := a.storedResult(ctx, t.ID)
@@ -57,9 +50,8 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 			}
 			ref.Done = r != nil && r.Status != status.Completed
 		}
-		if !exists[keys.RunConfig(keys.Trial(t.ID))] {
-			b, _ := json.MarshalIndent(t.Config, "", "  ")
-			if err := a.Store.Put(ctx, keys.RunConfig(keys.Trial(t.ID)), b); err != nil {
+		if !listed.Has(keys.RunConfig(keys.Trial(t.ID))) {
+			if err := trial.WriteConfig(ctx, a.Store, t.ID, t.Config); err != nil {
 				return out, err
 			}
 		}
@@ -79,32 +71,6 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 func trainQueue(cfg training.Config) string {
 	b, _ := backend.Lookup(cfg.WithDefaults().Backend) // the config was validated
 	return workflows.TrainQueue(b.Device)
-}
-
-// probesStored tells whether every probe the trial asks for has its result in the store:
-// from the steps listed, or else from every checkpoint stored.
-func probesStored(ref workflows.TrialRef, exists map[string]bool, checkpoints []int) bool {
-	all := func(at []int, key func(step int) string) bool {
-		for _, s := range probe.At(at, checkpoints) {
-			if !exists[key(s)] {
-				return false
-			}
-		}
-		return true
-	}
-	if d := ref.Probes.Decay; d != nil && !all(d.At, func(s int) string { return keys.DecayProbe(ref.ID, s, d.Iterate) }) {
-		return false
-	}
-	if b := ref.Probes.LRDecay; b != nil && !all(b.At, func(s int) string { return keys.LRDecay(ref.ID, s, b.Frac) }) {
-		return false
-	}
-	if ip := ref.Probes.Interpolate; ip != nil {
-		if !exists[keys.Interpolation(ref.ID, ip.From, ip.To, ip.Points, false)] {
-			return false
-		}
-		return !ip.Decayed || exists[keys.Interpolation(ref.ID, ip.From, ip.To, ip.Points, true)]
-	}
-	return true
 }
 
 // storePlan writes a plan to the store in pages of workflows.PlanPageSize trials, under a

@@ -14,6 +14,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -24,11 +25,18 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 	d := *probe.Set{Decay: &in.Decay}.WithDefaults().Decay
 	pc := training.DefaultDecayProbe(in.Step, d.Steps, "")
 	pc.PeakLR = d.PeakLR
-	same := func(r *training.DecayProbeResult) bool {
-		return r.Steps == pc.Steps && r.PeakLR == pc.PeakLR && training.SameIterate(r.Iterate, in.Iterate)
-	}
+	want := pc
+	want.Iterate = in.Iterate // as asked: the stored result names the iterate it resolved to
 	what := fmt.Sprintf("decay probe from step %d", in.Step)
-	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.DecayProbe(in.TrialID, in.Step, in.Iterate), same, in.StallTimeout, what,
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, in.StallTimeout, what,
+		record[training.DecayProbeResult]{
+			read: func(ctx context.Context) (*training.DecayProbeResult, error) {
+				return trial.ReadDecayProbe(ctx, a.Store, in.TrialID, want)
+			},
+			write: func(ctx context.Context, r *training.DecayProbeResult) error {
+				return trial.WriteDecayProbe(ctx, a.Store, in.TrialID, want, r)
+			},
+		},
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.DecayProbeResult, error) {
 			w, iterate, err := training.IterateWeights(cfg, ck, in.Iterate)
 			if err != nil {
@@ -42,9 +50,16 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 // LRDecay runs the LR-decay branch of an AdamW trial from its checkpoint (weights and
 // optimizer state) and stores its result, or returns the one stored.
 func (a *Activities) LRDecay(ctx context.Context, in workflows.LRDecayInput) (training.LRDecayResult, error) {
-	same := func(*training.LRDecayResult) bool { return true } // the key names the branch's fraction
 	what := fmt.Sprintf("LR-decay branch from step %d", in.Step)
-	return fromCheckpoint(ctx, a, in.TrialID, in.Step, keys.LRDecay(in.TrialID, in.Step, in.Frac), same, in.StallTimeout, what,
+	return fromCheckpoint(ctx, a, in.TrialID, in.Step, in.StallTimeout, what,
+		record[training.LRDecayResult]{
+			read: func(ctx context.Context) (*training.LRDecayResult, error) {
+				return trial.ReadLRDecay(ctx, a.Store, in.TrialID, in.Step, in.Frac)
+			},
+			write: func(ctx context.Context, r *training.LRDecayResult) error {
+				return trial.WriteLRDecay(ctx, a.Store, in.TrialID, in.Step, in.Frac, r)
+			},
+		},
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.LRDecayResult, error) {
 			st, err := ck.Optimizer(training.StateOptimizer)
 			if err != nil {
@@ -59,12 +74,20 @@ func (a *Activities) LRDecay(ctx context.Context, in workflows.LRDecayInput) (tr
 // From and the end of an LR-decay branch from it over To − From steps; and stores the
 // result, or returns the one stored.
 func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateInput) (training.InterpolationResult, error) {
-	same := func(*training.InterpolationResult) bool { return true } // the key names every setting
 	what := fmt.Sprintf("interpolation from step %d to %d", in.From, in.To)
 	if in.Decayed {
 		what += " (decayed)"
 	}
-	return fromCheckpoint(ctx, a, in.TrialID, in.From, keys.Interpolation(in.TrialID, in.From, in.To, in.Points, in.Decayed), same, in.StallTimeout, what,
+	ip := trial.Interp{From: in.From, To: in.To, Points: in.Points, Decayed: in.Decayed}
+	return fromCheckpoint(ctx, a, in.TrialID, in.From, in.StallTimeout, what,
+		record[training.InterpolationResult]{
+			read: func(ctx context.Context) (*training.InterpolationResult, error) {
+				return trial.ReadInterpolation(ctx, a.Store, in.TrialID, ip)
+			},
+			write: func(ctx context.Context, r *training.InterpolationResult) error {
+				return trial.WriteInterpolation(ctx, a.Store, in.TrialID, ip, r)
+			},
+		},
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.InterpolationResult, error) {
 			if in.Points < 2 {
 				return nil, &training.ConfigError{Field: "interpolate.points", Value: in.Points, Reason: "must be ≥ 2"}
@@ -108,20 +131,25 @@ func (a *Activities) loadCheckpoint(ctx context.Context, trialID string, step in
 	return ck, err
 }
 
+// record is where a probe's result lives in its trial's record: read gives the stored
+// result that answers the request (nil: none), write stores a new one.
+type record[R any] struct {
+	read  func(context.Context) (*R, error)
+	write func(context.Context, *R) error
+}
+
 // fromCheckpoint runs a probe (what) of a trial's checkpoint at step under the stall
-// watchdog and stores its result at key. A result already at key that same accepts is
-// returned without computing. A checkpoint that is missing or corrupt, and a probe that its
-// config refuses, fail for good; a store that fails is retried.
-func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, step int, key string, same func(*R) bool,
-	stall time.Duration, what string, run func(context.Context, training.Config, *checkpoint.Checkpoint, training.Batches) (*R, error),
+// watchdog and stores its result in rec. A result that rec has for the request is
+// returned without computing. A checkpoint that is missing or corrupt, a probe that its
+// config refuses and a result that cannot be encoded fail for good; a store that fails is
+// retried.
+func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, step int,
+	stall time.Duration, what string, rec record[R], run func(context.Context, training.Config, *checkpoint.Checkpoint, training.Batches) (*R, error),
 ) (r R, err error) {
 	defer keepAlive(ctx, func() any { return step })()
 	var zero R
-	if b, err := a.Store.Get(ctx, key); err == nil {
-		var r R
-		if json.Unmarshal(b, &r) == nil && same(&r) {
-			return r, nil
-		}
+	if r, err := rec.read(ctx); err == nil && r != nil {
+		return *r, nil
 	}
 	if a.Probe != nil {
 		a.Probe(trialID, what, false, nil)
@@ -145,9 +173,12 @@ func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, s
 	if err != nil {
 		return zero, classify(err)
 	}
-	out, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return zero, invalid(err)
+	if err := rec.write(ctx, res); err != nil {
+		var bad *json.UnsupportedValueError
+		if errors.As(err, &bad) {
+			return zero, invalid(err)
+		}
+		return *res, err
 	}
-	return *res, a.Store.Put(ctx, key, out)
+	return *res, nil
 }

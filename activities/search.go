@@ -6,7 +6,6 @@ package activities
 // is returned, so a retried or replayed decision is the one made.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +17,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/search"
-	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -190,13 +189,7 @@ func (a *Activities) segment(ctx context.Context, sr *searcher, c search.Candida
 		if j.Final {
 			ref.Probes = sr.m.ProbesFor(t)
 		}
-		key := keys.RunConfig(keys.Trial(t.ID))
-		if _, err := a.Store.Get(ctx, key); errors.Is(err, blob.ErrNotFound) {
-			b, _ := json.MarshalIndent(t.Config, "", "  ")
-			if err := a.Store.Put(ctx, key, b); err != nil {
-				return j, err
-			}
-		} else if err != nil {
+		if err := trial.EnsureConfig(ctx, a.Store, t.ID, t.Config); err != nil {
 			return j, err
 		}
 		j.Trials = append(j.Trials, ref)
@@ -231,7 +224,7 @@ func (a *Activities) segmentOutcome(ctx context.Context, sr *searcher, st *searc
 			vals = append(vals, res.Val[it])
 			finals = append(finals, sr.metric(res, it))
 		default:
-			if _, err := a.Store.Get(ctx, keys.TrialFailed(t.ID)); err == nil {
+			if reason, err := trial.ReadFailure(ctx, a.Store, t.ID); err == nil && reason != "" {
 				ev.Failed = true
 				continue
 			}
@@ -263,19 +256,11 @@ func (a *Activities) segmentOutcome(ctx context.Context, sr *searcher, st *searc
 
 // curveAt is a trial's validation loss of iterate it at step, from its curves.
 func (a *Activities) curveAt(ctx context.Context, id string, step int, it string) (float64, bool, error) {
-	b, err := a.Store.Get(ctx, keys.RunCurves(keys.Trial(id)))
-	if errors.Is(err, blob.ErrNotFound) {
-		return 0, false, nil
-	}
+	points, err := trial.ReadCurves(ctx, a.Store, id)
 	if err != nil {
 		return 0, false, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	for dec.More() {
-		var p training.CurvePoint
-		if err := dec.Decode(&p); err != nil {
-			return 0, false, fmt.Errorf("trial %s: curves: %w", id, err)
-		}
+	for _, p := range points {
 		if p.Step == step {
 			v, ok := p.Val[it]
 			return v, ok, nil

@@ -4,22 +4,20 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweepclient"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
 // RecordFailed marks a trial failed, so its table cells say so.
 func (a *Activities) RecordFailed(ctx context.Context, in workflows.RecordFailedInput) error {
-	b, _ := json.Marshal(map[string]string{"trial_id": in.TrialID, "reason": in.Reason})
-	return a.Store.Put(ctx, keys.TrialFailed(in.TrialID), b)
+	return trial.WriteFailure(ctx, a.Store, in.TrialID, in.Reason)
 }
 
 // NotifyTables signals the sweep's Tables workflow that a result landed (or that the

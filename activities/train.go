@@ -4,17 +4,16 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sfsweep/sfsweep/internal/keys"
-	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -75,8 +74,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 // count survives the trial (report reads it into the index). A write that fails is only
 // logged: the attempt trains all the same.
 func (a *Activities) recordAttempt(ctx context.Context, id string, attempt int) {
-	b, _ := json.Marshal(report.Attempts{Attempts: attempt})
-	if err := a.Store.Put(ctx, keys.TrialAttempts(id), b); err != nil {
+	if err := trial.WriteAttempts(ctx, a.Store, id, attempt); err != nil {
 		a.log().Warn("record attempt", "trial", id, "attempt", attempt, "err", err)
 	}
 }
@@ -92,7 +90,7 @@ func (a *Activities) storedResult(ctx context.Context, id string) (*training.Res
 	if ok {
 		return r, nil
 	}
-	r, err := report.ReadResult(ctx, a.Store, id)
+	r, err := trial.ReadResult(ctx, a.Store, id)
 	if r != nil {
 		a.resultsMu.Lock()
 		if a.results == nil {
