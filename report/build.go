@@ -4,20 +4,19 @@ package report
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/figure"
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
 // Formats are the table formats written, with their file extensions.
@@ -54,47 +53,32 @@ func (e invalidError) Is(target error) bool { return target == ErrInvalid }
 // Results are a manifest's trials and what is known of each when they are read.
 type Results struct {
 	Trials   []sweeps.Trial
-	Outcomes map[string]Outcome // by trial ID
-	Listed   []string           // the keys under trials/, sorted: which probe results exist
+	Outcomes map[string]trial.Outcome // by trial ID
+	Listed   trial.Listing            // which of the trials' objects exist
 }
 
 // Load reads the outcome of every trial of manifest m from store.
 func Load(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Options) (*Results, error) {
-	if opt.Result == nil {
-		opt.Result = func(ctx context.Context, id string) (*training.Result, error) { return ReadResult(ctx, store, id) }
-	}
 	trials, stopped, err := searchTrials(ctx, store, m, opt.SweepID)
 	if err != nil {
 		return nil, err
 	}
 	// one listing tells which objects exist; only those are read
-	listed, err := store.List(ctx, keys.Trials)
+	listed, err := trial.List(ctx, store)
 	if err != nil {
 		return nil, err
 	}
-	exists := make(map[string]bool, len(listed))
-	for _, k := range listed {
-		exists[k] = true
-	}
-	outcomes := make(map[string]Outcome, len(trials))
+	outcomes := make(map[string]trial.Outcome, len(trials))
 	for i, t := range trials {
-		var o Outcome
-		if exists[keys.RunResult(keys.Trial(t.ID))] {
-			if o.Result, err = opt.Result(ctx, t.ID); err != nil {
-				return nil, err
-			}
+		o, err := listed.Outcome(ctx, store, t.ID, opt.Result)
+		if err != nil {
+			return nil, err
 		}
 		if i%256 == 0 && opt.Progress != nil {
 			opt.Progress(i)
 		}
-		if o.Result == nil && exists[keys.TrialFailed(t.ID)] {
-			o.Failed = readFailed(ctx, store, t.ID)
-		}
 		if o.Result == nil && o.Failed == "" {
 			o.Stopped = stopped[t.ID]
-		}
-		if exists[keys.TrialAttempts(t.ID)] {
-			o.Attempts = readAttempts(ctx, store, t.ID)
 		}
 		outcomes[t.ID] = o
 	}
@@ -166,102 +150,17 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 	return w.keys, w.err
 }
 
-// ReadResult reads a trial's result from the store: nil if it has none yet, or a damaged
-// one (which is recomputed).
-func ReadResult(ctx context.Context, store blob.Store, id string) (*training.Result, error) {
-	b, err := store.Get(ctx, keys.RunResult(keys.Trial(id)))
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var r training.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, nil
-	}
-	return &r, nil
-}
-
 // curvesOf is what a trial's curve in the plots is: a completed run's evaluations, or those
 // of a run a search stopped, up to its rung; nothing for any other.
-func curvesOf(ctx context.Context, store blob.Store, id string, out Outcome) ([]training.CurvePoint, error) {
+func curvesOf(ctx context.Context, store blob.Store, id string, out trial.Outcome) ([]training.CurvePoint, error) {
 	switch {
 	case out.Result != nil && out.Result.Status == status.Completed:
 		return out.Result.Curves, nil
 	case out.Result == nil && out.Stopped > 0:
-		points, err := ReadCurves(ctx, store, id)
+		points, err := trial.ReadCurves(ctx, store, id)
 		return slices.DeleteFunc(points, func(p training.CurvePoint) bool { return p.Step > out.Stopped }), err
 	}
 	return nil, nil
-}
-
-// ReadCurves reads a trial's evaluations so far (curves.jsonl, written as they land): nil
-// if it has none. A line that does not decode (an evaluation whose loss was not finite
-// is written empty) is left out.
-func ReadCurves(ctx context.Context, store blob.Store, id string) ([]training.CurvePoint, error) {
-	b, err := store.Get(ctx, keys.RunCurves(keys.Trial(id)))
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []training.CurvePoint
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		var c training.CurvePoint
-		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &c) == nil {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// readFailed reads why a trial failed after its retries ("failed" if that is unknown).
-func readFailed(ctx context.Context, store blob.Store, id string) string {
-	reason := "failed"
-	if b, err := store.Get(ctx, keys.TrialFailed(id)); err == nil {
-		reason = failedReason(b)
-	}
-	return reason
-}
-
-// Attempts is the record of a trial's training attempts (keys.TrialAttempts).
-type Attempts struct {
-	Attempts int `json:"attempts"`
-}
-
-// readAttempts reads how many attempts a trial's training took (0: unknown).
-func readAttempts(ctx context.Context, store blob.Store, id string) int {
-	var a Attempts
-	if b, err := store.Get(ctx, keys.TrialAttempts(id)); err == nil {
-		_ = json.Unmarshal(b, &a)
-	}
-	return a.Attempts
-}
-
-// failedReason is the reason a failed.json gives ("failed" if it gives none).
-func failedReason(b []byte) string {
-	var f map[string]string
-	_ = json.Unmarshal(b, &f)
-	return cmp.Or(f["reason"], "failed")
-}
-
-// ReadOutcome reads a trial's outcome from the store: its result, or why it failed after
-// its retries; the zero Outcome if it has neither yet.
-func ReadOutcome(ctx context.Context, store blob.Store, id string) (Outcome, error) {
-	r, err := ReadResult(ctx, store, id)
-	if err != nil || r != nil {
-		return Outcome{Result: r, Attempts: readAttempts(ctx, store, id)}, err
-	}
-	b, err := store.Get(ctx, keys.TrialFailed(id))
-	switch {
-	case errors.Is(err, blob.ErrNotFound):
-		return Outcome{}, nil
-	case err != nil:
-		return Outcome{}, err
-	}
-	return Outcome{Failed: failedReason(b), Attempts: readAttempts(ctx, store, id)}, nil
 }
 
 // writer writes a build's objects, keeping the first error; later writes do nothing.
@@ -311,15 +210,13 @@ type series struct {
 }
 
 // sweepSeries gathers the validation curves of the completed trials, their decay probes,
-// LR-decay branches and interpolations, as the manifest asks for them (listed: the keys
-// under trials/, sorted), and the curves of the trials a search stopped, to their rung.
+// LR-decay branches and interpolations, as the manifest asks for them (those listed), and the curves of the trials a search stopped, to their rung.
 // Diverged and unfinished trials are left out (the plots say how many seeds each line
 // averages), and so is a trial whose line and seed an earlier one has (grids that differ
 // only in what a Line does not hold, such as weight decay: the tables tell them apart). It
 // stops reading once there are more lines than are plotted.
-func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]Outcome, listed []string) (series, error) {
+func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]trial.Outcome, listed trial.Listing) (series, error) {
 	var sp series
-	has := func(k string) bool { _, found := slices.BinarySearch(listed, k); return found }
 	type drawn struct {
 		line Line
 		seed int
@@ -354,86 +251,68 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 		if out.Result == nil {
 			continue // a stopped trial has no probes
 		}
-		// keep adds a trial's probe curve if it has points
-		keep := func(dst *[]DecayProbeCurve, pc DecayProbeCurve, err error) error {
-			if err == nil && len(pc.Points) > 0 {
-				pc.Line, pc.Seed = line, seed
-				*dst = append(*dst, pc)
-			}
-			return err
-		}
-		tp := m.ProbesFor(t)
-		if d := tp.Decay; d != nil {
-			same := func(r *training.DecayProbeResult) bool {
-				return r.Steps == d.Steps && r.PeakLR == d.PeakLR && training.SameIterate(r.Iterate, d.Iterate)
-			}
-			pc, err := probePoints(ctx, store, t, listed, keys.DecayProbe(t.ID, 0, d.Iterate), same, func(r *training.DecayProbeResult) (int, float64, training.Loss) {
-				return r.FromStep, r.Before, r.After
-			})
-			if err := keep(&sp.probes, pc, err); err != nil {
-				return sp, err
-			}
-		}
-		if b := tp.LRDecay; b != nil {
-			same := func(*training.LRDecayResult) bool { return true }
-			pc, err := probePoints(ctx, store, t, listed, keys.LRDecay(t.ID, 0, b.Frac), same, func(r *training.LRDecayResult) (int, float64, training.Loss) {
-				return r.FromStep, r.Before, r.After
-			})
-			if err := keep(&sp.lrDecays, pc, err); err != nil {
-				return sp, err
-			}
-		}
-		if ip := tp.Interpolate; ip != nil {
-			for _, decayed := range []bool{false, true} {
-				key := keys.Interpolation(t.ID, ip.From, ip.To, ip.Points, decayed)
-				if !has(key) {
-					continue
-				}
-				b, err := store.Get(ctx, key)
-				if err != nil {
-					return sp, err
-				}
-				var res training.InterpolationResult
-				if json.Unmarshal(b, &res) != nil {
-					continue
-				}
-				ic := InterpolationCurve{Line: line, Seed: seed, Decayed: decayed}
-				for _, q := range res.Points {
-					ic.Points = append(ic.Points, InterpolationPoint{Alpha: q.Alpha, Loss: float64(q.Loss)})
-				}
-				if len(ic.Points) > 0 {
-					sp.interpolations = append(sp.interpolations, ic)
-				}
-			}
+		if err := sp.addProbes(ctx, store, m.ProbesFor(t), t, listed, line, seed); err != nil {
+			return sp, err
 		}
 	}
 	return sp, nil
 }
 
-// probePoints reads a trial's probe results of one kind (the keys that share key0's name
-// up to its step, the key of step 0) that same accepts, in the order of their steps.
-func probePoints[R any](ctx context.Context, store blob.Store, t sweeps.Trial, listed []string, key0 string, same func(*R) bool,
-	point func(*R) (step int, before float64, after training.Loss),
-) (DecayProbeCurve, error) {
-	var pc DecayProbeCurve
-	prefix := strings.TrimSuffix(key0, fmt.Sprintf("%08d.json", 0))
-	lo, _ := slices.BinarySearch(listed, prefix)
-	for _, k := range listed[lo:] {
-		if !strings.HasPrefix(k, prefix) {
-			break
+// addProbes adds trial t's probe results to the plots' series, drawn as line and seed: its
+// decay probes and LR-decay branches from every checkpoint probed, and its
+// interpolations, as tp asks for them.
+func (sp *series) addProbes(ctx context.Context, store blob.Store, tp probe.Set, t sweeps.Trial, listed trial.Listing, line Line, seed int) error {
+	// keep adds a probe's curve, a point a step, if it has points
+	keep := func(dst *[]DecayProbeCurve, n int, point func(i int) (step int, before float64, after training.Loss)) {
+		if n == 0 {
+			return
 		}
-		b, err := store.Get(ctx, k)
-		if err != nil {
-			return pc, err
+		pc := DecayProbeCurve{Line: line, Seed: seed}
+		for i := range n {
+			step, before, after := point(i)
+			pc.Points = append(pc.Points, DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
 		}
-		var r R
-		if json.Unmarshal(b, &r) != nil || !same(&r) {
-			continue
-		}
-		step, before, after := point(&r)
-		pc.Points = append(pc.Points, DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
+		*dst = append(*dst, pc)
 	}
-	return pc, nil
+	if d := tp.Decay; d != nil {
+		rs, err := listed.DecayProbes(ctx, store, t.ID, decayRequest(d, 0))
+		if err != nil {
+			return err
+		}
+		keep(&sp.probes, len(rs), func(i int) (int, float64, training.Loss) { return rs[i].FromStep, rs[i].Before, rs[i].After })
+	}
+	if b := tp.LRDecay; b != nil {
+		rs, err := listed.LRDecays(ctx, store, t.ID, b.Frac)
+		if err != nil {
+			return err
+		}
+		keep(&sp.lrDecays, len(rs), func(i int) (int, float64, training.Loss) { return rs[i].FromStep, rs[i].Before, rs[i].After })
+	}
+	if ip := tp.Interpolate; ip != nil {
+		for _, decayed := range []bool{false, true} {
+			which := trial.Interp{From: ip.From, To: ip.To, Points: ip.Points, Decayed: decayed}
+			res, err := listed.Interpolation(ctx, store, t.ID, which)
+			if err != nil {
+				return err
+			}
+			if res == nil {
+				continue
+			}
+			ic := InterpolationCurve{Line: line, Seed: seed, Decayed: decayed}
+			for _, q := range res.Points {
+				ic.Points = append(ic.Points, InterpolationPoint{Alpha: q.Alpha, Loss: float64(q.Loss)})
+			}
+			if len(ic.Points) > 0 {
+				sp.interpolations = append(sp.interpolations, ic)
+			}
+		}
+	}
+	return nil
+}
+
+// decayRequest is the decay probe d asks for from step.
+func decayRequest(d *probe.Decay, step int) training.DecayProbeConfig {
+	return training.DecayProbeConfig{FromStep: step, Steps: d.Steps, PeakLR: d.PeakLR, Iterate: d.Iterate}
 }
 
 // writeSearch writes the table of a search and its sensitivity plots (search-<param>),

@@ -13,6 +13,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
 // findingsManifest has every configuration the checks look for: AdamW at constant LR and
@@ -104,7 +105,7 @@ func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...
 			t.Fatal(err)
 		}
 	}
-	out := map[string]Outcome{}
+	out := map[string]trial.Outcome{}
 	for _, tr := range trials {
 		sp := specs[specName(tr)]
 		if sp == nil {
@@ -112,7 +113,7 @@ func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...
 		}
 		seed := int(tr.Config.Seed)
 		if strings.Contains(strings.Join(diverged, ","), specName(tr)+" seed "+formatG(float64(seed))) {
-			out[tr.ID] = Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 7}}
+			out[tr.ID] = trial.Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 7}}
 			continue
 		}
 		shift := func(v float64) float64 { return v + 0.1*float64(seed) + sp.jitter*float64(seed) }
@@ -124,7 +125,7 @@ func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...
 			r.Val[it] = shift(v)
 		}
 		r.TestPPL = map[string]float64{r.Primary: shift(sp.ppl)}
-		out[tr.ID] = Outcome{Result: r}
+		out[tr.ID] = trial.Outcome{Result: r}
 		tp := m.ProbesFor(tr)
 		if tp.Decay == nil {
 			continue

@@ -12,6 +12,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/stats"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
 // SeedValue is one seed's number.
@@ -34,7 +35,7 @@ type Spread struct {
 // SeedOutcome is the outcome of one seed of a configuration.
 type SeedOutcome struct {
 	Seed int
-	Outcome
+	trial.Outcome
 }
 
 // Seeds is a configuration's outcomes over its seeds, each reduced to one number.
@@ -48,7 +49,7 @@ type Seeds struct {
 
 // Gather reduces the outcomes of a configuration's seeds with value, the number a result
 // contributes. A completed result whose value is not finite counts as diverged; a seed
-// with no result that the search stopped (Outcome.Stopped) counts as stopped.
+// with no result that the search stopped (trial.Outcome.Stopped) counts as stopped.
 func Gather(os []SeedOutcome, value func(*training.Result) float64) Seeds {
 	var s Seeds
 	stoppedAt := 0

@@ -12,6 +12,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/stats"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
 // statusCells is a small sweep with every status, a value above 100, a tie for the best
@@ -299,14 +300,14 @@ func TestSeedsHyperparameterTies(t *testing.T) {
 // the mean of those and counts the others.
 func TestGatherStopped(t *testing.T) {
 	ppl := func(r *training.Result) float64 { return r.TestPPL[r.Primary] }
-	done := func(v float64) Outcome {
-		return Outcome{Result: &training.Result{Status: status.Completed, Primary: "x", TestPPL: map[string]float64{"x": v}}}
+	done := func(v float64) trial.Outcome {
+		return trial.Outcome{Result: &training.Result{Status: status.Completed, Primary: "x", TestPPL: map[string]float64{"x": v}}}
 	}
-	all := Gather([]SeedOutcome{{1, Outcome{Stopped: 40}}, {2, Outcome{Stopped: 20}}}, ppl)
+	all := Gather([]SeedOutcome{{1, trial.Outcome{Stopped: 40}}, {2, trial.Outcome{Stopped: 20}}}, ppl)
 	if all.Status != status.Stopped || all.Step != 20 || all.Stopped != 2 || all.Failed != 0 || all.N != 0 {
 		t.Errorf("all stopped: %+v, want stopped at step 20, 2 stopped", all)
 	}
-	some := Gather([]SeedOutcome{{1, done(20)}, {2, Outcome{Stopped: 20}}, {3, done(22)}}, ppl)
+	some := Gather([]SeedOutcome{{1, done(20)}, {2, trial.Outcome{Stopped: 20}}, {3, done(22)}}, ppl)
 	if some.Status != status.Completed || some.Mean != 21 || some.N != 2 || some.Stopped != 1 || some.Step != 0 {
 		t.Errorf("some stopped: %+v, want the mean 21 of 2, 1 stopped", some)
 	}

@@ -6,19 +6,8 @@ import (
 
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
-
-// Outcome is what is known of a trial when tables are built: its result, or why it
-// failed, or nothing yet.
-type Outcome struct {
-	Result *training.Result // nil: not finished
-	Failed string           // non-empty: the trial failed after its retries, with this reason
-	// Stopped is the step at which a search's early stopping ended the trial (0: it did
-	// not): a result of the sweep, not a failure.
-	Stopped int
-	// Attempts its training took, where it was retried (0: one, or not recorded).
-	Attempts int
-}
 
 // NamedTable is a built table and the name its files take.
 type NamedTable struct {
@@ -29,7 +18,7 @@ type NamedTable struct {
 // BuildTables builds every table of the manifest from the trials' outcomes (by trial ID).
 // A cell with several seeds shows the mean and spread over the seeds that completed, and
 // counts those that diverged or failed.
-func BuildTables(m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]Outcome) ([]NamedTable, error) {
+func BuildTables(m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]trial.Outcome) ([]NamedTable, error) {
 	var out []NamedTable
 	for i, spec := range m.Tables {
 		var (
@@ -53,7 +42,7 @@ func BuildTables(m *sweeps.Manifest, trials []sweeps.Trial, outcomes map[string]
 
 // mixedEngines lists the arithmetics of the engines that produced the trials' results,
 // sorted, when there is more than one; nil otherwise.
-func mixedEngines(trials []sweeps.Trial, outcomes map[string]Outcome) []string {
+func mixedEngines(trials []sweeps.Trial, outcomes map[string]trial.Outcome) []string {
 	var seen []string
 	for _, t := range trials {
 		if r := outcomes[t.ID].Result; r != nil && r.Engine.Arithmetic != "" && !slices.Contains(seen, r.Engine.Arithmetic) {
@@ -81,7 +70,7 @@ func cellOf(spec sweeps.Table, os []SeedOutcome) Seeds {
 	return Gather(os, func(r *training.Result) float64 { return metric(spec, r) })
 }
 
-func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]Outcome) (*Table, error) {
+func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]trial.Outcome) (*Table, error) {
 	opt := spec.Optimizer
 	if opt == "" {
 		opt = training.SFAdamW
@@ -129,7 +118,7 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 	return CSensitivityTable(spec.Title, spec.Label, cells, rows, cols)
 }
 
-func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]Outcome) (*Table, error) {
+func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]trial.Outcome) (*Table, error) {
 	type key struct {
 		opt, sched    string
 		lr, b1, b2, c float64

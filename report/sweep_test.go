@@ -11,10 +11,11 @@ import (
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
-func finished(ppl float64) Outcome {
-	return Outcome{Result: &training.Result{Status: status.Completed, Primary: "x", TestPPL: map[string]float64{"x": ppl, "y": 1}}}
+func finished(ppl float64) trial.Outcome {
+	return trial.Outcome{Result: &training.Result{Status: status.Completed, Primary: "x", TestPPL: map[string]float64{"x": ppl, "y": 1}}}
 }
 
 // The C-sensitivity twin's table from outcomes: the vanilla trial fills both its cells,
@@ -26,14 +27,14 @@ func TestBuildCSensitivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	trials, _ := m.Expand()
-	out := map[string]Outcome{}
+	out := map[string]trial.Outcome{}
 	for i, tr := range trials {
 		p := tr.Points[0]
 		switch {
 		case p.Beta1 == 0.1 && p.C == 5:
-			out[tr.ID] = Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 17}}
+			out[tr.ID] = trial.Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 17}}
 		case p.Beta1 == 0.5 && p.C == 200:
-			out[tr.ID] = Outcome{Failed: "CUDA error"}
+			out[tr.ID] = trial.Outcome{Failed: "CUDA error"}
 		case p.Beta1 == 0.95 && p.C == 500:
 			// missing
 		default:
@@ -105,7 +106,7 @@ func seedsSweep(t *testing.T) (*sweeps.Manifest, []sweeps.Trial) {
 // Seeds of one cell are averaged over those that completed.
 func TestBuildSeedsMean(t *testing.T) {
 	m, trials := seedsSweep(t)
-	out := map[string]Outcome{}
+	out := map[string]trial.Outcome{}
 	for _, tr := range trials {
 		switch tr.Points[0].Seed {
 		case 1:
@@ -113,7 +114,7 @@ func TestBuildSeedsMean(t *testing.T) {
 		case 2:
 			out[tr.ID] = finished(40)
 		case 3:
-			out[tr.ID] = Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 3}}
+			out[tr.ID] = trial.Outcome{Result: &training.Result{Status: status.Diverged, DivergedAt: 3}}
 		}
 	}
 	tables, err := BuildTables(m, trials, out)
@@ -160,7 +161,7 @@ func TestExampleTables(t *testing.T) {
 				t.Fatalf("%s: %v", f, err)
 			}
 		}
-		if _, err := BuildTables(m, trials, map[string]Outcome{}); err != nil {
+		if _, err := BuildTables(m, trials, map[string]trial.Outcome{}); err != nil {
 			t.Errorf("%s: tables: %v", f, err)
 		}
 	}
@@ -170,7 +171,7 @@ func TestExampleTables(t *testing.T) {
 // and its JSON; one engine adds nothing.
 func TestMixedEngines(t *testing.T) {
 	m, trials := seedsSweep(t)
-	out := map[string]Outcome{}
+	out := map[string]trial.Outcome{}
 	for i, tr := range trials {
 		o := finished(30)
 		o.Result.Engine.Arithmetic = "cpu-fp32/2"

@@ -10,8 +10,8 @@ import (
 	"slices"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
-	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
 // maxCurves bounds the trials one chart overlays.
@@ -34,7 +34,7 @@ type curvePoint struct {
 
 // readCurve reads a trial's evaluations so far, a loss that is not finite as null.
 func readCurve(ctx context.Context, store blob.Store, id string) ([]curvePoint, error) {
-	points, err := report.ReadCurves(ctx, store, id)
+	points, err := trial.ReadCurves(ctx, store, id)
 	out := make([]curvePoint, 0, len(points))
 	for _, c := range points {
 		p := curvePoint{Step: c.Step, Val: map[string]*float64{}}

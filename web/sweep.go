@@ -6,7 +6,6 @@ package web
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -26,7 +25,7 @@ import (
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
-	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -55,7 +54,7 @@ type sweepData struct {
 
 // row is a trial on the page.
 type row struct {
-	report.IndexTrial
+	trial.Summary
 	State    string // an outcome (completed, diverged, stopped, failed) or a state in flight
 	At       int    // the training step, for a trial in flight (0: unknown)
 	Attempt  int
@@ -110,7 +109,7 @@ func (s *Server) load(ctx context.Context, id string) (*sweepData, error) {
 	d.Rows = make([]row, 0, len(ix.Trials)+len(live))
 	for _, it := range ix.Trials {
 		byID[it.ID] = len(d.Rows)
-		d.Rows = append(d.Rows, row{IndexTrial: it})
+		d.Rows = append(d.Rows, row{Summary: it})
 	}
 	// a search's trials in flight that the index has not met yet
 	for _, tid := range slices.Sorted(maps.Keys(live)) {
@@ -122,7 +121,7 @@ func (s *Server) load(ctx context.Context, id string) (*sweepData, error) {
 			continue
 		}
 		byID[tid] = len(d.Rows)
-		d.Rows = append(d.Rows, row{IndexTrial: it})
+		d.Rows = append(d.Rows, row{Summary: it})
 	}
 	for i := range d.Rows {
 		r := &d.Rows[i]
@@ -326,33 +325,18 @@ func (s *Server) state(d *sweepData, r *row, live map[string]sweepclient.TrialSt
 
 // refresh reads the outcome of a trial that finished since the index was built.
 func (s *Server) refresh(ctx context.Context, r *row) {
-	o, err := report.ReadOutcome(ctx, s.opt.Store, r.ID)
+	o, err := trial.ReadOutcome(ctx, s.opt.Store, r.ID)
 	if err != nil || (o.Result == nil && o.Failed == "") {
 		return
 	}
-	ix := report.MakeIndex("", "", &report.Results{
-		Trials:   []sweeps.Trial{{ID: r.ID, Config: configOf(r.IndexTrial)}},
-		Outcomes: map[string]report.Outcome{r.ID: o},
-	})
-	r.IndexTrial = ix.Trials[0]
+	r.Summary = trial.Summarize(r.ID, r.Config(), o)
 }
 
-// configOf is the part of a run config an index trial keeps.
-func configOf(it report.IndexTrial) training.Config {
-	return training.Config{Optimizer: training.OptimizerConfig{Name: it.Optimizer, Schedule: it.Schedule, LR: it.LR, Beta1: it.Beta1, Beta2: it.Beta2, C: it.C,
-		WeightDecay: it.WeightDecay, WarmupFrac: it.WarmupFrac}, BatchTokens: it.BatchTokens, Seed: it.Seed, Steps: it.Steps}
-}
-
-// trialFromConfig is the index entry of a trial from its config, with no outcome yet.
-func (s *Server) trialFromConfig(ctx context.Context, id string) (report.IndexTrial, error) {
-	b, err := s.opt.Store.Get(ctx, keys.RunConfig(keys.Trial(id)))
+// trialFromConfig is the summary of a trial from its config, with no outcome yet.
+func (s *Server) trialFromConfig(ctx context.Context, id string) (trial.Summary, error) {
+	cfg, err := trial.ReadConfig(ctx, s.opt.Store, id)
 	if err != nil {
-		return report.IndexTrial{}, err
+		return trial.Summary{}, err
 	}
-	var cfg training.Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return report.IndexTrial{}, err
-	}
-	ix := report.MakeIndex("", "", &report.Results{Trials: []sweeps.Trial{{ID: id, Config: cfg}}, Outcomes: map[string]report.Outcome{}})
-	return ix.Trials[0], nil
+	return trial.Summarize(id, cfg, trial.Outcome{}), nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -282,7 +283,7 @@ func TestComputeFaults(t *testing.T) {
 		tr   sweeps.Trial
 		want int
 	}{{transient, 3}, {hung, 2}, {permanent, int(policy.MaximumAttempts)}} {
-		var rec report.Attempts
+		var rec trial.Attempts
 		if b, err := os.ReadFile(fs.objectPath(keys.TrialAttempts(c.tr.ID))); err != nil || json.Unmarshal(b, &rec) != nil || rec.Attempts != c.want {
 			t.Errorf("trial %s: attempts record %+v (%v), want %d", c.tr.ID, rec, err, c.want)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/search"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -53,7 +54,7 @@ func TestRunASHAEndToEnd(t *testing.T) {
 		counts[c.Status]++
 		trained := c.Until
 		ids := candidateTrials(t, manifest, c)
-		res, err := report.ReadResult(context.Background(), store, ids[0])
+		res, err := trial.ReadResult(context.Background(), store, ids[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ func TestRunTPEEndToEnd(t *testing.T) {
 			t.Errorf("configuration %d: lr %g, final %v", c.Index, lr, c.Final)
 		}
 		lrs[lr] = true
-		res, err := report.ReadResult(context.Background(), store, candidateTrials(t, manifest, c)[0])
+		res, err := trial.ReadResult(context.Background(), store, candidateTrials(t, manifest, c)[0])
 		if err != nil || res == nil {
 			t.Fatalf("configuration %d: no result (%v)", c.Index, err)
 		}
