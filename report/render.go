@@ -1,11 +1,11 @@
 package report
 
-// Rendering a Table as Markdown, LaTeX (booktabs), CSV and JSON: each a pure function of
-// the Table.
+// Rendering a Table: what its formats share (numbers as the paper writes them, the grid
+// that Markdown and LaTeX lay out, the checks before writing, the statuses of CSV and
+// JSON) and Write. Each format has its file: table_md.go, table_tex.go, table_csv.go,
+// table_json.go; each is a pure function of the Table.
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -103,32 +103,6 @@ func seedNote(sp Spread, n int) string {
 		return ""
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
-}
-
-func (c TableCell) markdown(n int) string {
-	switch c.Status {
-	case status.Completed:
-		return bold(valueText(c.Value, c.Spread, " ± "), c.Best, "**", "**") + seedNote(c.Spread, n)
-	case status.Diverged:
-		if c.Step > 0 {
-			return "diverged (step " + strconv.Itoa(c.Step) + ")"
-		}
-		return "diverged"
-	}
-	return c.text()
-}
-
-func (c TableCell) latex(n int) string {
-	switch c.Status {
-	case status.Completed:
-		return bold(valueText(c.Value, c.Spread, ` $\pm$ `), c.Best, `\textbf{`, `}`) + seedNote(c.Spread, n)
-	case status.Diverged:
-		if c.Step > 0 {
-			return `$\dagger$\,` + strconv.Itoa(c.Step)
-		}
-		return `$\dagger$`
-	}
-	return c.text()
 }
 
 // seeds returns the number of seeds of the table's values: the most seeds any cell or trial
@@ -338,87 +312,6 @@ func (t *Table) check() error {
 	return nil
 }
 
-// WriteMarkdown writes the table as a GitHub pipe table, the title in bold above it and
-// the caption note below. Best values are **bold**.
-func (t *Table) WriteMarkdown(w io.Writer) error {
-	if err := t.check(); err != nil {
-		return fmt.Errorf("report: write table markdown: %w", err)
-	}
-	header, body := t.grid(markdownStyle)
-	var b strings.Builder
-	if t.Title != "" {
-		b.WriteString("**" + escapeMarkdown(t.Title) + "**\n\n")
-	}
-	writePipeRow(&b, header)
-	align := make([]string, len(header))
-	for i := range align {
-		align[i] = ":---:"
-	}
-	if t.Kind == TableHyperparameters {
-		align[0] = "---:"
-		for i := 1; i < len(align); i++ {
-			align[i] = ":---"
-		}
-	}
-	writePipeRow(&b, align)
-	for _, row := range body {
-		writePipeRow(&b, row)
-	}
-	b.WriteString("\n" + t.note(markdownStyle) + "\n")
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("report: write table markdown: %w", err)
-	}
-	return nil
-}
-
-func writePipeRow(b *strings.Builder, cells []string) {
-	b.WriteString("|")
-	for _, c := range cells {
-		b.WriteString(" " + c + " |")
-	}
-	b.WriteString("\n")
-}
-
-// WriteLaTeX writes the table as a booktabs table environment like the paper's source:
-// tabular, \toprule, \midrule, \bottomrule, best values in \textbf{}, the title in bold
-// leading the caption, and the label.
-func (t *Table) WriteLaTeX(w io.Writer) error {
-	if err := t.check(); err != nil {
-		return fmt.Errorf("report: write table latex: %w", err)
-	}
-	header, body := t.grid(latexStyle)
-	var b strings.Builder
-	placement, spec := "[h]", "@{}c|"+strings.Repeat("c", len(t.Columns))+"@{}"
-	if t.Kind == TableHyperparameters {
-		placement, spec = "[!htp]", "@{}r|lll@{}"
-	}
-	b.WriteString(`\begin{table}` + placement + "\n")
-	b.WriteString("    \\centering\n    \\small\n")
-	b.WriteString(`    \begin{tabular}{` + spec + "}\n")
-	b.WriteString("        \\toprule\n")
-	b.WriteString("        " + strings.Join(header, " & ") + ` \\` + "\n")
-	b.WriteString("        \\midrule\n")
-	for _, row := range body {
-		b.WriteString("        " + strings.Join(row, " & ") + ` \\` + "\n")
-	}
-	b.WriteString("        \\bottomrule\n")
-	b.WriteString("    \\end{tabular}\n")
-	b.WriteString("    \\vspace{5pt}\n")
-	caption := t.note(latexStyle)
-	if t.Title != "" {
-		caption = `\textbf{` + escapeLaTeX(t.Title) + `} ` + caption
-	}
-	b.WriteString(`    \caption{` + caption + "}\n")
-	if t.Label != "" {
-		b.WriteString(`    \label{` + t.Label + "}\n")
-	}
-	b.WriteString(`\end{table}` + "\n")
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("report: write table latex: %w", err)
-	}
-	return nil
-}
-
 // tableStatus is a status as the tables' CSV and JSON write it: status.Completed as "ok",
 // the others as they are. The formats are published and golden-tested (testdata/tables),
 // and they wrote "ok" for a finished cell before the statuses had one vocabulary, so they
@@ -441,70 +334,6 @@ func (s tableStatus) MarshalText() ([]byte, error) {
 	return []byte(s.String()), nil
 }
 
-// WriteCSV writes the table's data in long form (RFC 4180, one header line), numbers with
-// full precision and empty fields where a value does not apply.
-//
-// C-sensitivity: one record per cell, row-major in display order, with columns
-// beta1, c, value, status, step, reason, best, std, n, diverged, failed, stopped (c is
-// "vanilla" or the number; value, the mean over the completed seeds, only for status ok;
-// step only for diverged with a known step and for stopped, its rung; reason only for
-// failed; best as the bold of the Markdown; std only where n ≥ 2; n, the completed seeds,
-// empty for a value given by hand; diverged, failed and stopped count seeds).
-//
-// Hyperparameters: one record per trial in canonical order, with columns optimizer,
-// schedule, lr, beta1, beta2, c, value, status, step, reason, best, std, n, diverged,
-// failed, stopped, tied (best: the trial whose values are bold in its row; tied: one that a paired
-// comparison over seeds cannot tell apart from it).
-func (t *Table) WriteCSV(w io.Writer) error {
-	if err := t.check(); err != nil {
-		return fmt.Errorf("report: write table csv: %w", err)
-	}
-	cw := csv.NewWriter(w)
-	outcome := func(value float64, s status.Status, step int, reason string) []string {
-		v, st := "", ""
-		if s == status.Completed {
-			v = formatG(value)
-		}
-		if (s == status.Diverged || s == status.Stopped) && step > 0 {
-			st = strconv.Itoa(step)
-		}
-		return []string{v, tableStatus(s).String(), st, reason}
-	}
-	spread := func(sp Spread) []string {
-		std, n := "", ""
-		if sp.N >= 2 {
-			std = formatG(sp.Std)
-		}
-		if sp.N > 0 {
-			n = strconv.Itoa(sp.N)
-		}
-		return []string{std, n, strconv.Itoa(sp.Diverged), strconv.Itoa(sp.Failed), strconv.Itoa(sp.Stopped)}
-	}
-	switch t.Kind {
-	case TableCSensitivity:
-		cw.Write([]string{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed", "stopped"})
-		for _, c := range t.Cells {
-			rec := append([]string{formatG(c.Row), c.Col}, outcome(c.Value, c.Status, c.Step, c.Reason)...)
-			cw.Write(append(append(rec, strconv.FormatBool(c.Best)), spread(c.Spread)...))
-		}
-	case TableHyperparameters:
-		cw.Write([]string{"optimizer", "schedule", "lr", "beta1", "beta2", "c", "value", "status", "step", "reason", "best",
-			"std", "n", "diverged", "failed", "stopped", "tied"})
-		best, tied := t.bestTrials()
-		for i, tr := range t.Trials {
-			rec := []string{tr.Optimizer, tr.Schedule, formatG(tr.LR), formatG(tr.Beta1), formatG(tr.Beta2), formatG(tr.C)}
-			rec = append(rec, outcome(tr.Value, tr.Status, tr.Step, tr.Reason)...)
-			rec = append(append(rec, strconv.FormatBool(best[i])), spread(tr.Spread)...)
-			cw.Write(append(rec, strconv.FormatBool(tied[i])))
-		}
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("report: write table csv: %w", err)
-	}
-	return nil
-}
-
 // bestTrials tells which trials are their grid's best, and which tie with it.
 func (t *Table) bestTrials() (best, tied []bool) {
 	best, tied = make([]bool, len(t.Trials)), make([]bool, len(t.Trials))
@@ -517,128 +346,6 @@ func (t *Table) bestTrials() (best, tied []bool) {
 		}
 	}
 	return best, tied
-}
-
-// spreadJSON is a Spread as the JSON tables write it: std where n ≥ 2, n where known,
-// counts where not zero, the seeds' values where there are two or more.
-type spreadJSON struct {
-	Std      *float64    `json:"std,omitempty"`
-	N        int         `json:"n,omitempty"`
-	Diverged int         `json:"diverged,omitempty"`
-	Failed   int         `json:"failed,omitempty"`
-	Stopped  int         `json:"stopped,omitempty"`
-	Samples  []SeedValue `json:"seeds,omitempty"`
-}
-
-func spreadOf(sp Spread) spreadJSON {
-	j := spreadJSON{N: sp.N, Diverged: sp.Diverged, Failed: sp.Failed, Stopped: sp.Stopped}
-	if sp.N >= 2 {
-		j.Std, j.Samples = &sp.Std, sp.Samples
-	}
-	return j
-}
-
-type tableJSON struct {
-	Kind    TableKind   `json:"kind"`
-	Title   string      `json:"title"`
-	Label   string      `json:"label"`
-	Rows    []string    `json:"rows"`
-	Columns []string    `json:"columns"`
-	Cells   []cellJSON  `json:"cells,omitempty"`
-	Grids   []gridJSON  `json:"grids,omitempty"`
-	Trials  []trialJSON `json:"trials,omitempty"`
-	Engines []string    `json:"engines,omitempty"` // the arithmetics, when they differ
-}
-
-type cellJSON struct {
-	Row    float64     `json:"beta1"`
-	Col    string      `json:"c"`
-	Text   string      `json:"text"`
-	Value  *float64    `json:"value,omitempty"`
-	Status tableStatus `json:"status"`
-	Step   int         `json:"step,omitempty"`
-	Reason string      `json:"reason,omitempty"`
-	Best   bool        `json:"best"`
-	spreadJSON
-}
-
-type gridJSON struct {
-	Row       string       `json:"row"`
-	Optimizer string       `json:"optimizer"`
-	Schedule  string       `json:"schedule"`
-	LR        []float64    `json:"lr"`
-	Betas     [][2]float64 `json:"betas"`
-	C         []float64    `json:"c"`
-	Best      *int         `json:"best"`
-	Ties      []int        `json:"ties,omitempty"`
-}
-
-type trialJSON struct {
-	Optimizer string      `json:"optimizer"`
-	Schedule  string      `json:"schedule"`
-	LR        float64     `json:"lr"`
-	Beta1     float64     `json:"beta1"`
-	Beta2     float64     `json:"beta2"`
-	C         float64     `json:"c"`
-	Value     *float64    `json:"value,omitempty"`
-	Status    tableStatus `json:"status"`
-	Step      int         `json:"step,omitempty"`
-	Reason    string      `json:"reason,omitempty"`
-	Best      bool        `json:"best"`
-	Tied      bool        `json:"tied,omitempty"`
-	spreadJSON
-}
-
-// WriteJSON writes the table as indented JSON (two spaces): kind, title, label, rows and
-// columns (the keys), then for a C-sensitivity table "cells" (row-major; beta1, c, text as
-// in plain text, value only for status ok, status, step, reason, best, and over seeds std,
-// n, diverged, failed, stopped and "seeds", each seed's value), and for a hyperparameter table
-// "grids" (per row: lr, betas, c lists, best, the index of the best trial or null, and
-// ties, those that tie with it) and "trials" (as in WriteCSV).
-func (t *Table) WriteJSON(w io.Writer) error {
-	if err := t.check(); err != nil {
-		return fmt.Errorf("report: write table json: %w", err)
-	}
-	doc := tableJSON{Kind: t.Kind, Title: t.Title, Label: t.Label, Rows: t.Rows, Columns: t.Columns, Engines: t.Engines}
-	for _, c := range t.Cells {
-		j := cellJSON{Row: c.Row, Col: c.Col, Text: c.text(), Status: tableStatus(c.Status), Step: c.Step, Reason: c.Reason, Best: c.Best,
-			spreadJSON: spreadOf(c.Spread)}
-		if c.Status == status.Completed {
-			j.Value = &c.Value
-		}
-		doc.Cells = append(doc.Cells, j)
-	}
-	for i, g := range t.Grids {
-		j := gridJSON{Row: t.Rows[i], Optimizer: g.Optimizer, Schedule: g.Schedule, LR: nonNil(g.LR), Betas: nonNil(g.Betas), C: nonNil(g.C), Ties: g.Ties}
-		if g.Best >= 0 {
-			j.Best = &g.Best
-		}
-		doc.Grids = append(doc.Grids, j)
-	}
-	best, tied := t.bestTrials()
-	for i, tr := range t.Trials {
-		j := trialJSON{Optimizer: tr.Optimizer, Schedule: tr.Schedule, LR: tr.LR, Beta1: tr.Beta1, Beta2: tr.Beta2, C: tr.C,
-			Status: tableStatus(tr.Status), Step: tr.Step, Reason: tr.Reason, Best: best[i], Tied: tied[i], spreadJSON: spreadOf(tr.Spread)}
-		if tr.Status == status.Completed {
-			j.Value = &tr.Value
-		}
-		doc.Trials = append(doc.Trials, j)
-	}
-	doc.Rows, doc.Columns = nonNil(doc.Rows), nonNil(doc.Columns)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("report: write table json: %w", err)
-	}
-	return nil
-}
-
-func nonNil[S ~[]E, E any](s S) S {
-	if s == nil {
-		return S{}
-	}
-	return s
 }
 
 // Write writes the table in the named format: FormatMarkdown, FormatCSV, FormatLaTeX or
@@ -657,22 +364,3 @@ func (t *Table) Write(w io.Writer, format string) error {
 	return fmt.Errorf("report: write table: %w",
 		&sfadamw.ConfigError{Field: "format", Value: strconv.Quote(format), Reason: "must be markdown, csv, latex or json"})
 }
-
-// escapeMarkdown escapes the characters that would end a pipe-table cell or start emphasis
-// or code.
-func escapeMarkdown(s string) string {
-	return markdownEscaper.Replace(s)
-}
-
-var markdownEscaper = strings.NewReplacer(`\`, `\\`, `|`, `\|`, `*`, `\*`, `_`, `\_`, "`", "\\`")
-
-// escapeLaTeX escapes LaTeX's special characters in plain text. Other Unicode (β) is
-// written as is, for engines with Unicode input (pdfLaTeX with inputenc, XeLaTeX, LuaLaTeX).
-func escapeLaTeX(s string) string {
-	return latexEscaper.Replace(s)
-}
-
-var latexEscaper = strings.NewReplacer(
-	`\`, `\textbackslash{}`, `&`, `\&`, `%`, `\%`, `$`, `\$`, `#`, `\#`, `_`, `\_`,
-	`{`, `\{`, `}`, `\}`, `~`, `\textasciitilde{}`, `^`, `\textasciicircum{}`,
-)
