@@ -41,7 +41,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 		ref := workflows.TrialRef{ID: t.ID, Queue: trainQueue(t.Config)}
 		tp := m.ProbesFor(t)
 		ref.Probes = tp
-		if ref.Done = listed.Has(keys.RunResult(keys.Trial(t.ID))); ref.Done && len(listed.MissingProbes(t.ID, tp)) > 0 {
+		if ref.Done = listed.HasResult(t.ID); ref.Done && len(listed.MissingProbes(t.ID, tp)) > 0 {
 			// probes asked for and missing: the trial runs again (Train finds its result)
 			// to add them, unless it did not complete, which has no probes
 			r, err := a.storedResult(ctx, t.ID)
@@ -50,7 +50,7 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 			}
 			ref.Done = r != nil && r.Status != status.Completed
 		}
-		if !listed.Has(keys.RunConfig(keys.Trial(t.ID))) {
+		if !listed.HasConfig(t.ID) {
 			if err := trial.WriteConfig(ctx, a.Store, t.ID, t.Config); err != nil {
 				return out, err
 			}

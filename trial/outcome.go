@@ -55,6 +55,12 @@ func (l Listing) Has(key string) bool {
 	return found
 }
 
+// HasConfig tells whether the listing has trial id's config.json.
+func (l Listing) HasConfig(id string) bool { return l.Has(keys.RunConfig(keys.Trial(id))) }
+
+// HasResult tells whether the listing has trial id's result.json.
+func (l Listing) HasResult(id string) bool { return l.Has(keys.RunResult(keys.Trial(id))) }
+
 // under is the listed keys that start with prefix.
 func (l Listing) under(prefix string) []string {
 	lo, _ := slices.BinarySearch(l, prefix)
@@ -85,7 +91,7 @@ func (l Listing) Outcome(ctx context.Context, store blob.Store, id string, resul
 		result = func(ctx context.Context, id string) (*training.Result, error) { return ReadResult(ctx, store, id) }
 	}
 	var o Outcome
-	if l.Has(keys.RunResult(keys.Trial(id))) {
+	if l.HasResult(id) {
 		r, err := result(ctx, id)
 		if err != nil {
 			return o, err

@@ -185,6 +185,9 @@ func TestOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, s, keys.TrialFailed("silent"), "{}")
+	if err := WriteConfig(ctx, s, "failed", training.Config{Steps: 1}); err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]Outcome{
 		"done":    {Result: res, Attempts: 2},
 		"failed":  {Failed: "boom"},
@@ -194,6 +197,9 @@ func TestOutcome(t *testing.T) {
 	l, err := List(ctx, s)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !l.HasResult("done") || l.HasResult("failed") || l.HasConfig("done") || !l.HasConfig("failed") {
+		t.Errorf("HasResult, HasConfig: listing %v", l)
 	}
 	for id, w := range want {
 		if o, err := ReadOutcome(ctx, s, id); err != nil || !reflect.DeepEqual(o, w) {
