@@ -1,0 +1,57 @@
+package trial
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/data"
+	"github.com/sfsweep/sfsweep/training/model"
+	_ "github.com/sfsweep/sfsweep/training/native"
+)
+
+// TestTrainerWriters trains a tiny run with training.Run and writes its config, curves and
+// result again through this package's writers: the bytes must be those training.Run
+// wrote, so that another trainer's trials read as ours do.
+func TestTrainerWriters(t *testing.T) {
+	ctx := context.Background()
+	ds, err := data.DefaultCorpus(ctx, "byte", t.TempDir(), 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := training.Config{
+		ModelConfig: &model.Config{Arch: model.LLaMA, Vocab: 257, Dim: 16, Layers: 1, Heads: 2, Context: 16, Hidden: 32, Batch: 2},
+		Optimizer:   training.OptimizerConfig{Name: training.SFAdamW, LR: 3e-3, Beta1: 0.9, Beta2: 0.99},
+		BatchTokens: 32, Steps: 6, EvalEvery: 2, EvalSeqs: 4, TestSeqs: 4, Seed: 1,
+	}.WithDefaults()
+	b, err := training.NewBatches(cfg, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := newStore(t), newStore(t)
+	res, err := training.Run(ctx, cfg, training.Options{Store: ours, Prefix: keys.Trial("t"), Data: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Curves) == 0 {
+		t.Fatal("the run has no evaluations")
+	}
+	if err := WriteConfig(ctx, theirs, "t", cfg.Canonical()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCurves(ctx, theirs, "t", res.Curves); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteResult(ctx, theirs, "t", res); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{keys.RunConfig(keys.Trial("t")), keys.RunCurves(keys.Trial("t")), keys.RunResult(keys.Trial("t"))} {
+		if got, want := get(t, theirs, key), get(t, ours, key); got != want {
+			t.Errorf("%s: written here\n%s\nby training.Run\n%s", key, got, want)
+		}
+	}
+	if got, err := ReadResult(ctx, theirs, "t"); err != nil || got == nil || got.ParamsHash != res.ParamsHash {
+		t.Errorf("ReadResult = %+v, %v", got, err)
+	}
+}
