@@ -6,9 +6,9 @@
 // and a download of every table and plot file.
 //
 // What it promises:
-//   - It reads the object store (results, the trial index report.Build writes, tables,
-//     plots) and, when it has a Temporal client, the sweep's workflow for live state; a
-//     finished sweep's page needs the store alone.
+//   - It reads the object store (a trial's record through package trial; the trial index
+//     report.Build writes, tables, plots) and, when it has a Temporal client, the sweep's
+//     workflow for live state; a finished sweep's page needs the store alone.
 //   - It never writes. It serves only the objects of a sweep's own output (its tables and
 //     plots) and its trials' curves; any other key is refused.
 //   - Everything that comes from a manifest or a result is escaped (html/template); no
