@@ -1,6 +1,9 @@
 package sweeps
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -138,6 +141,20 @@ func TestParseErrors(t *testing.T) {
 		{"steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes: {interpolate: {from: 10, to: 5}}", "probes.interpolate.to = 5: must come after from = 10"},
 		{"steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes: {interpolate: {from: 5, to: 10, points: 1}}", "probes.interpolate.points = 1: must be in [2, 101]"},
 		{"steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes: {interpolate: {from: 5, to: 10, decayed: true}}", "probes.interpolate.decayed = true: the decayed segment continues adamw trials"},
+		// the run settings, as the trials' configs check them
+		{"steps: 10", "steps: 10\newa_decay: 1.5", "line 7: ewa_decay = 1.5: must be in (0, 1)"},
+		{"steps: 10", "steps: 10\nseq_len: 9", "line 7: seq_len = 9: must be ≤ the model's context (8)"},
+		{"steps: 10", "steps: 10\nmicro_batch: -1", "line 7: micro_batch = -1: must be ≥ 1"},
+		{"steps: 10", "steps: 10\nmicro_batch: 4611686018427387904", "line 7: micro_batch = 4611686018427387904: must be ≤ 1099511627776"},
+		{"model: micro-llama", "model: huge", "line 2: model = huge: unknown preset; known: ["},
+		{"steps: 10", "steps: 10\nmodel_config: {arch: llama, dim: 3}", "line 7: model_config.vocab = 0: must be ≥ 1"},
+		{"default: byte", "default: utf8", `line 4: data.default = utf8: must be a tokenizer: "byte" or "gpt2"`},
+		{"default: byte", "default: byte\n  path: x", "line 4: data.default = byte: give data.path or data.default, not both"},
+		{"steps: 10", "steps: 0", "line 6: steps = 0: must be ≥ 1"},
+		{"steps: 10", "steps: 10\neval_seqs: -3", "line 7: eval_seqs = -3: must be ≥ 1"},
+		{"steps: 10", "steps: 10\neval_every: -1", "line 7: eval_every = -1: must be ≥ 0"},
+		{"steps: 10", "steps: 10\nkeep_checkpoints: -1", "line 7: keep_checkpoints = -1: must be ≥ 0"},
+		{"steps: 10", "steps: 10\nbackend: tpu", `line 7: backend = tpu: must be one of "cpu" (`},
 	} {
 		_, err := Parse([]byte(strings.Replace(base, tc.old, tc.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -157,12 +174,48 @@ func TestHugeGridRefused(t *testing.T) {
 	}
 }
 
-// Every example manifest parses and expands (report.TestExampleTables builds their tables).
+// stableTrials are the sha256 sums of the JSON of the example grids' trials: a trial's ID
+// is the hash of its config, and its JSON travels in the sweep's messages, so neither may
+// change for a manifest that stays the same. They were computed on the code before the run
+// settings became shared types (commit ac8f7d0).
+var stableTrials = map[string]string{
+	"c-sensitivity-2M-tiny.yaml":           "adcb2424207aeb7d255061f24277ad96368cb43757f7be96200a535ecc12c0ea",
+	"c-sensitivity-quick.yaml":             "751e09befce452bd0c89c6c73b61bcdb0ca9498154ba0e117353355eb7913a4a",
+	"c-sensitivity-tiny.yaml":              "f87bc4c6ab9d6b682d86dbcc9e47a559cd860cc8bc0fc9cb671249425ee1e6da",
+	"c-sweep-05M-gpu.yaml":                 "307d81188f40993c8e9dec1df0bac7e5cbfbc0dc3340654b92112251358e8c2c",
+	"c-sweep-05M.yaml":                     "6c2dc996f24251d14ab00d76e50ae3760c4e7777f978bd7481822bb1e0375c4b",
+	"c-sweep-2M.yaml":                      "81fb89a1662dd80e1a0918a59ac0dd0fb232e525af0c8a11a9b1921a5484f34e",
+	"fig-decay-adamw-betas-tiny.yaml":      "33362ebe6bd2872d4ca14b5da6c5ebb4875ce14556c6d03ce74eaa76b58f640f",
+	"fig-decay-adamw-betas.yaml":           "8af554034de76b6b5673f3375b64002de7431ede86a645fb6196435ca7c0456e",
+	"fig-ema-y-tiny.yaml":                  "33362ebe6bd2872d4ca14b5da6c5ebb4875ce14556c6d03ce74eaa76b58f640f",
+	"fig-ema-y.yaml":                       "8af554034de76b6b5673f3375b64002de7431ede86a645fb6196435ca7c0456e",
+	"fig-modified-largeBS-tiny.yaml":       "343c6f7f9d6b994c20d41ded596a3160e7f43c538fe3faf51be8b3618c28e4c2",
+	"fig-modified-tiny.yaml":               "777d66d6e93d1a4d4098cc3bc16d3a32b9882adfb923a2229fdb6ac3c1a7d294",
+	"fig-modified.yaml":                    "0c4f2d5f017373f752d4f7089fb5a8b1c5e1d76fb4d23a95c6eb15707aa00a56",
+	"fig-obs1-tiny.yaml":                   "2055ad599219650dc7a60b5de9d99697ccbe7cc919a98587f27ec068e0ccd339",
+	"fig-obs1.yaml":                        "a3ba0c5f5c7c04244c62b54e093789b7dd3b739917ac2a099f3f199e82f915fc",
+	"fig-river-profile-tiny.yaml":          "2055ad599219650dc7a60b5de9d99697ccbe7cc919a98587f27ec068e0ccd339",
+	"fig-river-profile.yaml":               "58082b8592bcb2ec2edf53dddc210cbdfc6577bca8bed003fb03b27cc9f0c893",
+	"hyperparameter-largeBS-tiny.yaml":     "4d52b02e60329fb42c4ee6d09f502b3670f3a2a424bf6da569e60b3b52d2f24a",
+	"hyperparameter-main-largeBS.yaml":     "d4b68a5f48b5cd6704aff6731cf43c5d821b9f959f39a3bf0f3e12ea13a34938",
+	"hyperparameter-main.yaml":             "7c24c975f9323ef0ae446a49eb24ef2044859b19a9b927829b28e401ebfeb5e4",
+	"hyperparameter-owt-largeBS-tiny.yaml": "2501ad14eff5d492c18a5f80167233337648b8acaf0e9b32a43d253ef067b45b",
+	"hyperparameter-owt-largeBS.yaml":      "23568a729090be6438a755269b1cc59ea007a05861d5f58ec74fe365817cb5e6",
+	"hyperparameter-owt-tiny.yaml":         "dc235b9bef0bff38610924418d963cefca542b7c74a3d3838ae2badabf3b9949",
+	"hyperparameter-owt.yaml":              "efc99217d084477bbcf3cf9add8785b0191378466eadbc00d475c90fa7786078",
+	"hyperparameter-tiny.yaml":             "8644cb4c892486262dcb5bb1c35a7c6563d6f28038f2b9d3d56d17e831135d07",
+	"search-asha-tiny.yaml":                "e79b62a03f7520db9fe5e3da484f5e45f9e3079c86e1307a0036f398322fe466",
+	"search-grid-tiny.yaml":                "e79b62a03f7520db9fe5e3da484f5e45f9e3079c86e1307a0036f398322fe466",
+}
+
+// Every example manifest parses and expands (report.TestExampleTables builds their tables),
+// to the trials it always had.
 func TestExamples(t *testing.T) {
 	files, err := filepath.Glob("examples/*.yaml")
 	if err != nil || len(files) < 12 {
 		t.Fatalf("%d example manifests (%v)", len(files), err)
 	}
+	grids := 0
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
@@ -186,6 +239,17 @@ func TestExamples(t *testing.T) {
 			t.Errorf("%s: %d trials, %v", f, len(trials), err)
 			continue
 		}
+		b, err := json.Marshal(trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != stableTrials[filepath.Base(f)] {
+			t.Errorf("%s: the trials' sha256 is %x, want %s", f, sum, stableTrials[filepath.Base(f)])
+		}
+		grids++
+	}
+	if grids != len(stableTrials) {
+		t.Errorf("%d example grids, want %d", grids, len(stableTrials))
 	}
 }
 

@@ -1,8 +1,13 @@
 package training
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 const tinyYAML = `
@@ -104,5 +109,79 @@ func TestHashCanonical(t *testing.T) {
 	seed.Seed = 2
 	if base.Hash() == seed.Hash() {
 		t.Error("the seed does not change the hash")
+	}
+}
+
+// stableConfigs cover every field of a run config, each set away from its default somewhere.
+var stableConfigs = []string{
+	tinyYAML,
+	`
+model_config: {arch: llama, vocab: 257, dim: 32, layers: 2, heads: 2, context: 32, hidden: 64, batch: 4}
+backend: cuda
+precision: bf16
+data: {path: datasets/owt, max_bytes: 1000}
+optimizer: {name: adamw, lr: 0.001, beta1: 0.9, beta2: 0.95, eps: 1e-6, weight_decay: 0.05, grad_clip: 0.5, warmup_frac: 0.1, schedule: wsd, final_frac: 0.2, decay_frac: 0.25}
+batch_tokens: 512
+micro_batch: 8
+seq_len: 16
+steps: 40
+eval_every: 10
+eval_seqs: 16
+test_seqs: 24
+checkpoint_every: 5
+keep_checkpoints: 2
+ewa_decay: 0.9
+seed: 7
+`,
+	`
+model: micro-llama
+backend: cuda
+precision: tf32
+data: {default: gpt2, max_bytes: 4096}
+optimizer: {name: sfadamw, lr: 0.003, beta1: 0.9, beta2: 0.999, c: 50, warmup_frac: 0}
+batch_tokens: 64
+steps: 100
+eval_every: 20
+checkpoint_every: 20
+seed: 0
+`,
+}
+
+// The JSON of a run config is hashed into its trial's ID, and stored as config.json: its
+// bytes must not change, with defaults applied or as given. The sums are those of the
+// configs on the code before the run settings became shared types (commit ac8f7d0),
+// computed there.
+func TestHashStable(t *testing.T) {
+	want := [][3]string{ // Hash, the sha256 of the JSON with defaults, and as given
+		{"7e5e2d9f554d1da47e31ddb9ef2be02ffdad73e3694bef18ab8f8e64ff65ba27",
+			"2325ef4fa1d21f77efe6cf837437d3cb03b5bc0b4a44facd5f0383056a19ab88",
+			"58d8aead19a557df0b2f5d6e172d608ea31302cb4edff030f7e2da0cf369a50b"},
+		{"352df923929fdcec5e1b269ea9d197580df303a34692e5bcdb1ce170e6c0ffa6",
+			"a4735071f6068e2d76a82194595d81661c06e99527755722828f49e500caaa23",
+			"f33b1f73cd68fb399e8d492690ee6cba0e2b1e5d99b2b8993264fdcaf68e1a3c"},
+		{"6985eada69d45c7f7f7b8d46d25f2dab67ed82b788977d8d7c0db8dd2f77b0c9",
+			"4ecda43677f97a6f6cb7a60e983b1b26728766ed2149c12cb69016ed3c663141",
+			"153e7efca9199ddf4405de888cf545bcf16e16f2a0c8cd34df2a7f3782a3923e"},
+	}
+	sum := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:])
+	}
+	for i, src := range stableConfigs {
+		c, err := ParseConfig([]byte(src))
+		if err != nil {
+			t.Fatalf("config %d: %v", i, err)
+		}
+		var given Config
+		if err := yaml.Unmarshal([]byte(src), &given); err != nil {
+			t.Fatal(err)
+		}
+		if got := [3]string{c.Hash(), sum(c), sum(given)}; got != want[i] {
+			t.Errorf("config %d: sums\n%q, want\n%q", i, got, want[i])
+		}
 	}
 }
