@@ -106,23 +106,19 @@ func (m *Manifest) Expand() ([]Trial, error) {
 	return trials, nil
 }
 
-// trialConfig is the training config of one grid point, defaults applied.
+// trialConfig is the training config of one grid point, defaults applied: the manifest's
+// run settings with the point's optimizer, batch and seed.
 func (m *Manifest) trialConfig(g Grid, p Point) training.Config {
 	o := training.OptimizerConfig{
 		Name: g.Name, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, Eps: g.Eps, WeightDecay: p.WeightDecay,
 		C: p.C, GradClip: g.GradClip, WarmupFrac: p.WarmupFrac, Schedule: g.Schedule, FinalFrac: g.FinalFrac, DecayFrac: g.DecayFrac,
 	}
-	c := training.Config{
-		Model: m.Model, ModelConfig: m.ModelConfig, Backend: m.Backend, Precision: m.Precision, Data: m.Data, Optimizer: o,
-		BatchTokens: p.BatchTokens, MicroBatch: m.MicroBatch, SeqLen: m.SeqLen, Steps: m.Steps,
-		EvalEvery: m.EvalEvery, EvalSeqs: m.EvalSeqs, TestSeqs: m.TestSeqs,
-		CheckpointEvery: m.CheckpointEvery, KeepCheckpoints: m.KeepCheckpoints, EWADecay: m.EWADecay,
-		Seed: uint64(p.Seed),
-	}
+	c := training.Config{Setup: m.Setup, Optimizer: o, BatchTokens: p.BatchTokens, Loop: m.Loop, Seed: uint64(p.Seed)}
 	return c.WithDefaults()
 }
 
-// fieldError maps a trial config's error to the manifest field it comes from.
+// fieldError maps a trial config's error to the manifest field it comes from: the run
+// settings' fields are spelled as in the manifest already; the optimizer's are grid gi's.
 func (m *Manifest) fieldError(err error, gi, li, bi, ci, ti int) error {
 	var ce *training.ConfigError
 	if !errors.As(err, &ce) {

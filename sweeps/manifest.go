@@ -20,7 +20,6 @@ import (
 	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
-	"github.com/sfsweep/sfsweep/training/model"
 )
 
 // Manifest is a sweep: the shared settings of its trials, per-optimizer grids, the probes
@@ -29,24 +28,13 @@ type Manifest struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description,omitempty"`
 
-	Model       string              `yaml:"model,omitempty"`
-	ModelConfig *model.Config       `yaml:"model_config,omitempty"`
-	Backend     string              `yaml:"backend,omitempty"`
-	Precision   string              `yaml:"precision,omitempty"` // fp32, tf32 or bf16: picks the backend of that precision
-	Data        training.DataConfig `yaml:"data"`
+	// The run settings its trials share, under the keys of config.json.
+	training.Setup `yaml:",inline"`
+	training.Loop  `yaml:",inline"`
 
-	BatchTokens     Param   `yaml:"batch_tokens"` // one value, a grid, or a distribution to sample
-	MicroBatch      int     `yaml:"micro_batch,omitempty"`
-	SeqLen          int     `yaml:"seq_len,omitempty"`
-	Steps           int     `yaml:"steps"`
-	WarmupFrac      Param   `yaml:"warmup_frac,omitempty"`
-	EvalEvery       int     `yaml:"eval_every,omitempty"`
-	EvalSeqs        int     `yaml:"eval_seqs,omitempty"`
-	TestSeqs        int     `yaml:"test_seqs,omitempty"`
-	CheckpointEvery int     `yaml:"checkpoint_every,omitempty"`
-	KeepCheckpoints int     `yaml:"keep_checkpoints,omitempty"`
-	EWADecay        float64 `yaml:"ewa_decay,omitempty"`
-	Seeds           IntList `yaml:"seeds"`
+	BatchTokens Param   `yaml:"batch_tokens"` // one value, a grid, or a distribution to sample
+	WarmupFrac  Param   `yaml:"warmup_frac,omitempty"`
+	Seeds       IntList `yaml:"seeds"`
 
 	Optimizers []Grid    `yaml:"optimizers"`
 	Search     *Search   `yaml:"search,omitempty"`

@@ -324,3 +324,34 @@ func TestProbesFor(t *testing.T) {
 		t.Errorf("ProbesFor changed the manifest: %+v", m.Probes)
 	}
 }
+
+// Every run setting a manifest gives reaches its trials' configs as given.
+func TestRunSettingsCarried(t *testing.T) {
+	src := strings.Replace(base, "steps: 10", `steps: 20
+backend: cuda
+precision: bf16
+micro_batch: 1
+seq_len: 4
+eval_every: 5
+eval_seqs: 7
+test_seqs: 9
+checkpoint_every: 10
+keep_checkpoints: 3
+ewa_decay: 0.9`, 1)
+	src = strings.Replace(src, "  default: byte", "  default: gpt2\n  max_bytes: 1000", 1)
+	m, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := training.Loop{MicroBatch: 1, SeqLen: 4, Steps: 20, EvalEvery: 5, EvalSeqs: 7, TestSeqs: 9, CheckpointEvery: 10, KeepCheckpoints: 3, EWADecay: 0.9}
+	for _, tr := range trials {
+		c := tr.Config
+		if c.Loop != want || c.Backend != "cuda-bf16" || c.Data != (training.DataConfig{Default: "gpt2", MaxBytes: 1000}) || c.ModelConfig == nil || c.ModelConfig.Dim == 0 {
+			t.Fatalf("trial %s: settings %+v %+v, want %+v", tr.ID, c.Setup, c.Loop, want)
+		}
+	}
+}

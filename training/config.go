@@ -23,6 +23,27 @@ import (
 // and JSON forms use the snake_case names of the tags; unknown fields are errors.
 // The defaults (WithDefaults) are the paper's appendix "Training details".
 type Config struct {
+	Setup `yaml:",inline"`
+
+	Optimizer   OptimizerConfig `json:"optimizer" yaml:"optimizer"`
+	BatchTokens int             `json:"batch_tokens" yaml:"batch_tokens"` // tokens per optimizer step (the paper: 0.5M and 2M)
+
+	Loop `yaml:",inline"`
+	Seed uint64 `json:"seed" yaml:"seed"` // initialisation and batch sampling
+}
+
+// Setup is what a run trains, where, and on what: the model, the backend and the data.
+//
+// Setup and Loop are the run settings, which a sweep's trials share: sweeps.Manifest
+// embeds them as Config does, so that a run option is declared once, with one YAML key,
+// one default (Config.WithDefaults) and one check (Config.Validate), whose error names
+// the field as the manifest and config.json spell it. They are two structs, around the
+// optimizer and the batch, because that is the order of config.json's fields, and the
+// bytes of config.json are hashed into the trial's ID (Config.Hash). For that reason too,
+// a new field must be left out of the JSON at the value that means "as before"
+// (omitempty, at its zero value, which WithDefaults leaves alone), or every trial's ID
+// changes.
+type Setup struct {
 	// Model is a preset name (model.PresetNames); ModelConfig, if set, overrides it whole.
 	Model       string        `json:"model,omitempty" yaml:"model,omitempty"`
 	ModelConfig *model.Config `json:"model_config,omitempty" yaml:"model_config,omitempty"`
@@ -32,13 +53,15 @@ type Config struct {
 	// WithDefaults folds it into Backend, so the two spellings are one config.
 	Precision string `json:"precision,omitempty" yaml:"precision,omitempty"`
 
-	Data      DataConfig      `json:"data" yaml:"data"`
-	Optimizer OptimizerConfig `json:"optimizer" yaml:"optimizer"`
+	Data DataConfig `json:"data" yaml:"data"`
+}
 
-	BatchTokens int `json:"batch_tokens" yaml:"batch_tokens"`                   // tokens per optimizer step (the paper: 0.5M and 2M)
-	MicroBatch  int `json:"micro_batch,omitempty" yaml:"micro_batch,omitempty"` // sequences per forward pass; default the preset's batch
-	SeqLen      int `json:"seq_len,omitempty" yaml:"seq_len,omitempty"`         // tokens per sequence; default the model's context
-	Steps       int `json:"steps" yaml:"steps"`                                 // optimizer steps
+// Loop is how a run's loop goes: the shape of its micro-batches, its length, and how
+// often it evaluates, checkpoints and averages.
+type Loop struct {
+	MicroBatch int `json:"micro_batch,omitempty" yaml:"micro_batch,omitempty"` // sequences per forward pass; default the preset's batch
+	SeqLen     int `json:"seq_len,omitempty" yaml:"seq_len,omitempty"`         // tokens per sequence; default the model's context
+	Steps      int `json:"steps" yaml:"steps"`                                 // optimizer steps
 
 	EvalEvery       int     `json:"eval_every,omitempty" yaml:"eval_every,omitempty"`             // steps between evaluations; 0: only at the end
 	EvalSeqs        int     `json:"eval_seqs,omitempty" yaml:"eval_seqs,omitempty"`               // validation sequences (the paper: 3,200)
@@ -46,7 +69,6 @@ type Config struct {
 	CheckpointEvery int     `json:"checkpoint_every,omitempty" yaml:"checkpoint_every,omitempty"` // steps between checkpoints; 0: none
 	KeepCheckpoints int     `json:"keep_checkpoints,omitempty" yaml:"keep_checkpoints,omitempty"` // newest checkpoints kept; 0: all
 	EWADecay        float64 `json:"ewa_decay,omitempty" yaml:"ewa_decay,omitempty"`               // decay of the EWA iterates (the paper: 0.99)
-	Seed            uint64  `json:"seed" yaml:"seed"`                                             // initialisation and batch sampling
 }
 
 // DataConfig says where the token files come from: a prepared dataset (Path: a local

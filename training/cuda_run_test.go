@@ -84,8 +84,8 @@ func TestRunCUDA124M(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Model: "llama-124m", Backend: "cuda", Optimizer: OptimizerConfig{Name: SFAdamW, LR: 2e-3, Beta1: 0.95, Beta2: 0.99},
-		SeqLen: 512, MicroBatch: 16, BatchTokens: 524288, Steps: 3, EvalSeqs: 64, TestSeqs: 64, Seed: 1}.WithDefaults()
+	cfg := Config{Setup: Setup{Model: "llama-124m", Backend: "cuda"}, Optimizer: OptimizerConfig{Name: SFAdamW, LR: 2e-3, Beta1: 0.95, Beta2: 0.99},
+		BatchTokens: 524288, Loop: Loop{SeqLen: 512, MicroBatch: 16, Steps: 3, EvalSeqs: 64, TestSeqs: 64}, Seed: 1}.WithDefaults()
 	b, err := NewBatches(cfg, ds)
 	if err != nil {
 		t.Fatal(err)

@@ -54,10 +54,10 @@ func testCorpus(t *testing.T) *data.Dataset {
 // per step.
 func testConfig(opt string) Config {
 	c := Config{
-		ModelConfig: &model.Config{Arch: model.LLaMA, Vocab: 257, Dim: 32, Layers: 2, Heads: 2, Context: 32, Hidden: 64, Batch: 4},
+		Setup:       Setup{ModelConfig: &model.Config{Arch: model.LLaMA, Vocab: 257, Dim: 32, Layers: 2, Heads: 2, Context: 32, Hidden: 64, Batch: 4}},
 		Optimizer:   OptimizerConfig{Name: opt, LR: 3e-3, Beta1: 0.9, Beta2: 0.99},
-		BatchTokens: 256, Steps: 40, EvalEvery: 10, EvalSeqs: 16, TestSeqs: 16,
-		CheckpointEvery: 10, Seed: 3,
+		BatchTokens: 256, Loop: Loop{Steps: 40, EvalEvery: 10, EvalSeqs: 16, TestSeqs: 16,
+			CheckpointEvery: 10}, Seed: 3,
 	}
 	if opt == AdamW {
 		c.Optimizer.Beta2 = 0.95

@@ -44,7 +44,7 @@ func TestConfig(t *testing.T) {
 	if _, err := ReadConfig(ctx, s, "t1"); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("missing config: err %v, want blob.ErrNotFound", err)
 	}
-	cfg := training.Config{Steps: 10, BatchTokens: 64, Seed: 3, Optimizer: training.OptimizerConfig{Name: training.AdamW, LR: 1e-3}}
+	cfg := training.Config{Loop: training.Loop{Steps: 10}, BatchTokens: 64, Seed: 3, Optimizer: training.OptimizerConfig{Name: training.AdamW, LR: 1e-3}}
 	if err := EnsureConfig(ctx, s, "t1", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, s, keys.TrialFailed("silent"), "{}")
-	if err := WriteConfig(ctx, s, "failed", training.Config{Steps: 1}); err != nil {
+	if err := WriteConfig(ctx, s, "failed", training.Config{Loop: training.Loop{Steps: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]Outcome{

@@ -66,7 +66,7 @@ func Summarize(id string, cfg training.Config, out Outcome) Summary {
 // Config is the part of a trial's run config its summary keeps.
 func (s Summary) Config() training.Config {
 	return training.Config{Optimizer: training.OptimizerConfig{Name: s.Optimizer, Schedule: s.Schedule, LR: s.LR, Beta1: s.Beta1, Beta2: s.Beta2, C: s.C,
-		WeightDecay: s.WeightDecay, WarmupFrac: s.WarmupFrac}, BatchTokens: s.BatchTokens, Seed: s.Seed, Steps: s.Steps}
+		WeightDecay: s.WeightDecay, WarmupFrac: s.WarmupFrac}, BatchTokens: s.BatchTokens, Seed: s.Seed, Loop: training.Loop{Steps: s.Steps}}
 }
 
 func losses(m map[string]float64) map[string]training.Loss {

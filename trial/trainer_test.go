@@ -21,9 +21,9 @@ func TestTrainerWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := training.Config{
-		ModelConfig: &model.Config{Arch: model.LLaMA, Vocab: 257, Dim: 16, Layers: 1, Heads: 2, Context: 16, Hidden: 32, Batch: 2},
+		Setup:       training.Setup{ModelConfig: &model.Config{Arch: model.LLaMA, Vocab: 257, Dim: 16, Layers: 1, Heads: 2, Context: 16, Hidden: 32, Batch: 2}},
 		Optimizer:   training.OptimizerConfig{Name: training.SFAdamW, LR: 3e-3, Beta1: 0.9, Beta2: 0.99},
-		BatchTokens: 32, Steps: 6, EvalEvery: 2, EvalSeqs: 4, TestSeqs: 4, Seed: 1,
+		BatchTokens: 32, Loop: training.Loop{Steps: 6, EvalEvery: 2, EvalSeqs: 4, TestSeqs: 4}, Seed: 1,
 	}.WithDefaults()
 	b, err := training.NewBatches(cfg, ds)
 	if err != nil {
