@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/sfsweep/sfsweep/training"
 )
@@ -75,8 +76,8 @@ func (m *Manifest) Expand() ([]Trial, error) {
 		for li, lr := range g.LR.Values {
 			for bi, b := range g.betaPairs() {
 				for ci, c := range cs {
-					for _, wd := range wds {
-						for _, wf := range wfs {
+					for wi, wd := range wds {
+						for fi, wf := range wfs {
 							for ti, bt := range g.batchTokens(m).Values {
 								for _, seed := range m.Seeds {
 									p := Point{Grid: gi, Optimizer: g.Name, Label: g.Label, LR: lr, Beta1: b[0], Beta2: b[1],
@@ -86,7 +87,8 @@ func (m *Manifest) Expand() ([]Trial, error) {
 									}
 									cfg := m.trialConfig(g, p)
 									if err := cfg.Validate(); err != nil {
-										return nil, m.fieldError(err, gi, li, bi, ci, ti)
+										at := axes{lr: li, betas: bi, c: ci, weightDecay: wi, warmupFrac: fi, batchTokens: ti}
+										return nil, m.fieldError(err, gi, at)
 									}
 									id := cfg.Hash()[:IDLen]
 									if i, ok := index[id]; ok {
@@ -117,37 +119,54 @@ func (m *Manifest) trialConfig(g Grid, p Point) training.Config {
 	return c.WithDefaults()
 }
 
-// fieldError maps a trial config's error to the manifest field it comes from: the run
-// settings' fields are spelled as in the manifest already; the optimizer's are grid gi's.
-func (m *Manifest) fieldError(err error, gi, li, bi, ci, ti int) error {
+// axes are where a grid point stands on each of its grid's lists.
+type axes struct{ lr, betas, c, weightDecay, warmupFrac, batchTokens int }
+
+// fieldError is a trial config's error as the manifest's: the run settings' fields are
+// spelled as in the manifest already, the optimizer's are those of grid gi, and a listed
+// value is named by its place in its list.
+func (m *Manifest) fieldError(err error, gi int, at axes) error {
 	var ce *training.ConfigError
 	if !errors.As(err, &ce) {
 		return err
 	}
-	g := fmt.Sprintf("optimizers[%d]", gi)
+	g := m.Optimizers[gi]
+	grid := func(s string) string { return fmt.Sprintf("optimizers[%d].%s", gi, s) }
+	// listed names the i-th value of the list at path, or the field itself where the
+	// manifest gives it one value
+	listed := func(path string, p Param, i int) string {
+		if len(p.Values) > 1 {
+			return fmt.Sprintf("%s[%d]", path, i)
+		}
+		return path
+	}
 	field := ce.Field
 	switch ce.Field {
 	case "optimizer.lr":
-		field = fmt.Sprintf("%s.lr[%d]", g, li)
+		field = grid(fmt.Sprintf("lr[%d]", at.lr))
 	case "optimizer.beta1", "optimizer.beta2":
-		field = fmt.Sprintf("%s.betas[%d]", g, bi)
-		if gr := m.Optimizers[gi]; len(gr.Betas) == 0 {
-			field = fmt.Sprintf("%s.beta1[%d]", g, bi/len(gr.Beta2.Values))
+		field = grid(fmt.Sprintf("betas[%d]", at.betas))
+		if len(g.Betas) == 0 {
+			field = grid(fmt.Sprintf("beta1[%d]", at.betas/len(g.Beta2.Values)))
 			if ce.Field == "optimizer.beta2" {
-				field = fmt.Sprintf("%s.beta2[%d]", g, bi%len(gr.Beta2.Values))
+				field = grid(fmt.Sprintf("beta2[%d]", at.betas%len(g.Beta2.Values)))
 			}
 		}
 	case "optimizer.c":
-		field = fmt.Sprintf("%s.c[%d]", g, ci)
+		field = grid(fmt.Sprintf("c[%d]", at.c))
+	case "optimizer.weight_decay":
+		field = listed(grid("weight_decay"), g.WeightDecay, at.weightDecay)
+	case "optimizer.warmup_frac": // the manifest's, not the grid's
+		field = listed("warmup_frac", m.WarmupFrac, at.warmupFrac)
 	case "batch_tokens":
-		if m.Optimizers[gi].BatchTokens.Set() {
-			field = fmt.Sprintf("%s.batch_tokens[%d]", g, ti)
-		} else if len(m.BatchTokens.Values) > 1 {
-			field = fmt.Sprintf("batch_tokens[%d]", ti)
+		if g.BatchTokens.Set() {
+			field = grid(fmt.Sprintf("batch_tokens[%d]", at.batchTokens))
+		} else {
+			field = listed("batch_tokens", m.BatchTokens, at.batchTokens)
 		}
 	default:
-		if len(field) > len("optimizer.") && field[:len("optimizer.")] == "optimizer." {
-			field = g + "." + field[len("optimizer."):]
+		if rest, ok := strings.CutPrefix(field, "optimizer."); ok {
+			field = grid(rest)
 		}
 	}
 	return &Error{Field: field, Value: ce.Value, Reason: ce.Reason}

@@ -155,6 +155,15 @@ func TestParseErrors(t *testing.T) {
 		{"steps: 10", "steps: 10\neval_every: -1", "line 7: eval_every = -1: must be ≥ 0"},
 		{"steps: 10", "steps: 10\nkeep_checkpoints: -1", "line 7: keep_checkpoints = -1: must be ≥ 0"},
 		{"steps: 10", "steps: 10\nbackend: tpu", `line 7: backend = tpu: must be one of "cpu" (`},
+		// a grid point's value, named by its place in its list
+		{"steps: 10", "steps: 10\nwarmup_frac: 1.5", "line 7: warmup_frac = 1.5: must be in [0, 1)"},
+		{"steps: 10", "steps: 10\nwarmup_frac: [0.1, 1.5]", "line 7: warmup_frac[1] = 1.5: must be in [0, 1)"},
+		{"c: [vanilla, 50]", "c: [vanilla, 50]\n    weight_decay: [0.1, -1]", "line 13: optimizers[0].weight_decay[1] = -1: must be a finite number ≥ 0"},
+		{"c: [vanilla, 50]", "c: [vanilla, 50]\n    weight_decay: -1", "line 13: optimizers[0].weight_decay = -1: must be a finite number ≥ 0"},
+		{"batch_tokens: 32", "batch_tokens: [32, 30]", "line 5: batch_tokens[1] = 30: must be a multiple"},
+		{"c: [vanilla, 50]", "c: [vanilla, 50]\n    batch_tokens: [32, 30]", "line 13: optimizers[0].batch_tokens[1] = 30: must be a multiple"},
+		{"c: [vanilla, 50]", "c: [vanilla, 50]\n    eps: -1", "line 13: optimizers[0].eps = -1: must be a finite number > 0"},
+		{"betas: [[0.9, 0.99], [0.95, 0.99]]", "beta1: [0.9, 0.95]\n    beta2: [0.99, 1.5]", "line 12: optimizers[0].beta2[1] = 1.5: must be in [0, 1)"},
 	} {
 		_, err := Parse([]byte(strings.Replace(base, tc.old, tc.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -312,6 +312,7 @@ func TestWandbErrors(t *testing.T) {
 		// the manifest's own checks, on the sweep's key
 		{"values: [0.9, 0.95]", "values: [0.9, 1.5]", "parameters.beta1", 11, "must be in [0, 1)"},
 		{"min: 1.0e-4", "min: 0.0", "parameters.lr", 7, "log_uniform needs min > 0"},
+		{"  beta2:", "  warmup_frac:\n    values: [0.1, 1.5]\n  beta2:", "parameters.warmup_frac", 13, "must be in [0, 1)"},
 		{"  lr:\n    distribution: log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2\n", "", "parameters.learning_rate", 6, "the sfadamw grid needs it"},
 		{"  beta2:\n    value: 0.99\n", "", "parameters.beta2", 6, "the sfadamw grid needs it"},
 		{"  beta2:", "  optimizer:\n    values: [sfadamw, sgd]\n  beta2:", "parameters.optimizer", 13, "sfsweep trains sfadamw (Schedule-Free AdamW) and adamw"},
