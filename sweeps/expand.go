@@ -172,6 +172,71 @@ func (m *Manifest) fieldError(err error, gi int, at axes) error {
 	return &Error{Field: field, Value: ce.Value, Reason: ce.Reason}
 }
 
+// DefaultMaxTrials bounds a manifest's expansion unless it sets max_trials.
+const DefaultMaxTrials = 10000
+
+// maxTrials is the bound on the grid's trials: max_trials, or DefaultMaxTrials.
+func (m *Manifest) maxTrials() int {
+	if m.MaxTrials > 0 {
+		return m.MaxTrials
+	}
+	return DefaultMaxTrials
+}
+
+// Count returns the number of grid points before deduplication, computed without
+// expanding (so a grid of millions is refused in constant memory). It saturates at
+// math.MaxInt.
+func (m *Manifest) Count() int {
+	total := 0
+	for _, g := range m.Optimizers {
+		n := 1
+		for _, k := range []int{len(g.LR.Values), g.nBetaPairs(), len(g.C.Values), len(g.WeightDecay.Values), len(m.WarmupFrac.Values), len(g.batchTokens(m).Values), len(m.Seeds)} {
+			if k > 0 && n > math.MaxInt/k {
+				return math.MaxInt
+			}
+			n *= max(k, 1)
+		}
+		if total > math.MaxInt-n {
+			return math.MaxInt
+		}
+		total += n
+	}
+	return total
+}
+
+// nBetaPairs is len(g.betaPairs()), computed without them.
+func (g Grid) nBetaPairs() int {
+	if len(g.Betas) > 0 {
+		return len(g.Betas)
+	}
+	if n, k := len(g.Beta1.Values), len(g.Beta2.Values); k == 0 || n <= math.MaxInt/k {
+		return n * k
+	}
+	return math.MaxInt
+}
+
+// betaPairs are the grid's (β1, β2) pairs: its betas, or every beta1 with every beta2.
+func (g Grid) betaPairs() []BetaPair {
+	if len(g.Betas) > 0 {
+		return g.Betas
+	}
+	ps := make([]BetaPair, 0, len(g.Beta1.Values)*len(g.Beta2.Values))
+	for _, b1 := range g.Beta1.Values {
+		for _, b2 := range g.Beta2.Values {
+			ps = append(ps, BetaPair{b1, b2})
+		}
+	}
+	return ps
+}
+
+// batchTokens is the grid's batch_tokens, or the manifest's where it gives none.
+func (g Grid) batchTokens(m *Manifest) Param {
+	if g.BatchTokens.Set() {
+		return g.BatchTokens
+	}
+	return m.BatchTokens
+}
+
 // Cost is the compute of a list of trials.
 type Cost struct {
 	Trials int     `json:"trials"`

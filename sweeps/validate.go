@@ -1,0 +1,141 @@
+package sweeps
+
+// The checks of a manifest: its own fields, its grids and tables, then its search and
+// probes (search.go, probes.go), and last every trial's config, which a search checks at
+// the bounds of its distributions.
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sfsweep/sfsweep/training"
+)
+
+// nameRE is a name in the store: a manifest's, a table's, a segment of a prefix.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// validate checks a manifest as decoded; the error is an *Error naming the first invalid
+// field.
+func (m *Manifest) validate() error {
+	if !nameRE.MatchString(m.Name) {
+		return &Error{Field: "name", Value: fmt.Sprintf("%q", m.Name), Reason: "must be 1–100 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+	}
+	if len(m.Optimizers) == 0 {
+		return &Error{Field: "optimizers", Value: "[]", Reason: "must list at least one optimizer grid"}
+	}
+	if len(m.Seeds) == 0 {
+		return &Error{Field: "seeds", Value: "[]", Reason: "must list at least one seed"}
+	}
+	for i, s := range m.Seeds {
+		if s < 0 {
+			return &Error{Field: fmt.Sprintf("seeds[%d]", i), Value: s, Reason: "must be ≥ 0"}
+		}
+	}
+	if m.MaxTrials < 0 {
+		return &Error{Field: "max_trials", Value: m.MaxTrials, Reason: "must be ≥ 0"}
+	}
+	for gi, g := range m.Optimizers {
+		f := func(s string) string { return fmt.Sprintf("optimizers[%d].%s", gi, s) }
+		if g.Name != training.SFAdamW && g.Name != training.AdamW {
+			return &Error{Field: f("name"), Value: fmt.Sprintf("%q", g.Name), Reason: `must be "sfadamw" or "adamw"`}
+		}
+		if err := m.checkGrid(gi, g); err != nil {
+			return err
+		}
+	}
+	if err := m.BatchTokens.check("batch_tokens", m.Sampled(), true); err != nil {
+		return err
+	}
+	if err := m.WarmupFrac.check("warmup_frac", m.Sampled(), false); err != nil {
+		return err
+	}
+	if err := m.validateSearch(); err != nil {
+		return err
+	}
+	if n := m.Count(); !m.Sampled() && n > m.maxTrials() {
+		return &Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("the grid expands to more than max_trials = %d; raise max_trials to confirm", m.maxTrials())}
+	}
+	if err := m.checkProbes(); err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for i, t := range m.Tables {
+		f := func(s string) string { return fmt.Sprintf("tables[%d].%s", i, s) }
+		if t.Kind != "c_sensitivity" && t.Kind != "hyperparameters" {
+			return &Error{Field: f("kind"), Value: fmt.Sprintf("%q", t.Kind), Reason: `must be "c_sensitivity" or "hyperparameters"`}
+		}
+		if !nameRE.MatchString(t.Name) {
+			return &Error{Field: f("name"), Value: fmt.Sprintf("%q", t.Name), Reason: "must be 1–100 letters, digits, '.', '_' or '-'"}
+		}
+		if names[t.Name] {
+			return &Error{Field: f("name"), Value: t.Name, Reason: "another table has this name"}
+		}
+		names[t.Name] = true
+		if t.Metric != "" && t.Metric != "test_ppl" && t.Metric != "val_loss" {
+			return &Error{Field: f("metric"), Value: t.Metric, Reason: `must be "test_ppl" or "val_loss"`}
+		}
+	}
+	if p := m.Output.Prefix; p != "" {
+		for _, seg := range strings.Split(p, "/") {
+			if !nameRE.MatchString(seg) {
+				return &Error{Field: "output.prefix", Value: fmt.Sprintf("%q", p), Reason: "must be '/'-separated names of letters, digits, '.', '_' or '-' (no '..', no leading '/')"}
+			}
+		}
+	}
+	// every trial's config must be valid: a search's, at the bounds of its distributions
+	_, err := m.corners().Expand()
+	return err
+}
+
+// checkGrid checks grid gi's parameters.
+func (m *Manifest) checkGrid(gi int, g Grid) error {
+	f := func(s string) string { return fmt.Sprintf("optimizers[%d].%s", gi, s) }
+	if !g.LR.Set() {
+		return &Error{Field: f("lr"), Value: "[]", Reason: "must list at least one learning rate"}
+	}
+	switch {
+	case len(g.Betas) > 0 && (g.Beta1.Set() || g.Beta2.Set()):
+		return &Error{Field: f("beta1"), Value: g.Beta1, Reason: "give betas as [beta1, beta2] pairs or beta1 and beta2 apart, not both"}
+	case len(g.Betas) == 0 && !g.Beta1.Set():
+		return &Error{Field: f("betas"), Value: "[]", Reason: "must list at least one [beta1, beta2] pair (or give beta1 and beta2)"}
+	case len(g.Betas) == 0 && !g.Beta2.Set():
+		return &Error{Field: f("beta2"), Value: "[]", Reason: "must give beta2 with beta1"}
+	}
+	if g.Name == training.AdamW && g.C.Set() {
+		return &Error{Field: f("c"), Value: g.C, Reason: "applies to sfadamw only"}
+	}
+	if !m.BatchTokens.Set() && !g.BatchTokens.Set() {
+		return &Error{Field: "batch_tokens", Value: "[]", Reason: "must give at least one batch size in tokens"}
+	}
+	sampled := m.Sampled()
+	for _, p := range []struct {
+		name  string
+		p     Param
+		whole bool
+	}{{"lr", g.LR, false}, {"beta1", g.Beta1, false}, {"beta2", g.Beta2, false}, {"c", g.C.Param, false}, {"weight_decay", g.WeightDecay, false}, {"batch_tokens", g.BatchTokens, true}} {
+		if err := p.p.check(f(p.name), sampled, p.whole); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// corners is the manifest with each distribution replaced by its bounds: the grid whose
+// configurations bound every one a search may sample.
+func (m *Manifest) corners() *Manifest {
+	c := *m
+	c.Search = nil
+	c.MaxTrials = math.MaxInt
+	fix := func(p Param) Param { return Param{Values: p.corners()} }
+	c.BatchTokens, c.WarmupFrac = fix(m.BatchTokens), fix(m.WarmupFrac)
+	c.Optimizers = slices.Clone(m.Optimizers)
+	for i, g := range c.Optimizers {
+		g.LR, g.Beta1, g.Beta2, g.WeightDecay, g.BatchTokens = fix(g.LR), fix(g.Beta1), fix(g.Beta2), fix(g.WeightDecay), fix(g.BatchTokens)
+		g.C.Param = fix(g.C.Param)
+		c.Optimizers[i] = g
+	}
+	return &c
+}
