@@ -2,6 +2,8 @@
 // the field, the value, the reason and the line, and the expansion of its grids into
 // trials with content-addressed IDs. Refined SF-AdamW with C = 1/(1−β1) is the vanilla
 // trial (training.Config.Canonical), so such a grid point runs once and fills both cells.
+// The run settings its trials share are training's (training.Setup, training.Loop),
+// embedded: a manifest spells them, and their errors name them, as config.json does.
 package sweeps
 
 import (
@@ -81,6 +83,7 @@ type BetaPair [2]float64
 // IntList is one integer or a list of them.
 type IntList []int
 
+// UnmarshalYAML reads one integer as a list of one.
 func (l *IntList) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		var v int

@@ -19,10 +19,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// DefaultWandbBase is the base manifest of a W&B import when none is given: the settings
-// of examples/c-sensitivity-quick.yaml (twin-llama on the offline byte corpus, 300 steps
-// of 2,048 tokens, evaluation and checkpoints every 30 steps, seeds 1, 2, 3) without its
-// optimizers and tables.
+// DefaultWandbBase is the base manifest of a W&B import when none is given: the run
+// settings and seeds of examples/c-sensitivity-quick.yaml (twin-llama on the offline byte
+// corpus, 300 steps of 2,048 tokens, evaluation and checkpoints every 30 steps, seeds 1,
+// 2, 3), under its own name, without the example's description, optimizers, tables and
+// output prefix.
 const DefaultWandbBase = `name: wandb-import
 model: twin-llama
 data:
@@ -117,8 +118,9 @@ func yamlMapping(src []byte, what string) (*yaml.Node, error) {
 	return root.Content[0], nil
 }
 
-// wandbImport is the state of one import: the base's settings it reads, the notes, and
-// where each field of the manifest comes from in the sweep.
+// wandbImport is the state of one import: the method, the base's settings that place
+// early stopping, the notes, where each field of the manifest comes from in the sweep, and
+// which of the base's grids each of its optimizers comes from.
 type wandbImport struct {
 	method           string // sfsweep's: grid, random or tpe
 	steps, evalEvery int    // the base's
@@ -136,6 +138,7 @@ type origin struct {
 	exact bool // only the field itself, not the fields below it
 }
 
+// note records text about the sweep's field, which stands on line.
 func (w *wandbImport) note(field string, value any, line int, text string) {
 	w.notes = append(w.notes, &Error{Field: field, Value: value, Reason: text, Line: line})
 }
@@ -150,6 +153,8 @@ func (w *wandbImport) notesText() []string {
 	return ts
 }
 
+// from records that the manifest's field, and the fields below it, come from the sweep's
+// key, which stands on line.
 func (w *wandbImport) from(field, key string, line int) {
 	w.origins = append(w.origins, origin{field: field, key: key, line: line})
 }
@@ -261,7 +266,9 @@ func (w *wandbImport) name(out, k, v *yaml.Node) error {
 	return nil
 }
 
-// or else to the base manifest's field.
+// explain turns an error of the built manifest into one of the import's inputs: the
+// sweep's key that the field comes from, with its line in the sweep, or else a
+// *BaseError naming the base manifest's field (its grid's index there) and its line.
 func (w *wandbImport) explain(err error, base *yaml.Node) error {
 	var e *Error
 	if !errors.As(err, &e) {

@@ -1,6 +1,7 @@
 package sweeps
 
-// YAML nodes as the W&B import builds and edits them.
+// YAML nodes as the W&B import (wandb*.go) builds and edits them: a manifest written as
+// nodes keeps the base manifest's comments and order.
 
 import (
 	"slices"
@@ -9,17 +10,19 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// plain is a scalar written as it is, which reads as a number, a bool or a string.
 func plain(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
 
-// str is a string scalar, quoted where it would read as something else.
+// quoted is a string scalar: written in quotes where it would read as something else.
 func quoted(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
-// number64 is v written so that it reads back as the same float64.
+// numberNode is v written so that it reads back as the same float64.
 func numberNode(v float64) *yaml.Node { return plain(strconv.FormatFloat(v, 'g', -1, 64)) }
 
+// flowSeq is an empty sequence, written on one line: [a, b].
 func flowSeq() *yaml.Node { return &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle} }
 
-// get is the value of key in mapping m, or nil.
+// lookup is the value of key in mapping m, or nil.
 func lookup(m *yaml.Node, key string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
@@ -32,7 +35,7 @@ func lookup(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// set puts key: v in mapping m: in place of the key's value, without the comments that
+// setKey puts key: v in mapping m: in place of the key's value, without the comments that
 // described the old one, or else at the end.
 func setKey(m *yaml.Node, key string, v *yaml.Node) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -45,7 +48,7 @@ func setKey(m *yaml.Node, key string, v *yaml.Node) {
 	m.Content = append(m.Content, quoted(key), v)
 }
 
-// del removes key from mapping m.
+// delKey removes key from mapping m.
 func delKey(m *yaml.Node, key string) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
@@ -55,7 +58,7 @@ func delKey(m *yaml.Node, key string) {
 	}
 }
 
-// clone is a deep copy of n.
+// cloneNode is a deep copy of n.
 func cloneNode(n *yaml.Node) *yaml.Node {
 	c := *n
 	c.Content = make([]*yaml.Node, len(n.Content))
