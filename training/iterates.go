@@ -7,6 +7,26 @@ import (
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 )
 
+// The iterates a run evaluates. SF-AdamW: x (its output), y (the gradient point) and their
+// EWAs; AdamW: its weights w and their EWA.
+const (
+	IterX    = "x"
+	IterY    = "y"
+	IterEWAX = "ewa_x"
+	IterEWAY = "ewa_y"
+	IterW    = "w"
+	IterEWAW = "ewa_w"
+)
+
+// Iterates returns the iterates evaluated for an optimizer, the primary one first: those a
+// probe can start from (IterateWeights).
+func Iterates(optimizer string) []string {
+	if optimizer == AdamW {
+		return []string{IterW, IterEWAW}
+	}
+	return []string{IterX, IterY, IterEWAX, IterEWAY}
+}
+
 // IterEWA names, in a probe, the EWA of a run's evaluated iterate (ewa_x for SF-AdamW,
 // ewa_w for AdamW), so that a grid of both optimizers can probe from it. The empty name
 // stands for the evaluated iterate itself (x for SF-AdamW, w for AdamW).

@@ -2,13 +2,11 @@ package training
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 
 	"github.com/sfsweep/sfsweep/sfadamw"
-	"github.com/sfsweep/sfsweep/training/backend"
 )
 
 // A probe starts from weights of a run (a checkpoint's iterate), does its own short
@@ -36,34 +34,6 @@ const DefaultDecayPeakLR = 1e-4
 // steps, AdamW (0.9, 0.95), weight decay 0.1, clipping 1.0.
 func DefaultDecayProbe(fromStep, steps int, iterate string) DecayProbeConfig {
 	return DecayProbeConfig{FromStep: fromStep, Iterate: iterate, Steps: steps, PeakLR: DefaultDecayPeakLR, Beta1: 0.9, Beta2: 0.95, WeightDecay: 0.1, GradClip: 1.0}
-}
-
-// ProbeStep is one step of a probe's own training.
-type ProbeStep struct {
-	Step      int     `json:"step"`
-	LR        float64 `json:"lr"`
-	TrainLoss float64 `json:"train_loss"`
-}
-
-// Loss is a validation loss that a diverged probe leaves not finite: JSON has no NaN, so
-// its JSON form is null then, read back as NaN.
-type Loss float64
-
-// MarshalJSON writes the loss, or null if it is not finite.
-func (l Loss) MarshalJSON() ([]byte, error) {
-	if !finite(float64(l)) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float64(l))
-}
-
-// UnmarshalJSON reads a loss; null is NaN.
-func (l *Loss) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*l = Loss(math.NaN())
-		return nil
-	}
-	return json.Unmarshal(b, (*float64)(l))
 }
 
 // DecayProbeResult is the validation loss before and after the decay.
@@ -233,7 +203,7 @@ func Interpolate(ctx context.Context, cfg Config, w1, w2 []float32, alphas []flo
 		for i := range w {
 			w[i] = float32(a*float64(w1[i]) + (1-a)*float64(w2[i]))
 		}
-		if err := p.eng.WriteParams(w); err != nil {
+		if err := p.setParams(w); err != nil {
 			return nil, err
 		}
 		l, _, err := p.valLoss(cfg.EvalSeqs)
@@ -246,127 +216,58 @@ func Interpolate(ctx context.Context, cfg Config, w1, w2 []float32, alphas []flo
 }
 
 // probe is an engine loaded with weights, on the run's data.
-type probe struct {
-	cfg             Config
-	eng             backend.Engine
-	data            Batches
-	w, g            []float32 // host parameters and gradients
-	host            bool      // w and g are the engine's own buffers
-	tokens, targets []int32
-}
+type probe struct{ *engine }
 
 func newProbe(ctx context.Context, cfg Config, w []float32, data Batches) (*probe, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
 	mc, _ := cfg.ResolveModel()
-	eng, err := backend.New(cfg.Backend, mc, cfg.MicroBatch, cfg.SeqLen)
+	e, err := openEngine(ctx, cfg, mc, data, nil)
 	if err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
-	p := &probe{cfg: cfg, eng: eng, data: data,
-		tokens: make([]int32, cfg.MicroBatch*cfg.SeqLen), targets: make([]int32, cfg.MicroBatch*cfg.SeqLen)}
-	if h, ok := eng.(backend.HostEngine); ok {
-		p.w, p.g, p.host = h.Params(), h.Grads(), true
-	} else {
-		p.w, p.g = make([]float32, eng.NumParams()), make([]float32, eng.NumParams())
+	if len(w) != len(e.w) {
+		e.eng.Close()
+		return nil, fmt.Errorf("probe: weights of %d parameters, the model has %d", len(w), len(e.w))
 	}
-	p.eng = observe(ctx, eng)
-	if len(w) != len(p.w) {
-		eng.Close()
-		return nil, fmt.Errorf("probe: weights of %d parameters, the model has %d", len(w), len(p.w))
-	}
-	copy(p.w, w)
-	if err := eng.WriteParams(w); err != nil {
-		eng.Close()
+	copy(e.w, w)
+	if err := e.upload(); err != nil {
+		e.eng.Close()
 		return nil, err
 	}
-	return p, nil
-}
-
-func (p *probe) valLoss(maxSeqs int) (float64, int, error) {
-	return meanLoss(p.eng, p.data, "val", maxSeqs, p.tokens, p.targets)
-}
-
-// meanLoss is the mean loss of the engine's current parameters over the split's
-// evaluation batches, and the number of sequences it covers.
-func meanLoss(eng backend.Engine, data Batches, split string, maxSeqs int, tokens, targets []int32) (float64, int, error) {
-	nb, fill := data.EvalBatches(split, maxSeqs)
-	if nb == 0 {
-		return 0, 0, fmt.Errorf("evaluate: the %s split holds no whole window of %d tokens", split, eng.SeqLen())
-	}
-	var sum float64
-	for i := range nb {
-		fill(i, tokens, targets)
-		l, err := eng.Forward(tokens, targets)
-		if err != nil {
-			return 0, 0, fmt.Errorf("evaluate %s: %w", split, err)
-		}
-		sum += l
-	}
-	return sum / float64(nb), nb * eng.Batch(), nil
+	return &probe{e}, nil
 }
 
 // train runs AdamW (restored from st if given, at step count fromStep) for steps steps on
 // the batches of steps fromStep+1, ..., and returns the per-step curve and the step whose
-// loss was not finite (0 if none).
+// loss was not finite (0 if none). It steps on the host: the curve records the learning
+// rate of every step, which the host's optimizer knows.
 func (p *probe) train(ctx context.Context, ac sfadamw.AdamWConfig, st *sfadamw.State[float32], fromStep, steps int) ([]ProbeStep, int, error) {
-	opt, err := sfadamw.NewAdamW(ac, p.w)
+	adamw, err := sfadamw.NewAdamW(ac, p.w)
 	if err != nil {
 		return nil, 0, fmt.Errorf("probe: %w", err)
 	}
+	o := &optimizer{adamw: adamw}
 	if st != nil {
-		if err := opt.Restore(*st); err != nil {
+		if err := o.restore(*st); err != nil {
 			return nil, 0, fmt.Errorf("probe: %w", err)
 		}
 	}
-	host := p.host
-	accum := p.cfg.Accum()
 	curve := make([]ProbeStep, 0, steps)
 	for s := 1; s <= steps; s++ {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
 		step := fromStep + s
-		p.eng.ZeroGrad()
-		var sum float64
-		for micro := range accum {
-			p.data.Fill(step, micro, p.tokens, p.targets)
-			l, err := p.eng.Forward(p.tokens, p.targets)
-			if err != nil {
-				return nil, 0, err
-			}
-			sum += l
-			if !finite(l) {
-				return curve, step, nil
-			}
-			if err := p.eng.Backward(); err != nil {
-				return nil, 0, err
-			}
+		loss, err := p.step(step, o)
+		if err != nil {
+			return nil, 0, err
 		}
-		if !host {
-			if err := p.eng.ReadGrads(p.g); err != nil {
-				return nil, 0, err
-			}
+		if !finite(loss) {
+			return curve, step, nil
 		}
-		scaleGrads(p.g, accum)
-		opt.Step(p.g)
-		if !host {
-			if err := p.eng.WriteParams(p.w); err != nil {
-				return nil, 0, err
-			}
-		}
-		curve = append(curve, ProbeStep{Step: step, LR: opt.LastLR(), TrainLoss: sum / float64(accum)})
+		curve = append(curve, ProbeStep{Step: step, LR: o.lastLR(), TrainLoss: loss})
 	}
 	return curve, 0, nil
-}
-
-// scaleGrads turns the sum of accum micro-batch gradients into their mean.
-func scaleGrads(g []float32, accum int) {
-	if accum > 1 {
-		s := float32(1 / float64(accum))
-		for i := range g {
-			g[i] *= s
-		}
-	}
 }

@@ -2,10 +2,6 @@ package training
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,9 +9,7 @@ import (
 	"time"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
-	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/internal/status"
-	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -62,66 +56,6 @@ type Options struct {
 	HostOptimizer bool
 }
 
-// Progress is a snapshot of a running run.
-type Progress struct {
-	Step, Steps  int
-	TrainLoss    float64
-	TokensPerSec float64
-	ETA          time.Duration
-	Eval         *CurvePoint // set on an evaluation
-}
-
-// CurvePoint is one evaluation: validation loss at each iterate.
-type CurvePoint struct {
-	Step      int                `json:"step"`
-	Tokens    int64              `json:"tokens"`
-	LR        float64            `json:"lr"`
-	TrainLoss float64            `json:"train_loss"`
-	Val       map[string]float64 `json:"val"`
-}
-
-// The iterates a run evaluates. SF-AdamW: x (its output), y (the gradient point) and their
-// EWAs; AdamW: its weights w and their EWA.
-const (
-	IterX    = "x"
-	IterY    = "y"
-	IterEWAX = "ewa_x"
-	IterEWAY = "ewa_y"
-	IterW    = "w"
-	IterEWAW = "ewa_w"
-)
-
-// Iterates returns the iterates evaluated for an optimizer, the primary one first: those a
-// probe can start from (IterateWeights).
-func Iterates(optimizer string) []string {
-	if optimizer == AdamW {
-		return []string{IterW, IterEWAW}
-	}
-	return []string{IterX, IterY, IterEWAX, IterEWAY}
-}
-
-// Result is what a finished run reports (result.json).
-type Result struct {
-	ConfigHash string             `json:"config_hash"`
-	Status     status.Status      `json:"status"`                // status.Completed or status.Diverged
-	DivergedAt int                `json:"diverged_at,omitempty"` // the step whose loss was not finite
-	Steps      int                `json:"steps"`                 // steps taken
-	Tokens     int64              `json:"tokens"`                // training tokens consumed
-	Primary    string             `json:"primary"`               // the iterate tables report: x for SF-AdamW, w for AdamW
-	Val        map[string]float64 `json:"val_loss,omitempty"`    // final validation loss per iterate
-	Test       map[string]float64 `json:"test_loss,omitempty"`   // test loss per iterate
-	TestPPL    map[string]float64 `json:"test_ppl,omitempty"`    // exp(test loss) per iterate
-	EvalSeqs   int                `json:"eval_seqs"`
-	TestSeqs   int                `json:"test_seqs"`
-	Curves     []CurvePoint       `json:"curves"`
-	ParamsHash string             `json:"params_sha256"` // sha256 of the final parameters (y for SF-AdamW)
-	Resumed    int                `json:"resumed_from,omitempty"`
-	Seconds    float64            `json:"seconds"`
-	// Engine is the engine that trained the run (the last attempt's; an attempt that
-	// resumed had the same arithmetic as the one before it).
-	Engine backend.Provenance `json:"engine"`
-}
-
 // Run trains cfg (defaults applied and valid) to the end, or to opt.Until, resuming from
 // the newest valid checkpoint under opt.Prefix when there is one. A loss that is not
 // finite ends the run as a result with Status "diverged", not as an error.
@@ -141,11 +75,10 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.eng.Close()
+	defer r.engine.eng.Close()
 	if opt.Store != nil {
-		b, _ := json.MarshalIndent(cfg.Canonical(), "", "  ")
-		if err := opt.Store.Put(ctx, keys.RunConfig(opt.Prefix), b); err != nil {
-			return nil, fmt.Errorf("train: %w", err)
+		if err := putConfig(ctx, opt.Store, opt.Prefix, cfg); err != nil {
+			return nil, err
 		}
 		if err := r.resume(ctx, log); err != nil {
 			return nil, err
@@ -163,7 +96,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 			return nil, err
 		}
 		step := r.step + 1
-		loss, err := r.trainStep(step)
+		loss, err := r.engine.step(step, r.optim)
 		if err != nil {
 			return nil, fmt.Errorf("train: step %d: %w", step, err)
 		}
@@ -229,10 +162,10 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	res.Steps, res.Tokens = r.step, int64(r.step)*tokensPerStep
 	res.EvalSeqs = r.evalSeqs
 	res.Curves = r.curves
-	if err := r.pull(); err != nil {
+	if err := r.optim.pull(r.engine); err != nil {
 		return nil, err
 	}
-	res.ParamsHash = hashFloats(r.y())
+	res.ParamsHash = hashFloats(r.engine.w)
 	res.Seconds = time.Since(start).Seconds()
 	if opt.Store != nil {
 		if err := r.writeCurves(ctx); err != nil {
@@ -243,58 +176,28 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 				return nil, err
 			}
 		}
-		b, _ := json.MarshalIndent(res, "", "  ")
-		if err := opt.Store.Put(ctx, keys.RunResult(opt.Prefix), b); err != nil {
-			return nil, fmt.Errorf("train: %w", err)
+		if err := putResult(ctx, opt.Store, opt.Prefix, res); err != nil {
+			return nil, err
 		}
 	}
 	log.Info("finished", "status", res.Status, "step", r.step, "seconds", res.Seconds)
 	return res, nil
 }
 
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-// hashFloats is the hex sha256 of the little-endian bytes of w.
-func hashFloats(w []float32) string {
-	h := sha256.New()
-	var buf [4096]byte
-	for len(w) > 0 {
-		n := min(len(w), len(buf)/4)
-		for i, v := range w[:n] {
-			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
-		}
-		h.Write(buf[:4*n])
-		w = w[n:]
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// runner is the state of one run.
+// runner is the state of one run: its engine, whose w is the parameters (y for SF-AdamW,
+// w for AdamW), and its optimizer with the averages.
 type runner struct {
-	cfg  Config
-	mc   model.Config
-	opt  Options
-	hash string
-	eng  backend.Engine
-	host backend.HostEngine // nil for engines with their own memory
+	cfg     Config
+	mc      model.Config
+	opt     Options
+	hash    string
+	engine  *engine
+	optim   *optimizer
+	scratch []float32 // an iterate being evaluated, and y saved meanwhile
 
-	yHost, gHost []float32 // the parameters (y) and gradients on the host, for non-host engines
-	// dev is the optimizer stepped on the engine's device (with its averages), when the
-	// engine is a backend.DeviceLoop; sf, adamw and the EWAs are then the host's copy of its
-	// state, brought up to date by pull before they are read, and stale marks a copy
-	// behind the device.
-	dev        backend.Optimizer
-	loop       backend.DeviceLoop
-	stale      bool
-	sf         *sfadamw.SFAdamW[float32]
-	adamw      *sfadamw.AdamW[float32]
-	ewa1, ewa2 *sfadamw.EWA[float32] // EWA(x) and EWA(y) for SF-AdamW; EWA(w) (ewa1) for AdamW
-	scratch    []float32             // an iterate being evaluated, and y saved meanwhile
-
-	tokens, targets []int32
-	step            int
-	curves          []CurvePoint
-	evalSeqs        int
+	step     int
+	curves   []CurvePoint
+	evalSeqs int
 }
 
 func newRunner(ctx context.Context, cfg Config, opt Options) (*runner, error) {
@@ -302,124 +205,25 @@ func newRunner(ctx context.Context, cfg Config, opt Options) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	eng, err := backend.New(cfg.Backend, mc, cfg.MicroBatch, cfg.SeqLen)
+	e, err := openEngine(ctx, cfg, mc, opt.Data, opt.WrapEngine)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	if opt.WrapEngine != nil {
-		eng = opt.WrapEngine(eng)
+	r := &runner{cfg: cfg, mc: mc, opt: opt, hash: cfg.Hash(), engine: e}
+	model.Init(mc, cfg.Seed, e.w)
+	err = e.upload()
+	if err == nil {
+		r.optim, err = runOptimizer(cfg, e.w)
 	}
-	r := &runner{cfg: cfg, mc: mc, opt: opt, hash: cfg.Hash(), eng: eng}
-	n := eng.NumParams()
-	r.host, _ = eng.(backend.HostEngine)
-	r.eng = observe(ctx, eng)
-	var y []float32
-	if r.host != nil {
-		y = r.host.Params()
-	} else {
-		r.yHost, r.gHost = make([]float32, n), make([]float32, n)
-		y = r.yHost
-	}
-	model.Init(mc, cfg.Seed, y)
-	if r.host == nil {
-		if err := eng.WriteParams(y); err != nil {
-			eng.Close()
-			return nil, fmt.Errorf("train: %w", err)
-		}
-	}
-	switch cfg.Optimizer.Name {
-	case SFAdamW:
-		r.sf, err = sfadamw.New(cfg.SFAdamWConfig(), y)
-		if err == nil {
-			r.ewa1, err = sfadamw.NewEWA[float32](n, cfg.EWADecay)
-		}
-		if err == nil {
-			r.ewa2, err = sfadamw.NewEWA[float32](n, cfg.EWADecay)
-		}
-	case AdamW:
-		r.adamw, err = sfadamw.NewAdamW(cfg.AdamWConfig(), y)
-		if err == nil {
-			r.ewa1, err = sfadamw.NewEWA[float32](n, cfg.EWADecay)
-		}
+	if err == nil && !opt.HostOptimizer {
+		err = r.optim.startMirror(e, cfg)
 	}
 	if err != nil {
-		eng.Close()
+		e.eng.Close()
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	// The device optimizer stores no x, so SF-AdamW with β1 = 0 steps on the host.
-	if dl, ok := eng.(backend.DeviceLoop); ok && !opt.HostOptimizer && r.host == nil && (r.sf == nil || cfg.Optimizer.Beta1 > 0) {
-		if err := r.startDevice(dl); err != nil {
-			eng.Close()
-			return nil, fmt.Errorf("train: %w", err)
-		}
-	}
-	r.scratch = make([]float32, 2*n)
-	r.tokens = make([]int32, cfg.MicroBatch*cfg.SeqLen)
-	r.targets = make([]int32, cfg.MicroBatch*cfg.SeqLen)
+	r.scratch = make([]float32, 2*len(e.w))
 	return r, nil
-}
-
-// y returns the host copy of the parameters (y for SF-AdamW, w for AdamW).
-func (r *runner) y() []float32 {
-	if r.host != nil {
-		return r.host.Params()
-	}
-	return r.yHost
-}
-
-// trainStep runs the micro-batches of step, averages their gradients, steps the optimizer
-// and the EWAs, and returns the mean training loss.
-func (r *runner) trainStep(step int) (float64, error) {
-	accum := r.cfg.Accum()
-	r.eng.ZeroGrad()
-	var sum float64
-	for micro := range accum {
-		r.opt.Data.Fill(step, micro, r.tokens, r.targets)
-		l, err := r.eng.Forward(r.tokens, r.targets)
-		if err != nil {
-			return 0, err
-		}
-		sum += l
-		if !finite(l) {
-			return l, nil
-		}
-		if err := r.eng.Backward(); err != nil {
-			return 0, err
-		}
-	}
-	if r.dev != nil {
-		return sum / float64(accum), r.deviceStep(accum)
-	}
-	g := r.gHost
-	if r.host != nil {
-		g = r.host.Grads()
-	} else if err := r.eng.ReadGrads(g); err != nil {
-		return 0, err
-	}
-	scaleGrads(g, accum)
-	y := r.y()
-	if r.sf != nil {
-		r.sf.Step(g)
-		r.sf.UpdateEWAX(r.ewa1)
-		r.ewa2.Update(y)
-	} else {
-		r.adamw.Step(g)
-		r.ewa1.Update(y)
-	}
-	if r.host == nil {
-		if err := r.eng.WriteParams(y); err != nil {
-			return 0, err
-		}
-	}
-	return sum / float64(accum), nil
-}
-
-// lr returns the learning rate of the last step.
-func (r *runner) lr() float64 {
-	if r.sf != nil {
-		return r.sf.LastLR()
-	}
-	return r.adamw.LastLR()
 }
 
 func (r *runner) evaluate(step int, trainLoss float64) (CurvePoint, error) {
@@ -428,7 +232,7 @@ func (r *runner) evaluate(step int, trainLoss float64) (CurvePoint, error) {
 		return CurvePoint{}, err
 	}
 	r.evalSeqs = n
-	return CurvePoint{Step: step, Tokens: int64(step) * int64(r.cfg.BatchTokens), LR: r.lr(), TrainLoss: trainLoss, Val: val}, nil
+	return CurvePoint{Step: step, Tokens: int64(step) * int64(r.cfg.BatchTokens), LR: r.optim.lastLR(), TrainLoss: trainLoss, Val: val}, nil
 }
 
 // evalSplit returns the mean loss of every iterate on the split's evaluation windows and
@@ -438,190 +242,55 @@ func (r *runner) evalSplit(split string, maxSeqs int) (map[string]float64, int, 
 	if nb == 0 {
 		return nil, 0, fmt.Errorf("train: the %s split holds no whole window of seq_len = %d tokens", split, r.cfg.SeqLen)
 	}
-	if err := r.pull(); err != nil {
+	if err := r.optim.pull(r.engine); err != nil {
 		return nil, 0, err
 	}
-	y := r.y()
-	n := len(y)
+	n := len(r.engine.w)
 	saved, iter := r.scratch[:n], r.scratch[n:]
-	copy(saved, y)
+	copy(saved, r.engine.w)
 	out := map[string]float64{}
 	for _, name := range Iterates(r.cfg.Optimizer.Name) {
 		switch name {
 		case IterX:
-			r.sf.X(iter)
+			r.optim.sf.X(iter)
 		case IterY, IterW:
 			copy(iter, saved)
 		case IterEWAX, IterEWAW:
-			copy(iter, r.ewa1.Values())
+			copy(iter, r.optim.ewas[0].Values())
 		case IterEWAY:
-			copy(iter, r.ewa2.Values())
+			copy(iter, r.optim.ewas[1].Values())
 		}
-		if err := r.setParams(iter); err != nil {
+		if err := r.engine.setParams(iter); err != nil {
 			return nil, 0, err
 		}
-		l, _, err := meanLoss(r.eng, r.opt.Data, split, maxSeqs, r.tokens, r.targets)
+		l, _, err := meanLoss(r.engine.eng, r.opt.Data, split, maxSeqs, r.engine.tokens, r.engine.targets)
 		if err != nil {
 			return nil, 0, fmt.Errorf("train: at %s: %w", name, err)
 		}
 		out[name] = l
 	}
-	if err := r.setParams(saved); err != nil {
+	if err := r.engine.setParams(saved); err != nil {
 		return nil, 0, err
 	}
 	return out, nb * r.cfg.MicroBatch, nil
 }
 
-// ModelCard describes a run's final model file (model.safetensors): what a reader needs
-// to build the module it loads into (bench/torch/torch_llama.py's names).
-type ModelCard struct {
-	Model      model.Config       `json:"model"`
-	Iterate    string             `json:"iterate"` // the weights: x for SF-AdamW, w for AdamW
-	Step       int                `json:"step"`
-	ConfigHash string             `json:"config_hash"`
-	Engine     backend.Provenance `json:"engine"`
-}
-
 // writeModel stores the final model at the iterate the run reports (res.Primary: x for
-// SF-AdamW, w for AdamW) as safetensors under the layout's PyTorch names, and its card.
+// SF-AdamW, w for AdamW) and its card.
 func (r *runner) writeModel(ctx context.Context, res *Result) error {
-	w := r.y()
+	w := r.engine.w
 	if res.Primary == IterX {
 		w = r.scratch[len(w) : 2*len(w)]
-		r.sf.X(w)
+		r.optim.sf.X(w)
 	}
-	b, err := (&checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: w}).Encode()
-	if err != nil {
-		return fmt.Errorf("train: model: %w", err)
-	}
-	if err := r.opt.Store.Put(ctx, keys.RunModel(r.opt.Prefix), b); err != nil {
-		return fmt.Errorf("train: model: %w", err)
-	}
-	card, _ := json.MarshalIndent(ModelCard{Model: r.mc, Iterate: res.Primary, Step: r.step, ConfigHash: r.hash, Engine: res.Engine}, "", "  ")
-	if err := r.opt.Store.Put(ctx, keys.RunModelCard(r.opt.Prefix), card); err != nil {
-		return fmt.Errorf("train: model: %w", err)
-	}
-	return nil
-}
-
-func (r *runner) setParams(w []float32) error {
-	if r.host != nil {
-		copy(r.host.Params(), w)
-		return nil
-	}
-	return r.eng.WriteParams(w)
+	ck := &checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: w}
+	card := ModelCard{Model: r.mc, Iterate: res.Primary, Step: r.step, ConfigHash: r.hash, Engine: res.Engine}
+	return putModel(ctx, r.opt.Store, r.opt.Prefix, ck, card)
 }
 
 func (r *runner) writeCurves(ctx context.Context) error {
 	if r.opt.Store == nil {
 		return nil
 	}
-	var b []byte
-	for _, c := range r.curves {
-		line, _ := json.Marshal(c)
-		b = append(append(b, line...), '\n')
-	}
-	if err := r.opt.Store.Put(ctx, keys.RunCurves(r.opt.Prefix), b); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	return nil
-}
-
-// startDevice makes the run's optimizer and its averages on the engine's device. The
-// engine's parameters hold the initial y.
-func (r *runner) startDevice(dl backend.DeviceLoop) error {
-	var o backend.Optimizer
-	var err error
-	if r.sf != nil {
-		o, err = dl.NewSFAdamW(r.cfg.SFAdamWConfig())
-	} else {
-		o, err = dl.NewAdamW(r.cfg.AdamWConfig())
-	}
-	if err != nil {
-		return err
-	}
-	av, ok := o.(backend.Averager)
-	if !ok {
-		return fmt.Errorf("the %s backend's device optimizer keeps no averages", r.cfg.Backend)
-	}
-	if err := av.StartAverages(r.cfg.EWADecay); err != nil {
-		return err
-	}
-	r.dev, r.loop = o, dl
-	return nil
-}
-
-// deviceStep is trainStep's update on the device: the mean of the accum micro-batches'
-// gradients, the optimizer's step and the averages, as the host computes them.
-func (r *runner) deviceStep(accum int) error {
-	if accum > 1 {
-		if err := r.loop.ScaleGrads(float32(1 / float64(accum))); err != nil {
-			return err
-		}
-	}
-	if err := r.dev.Step(); err != nil {
-		return err
-	}
-	r.stale = true
-	return r.dev.(backend.Averager).UpdateAverages()
-}
-
-// pull brings the host's copy of the parameters, the optimizer's state and the averages
-// up to date with the device optimizer's; it does nothing on the host path.
-func (r *runner) pull() error {
-	if r.dev == nil || !r.stale {
-		return nil
-	}
-	if err := r.eng.ReadParams(r.yHost); err != nil {
-		return err
-	}
-	var err error
-	if r.sf != nil {
-		err = r.sf.Restore(r.dev.State())
-	} else {
-		err = r.adamw.Restore(r.dev.State())
-	}
-	if err != nil {
-		return fmt.Errorf("train: the device optimizer's state: %w", err)
-	}
-	avgs, err := r.dev.(backend.Averager).Averages()
-	if err != nil {
-		return err
-	}
-	for i, e := range r.ewas() {
-		if err := e.Restore(avgs[i]); err != nil {
-			return fmt.Errorf("train: the device's averages: %w", err)
-		}
-	}
-	r.stale = false
-	return nil
-}
-
-// push hands the host's optimizer state and averages (restored from a checkpoint) to the
-// device optimizer; the caller has written the parameters.
-func (r *runner) push() error {
-	if r.dev == nil {
-		return nil
-	}
-	st := r.adamw.State
-	if r.sf != nil {
-		st = r.sf.State
-	}
-	if err := r.dev.Restore(st()); err != nil {
-		return err
-	}
-	var avgs []sfadamw.State[float32]
-	for _, e := range r.ewas() {
-		avgs = append(avgs, e.State())
-	}
-	r.stale = false
-	return r.dev.(backend.Averager).RestoreAverages(avgs)
-}
-
-// ewas lists the run's averages in backend.Averager's order.
-func (r *runner) ewas() []*sfadamw.EWA[float32] {
-	if r.sf != nil {
-		return []*sfadamw.EWA[float32]{r.ewa1, r.ewa2}
-	}
-	return []*sfadamw.EWA[float32]{r.ewa1}
+	return putCurves(ctx, r.opt.Store, r.opt.Prefix, r.curves)
 }

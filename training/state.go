@@ -44,7 +44,7 @@ func (r *runner) ckPrefix() string { return keys.Checkpoints(r.opt.Prefix) }
 
 // checkpoint saves the run's state after r.step steps and prunes old checkpoints.
 func (r *runner) checkpoint(ctx context.Context) error {
-	if err := r.pull(); err != nil {
+	if err := r.optim.pull(r.engine); err != nil {
 		return fmt.Errorf("train: checkpoint at step %d: %w", r.step, err)
 	}
 	cfg, eng := r.cfg.Canonical(), backend.ProvenanceOf(r.cfg.Backend)
@@ -52,17 +52,13 @@ func (r *runner) checkpoint(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ck := &checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: r.y(), State: st}
-	if r.sf != nil {
-		err = ck.PutOptimizer(StateOptimizer, r.sf.State())
-		if err == nil {
-			err = ck.PutOptimizer(StateEWA2, r.ewa2.State())
-		}
-	} else {
-		err = ck.PutOptimizer(StateOptimizer, r.adamw.State())
+	ck := &checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: r.engine.w, State: st}
+	err = ck.PutOptimizer(StateOptimizer, r.optim.state())
+	if err == nil && len(r.optim.ewas) > 1 {
+		err = ck.PutOptimizer(StateEWA2, r.optim.ewas[1].State())
 	}
 	if err == nil {
-		err = ck.PutOptimizer(StateEWA1, r.ewa1.State())
+		err = ck.PutOptimizer(StateEWA1, r.optim.ewas[0].State())
 	}
 	if err == nil {
 		err = checkpoint.Save(ctx, r.opt.Store, r.ckPrefix(), ck)
@@ -102,31 +98,26 @@ func (r *runner) resume(ctx context.Context, log *slog.Logger) error {
 				"resumed, the run would not be the run of either; delete the trial's checkpoints to train it again with this engine, "+
 				"or declare the two arithmetics the same (training/backend, sameArithmetic) if they are", ck.Step, ls.Engine.Arithmetic, ls.Engine.Code, eng.Arithmetic)}
 	}
-	if len(ck.Params) != len(r.y()) {
-		return fmt.Errorf("train: resume from step %d: %d parameters, the model has %d", ck.Step, len(ck.Params), len(r.y()))
+	if len(ck.Params) != len(r.engine.w) {
+		return fmt.Errorf("train: resume from step %d: %d parameters, the model has %d", ck.Step, len(ck.Params), len(r.engine.w))
 	}
-	copy(r.y(), ck.Params)
-	if err := r.setParams(r.y()); err != nil {
+	copy(r.engine.w, ck.Params)
+	if err := r.engine.upload(); err != nil {
 		return err
 	}
 	opt, err := ck.Optimizer(StateOptimizer)
 	if err == nil {
-		if r.sf != nil {
-			err = r.sf.Restore(opt)
-		} else {
-			err = r.adamw.Restore(opt)
+		err = r.optim.restore(opt)
+	}
+	for i, name := range []string{StateEWA1, StateEWA2}[:len(r.optim.ewas)] {
+		if err == nil {
+			err = restoreEWA(ck, name, r.optim.ewas[i].Restore)
 		}
-	}
-	if err == nil {
-		err = restoreEWA(ck, StateEWA1, r.ewa1.Restore)
-	}
-	if err == nil && r.ewa2 != nil {
-		err = restoreEWA(ck, StateEWA2, r.ewa2.Restore)
 	}
 	if err != nil {
 		return fmt.Errorf("train: resume from step %d: %w", ck.Step, err)
 	}
-	if err := r.push(); err != nil {
+	if err := r.optim.push(); err != nil {
 		return fmt.Errorf("train: resume from step %d: %w", ck.Step, err)
 	}
 	r.step, r.curves, r.evalSeqs = int(ck.Step), ls.Curves, ls.EvalSeqs
