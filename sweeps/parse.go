@@ -5,7 +5,6 @@ package sweeps
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -56,7 +55,7 @@ func Parse(src []byte) (*Manifest, error) {
 // a binary that has it. A worker that lacks it never receives its trials: they wait for
 // one that has it.
 func (m *Manifest) CheckBackend(src []byte) error {
-	name, err := backend.Resolve(cmp.Or(m.Backend, "cpu"), m.Precision)
+	name, err := backend.Resolve(m.Backend, m.Precision) // "" is backend.Default
 	if err != nil {
 		return nil // Parse refused it already
 	}

@@ -47,11 +47,11 @@ type Setup struct {
 	// Model is a preset name (model.PresetNames); ModelConfig, if set, overrides it whole.
 	Model       string        `json:"model,omitempty" yaml:"model,omitempty"`
 	ModelConfig *model.Config `json:"model_config,omitempty" yaml:"model_config,omitempty"`
-	Backend     string        `json:"backend,omitempty" yaml:"backend,omitempty"` // a name of backend.Catalog; "": "cpu"
+	Backend     string        `json:"backend,omitempty" yaml:"backend,omitempty"` // a name of backend.Catalog; "": backend.Default
 	// Precision, if set, picks the backend of Backend's family with that precision of
 	// matrix products (backend: cuda, precision: bf16 is the backend cuda-bf16);
 	// WithDefaults folds it into Backend, so the two spellings are one config.
-	Precision string `json:"precision,omitempty" yaml:"precision,omitempty"`
+	Precision backend.Precision `json:"precision,omitempty" yaml:"precision,omitempty"`
 
 	Data DataConfig `json:"data" yaml:"data"`
 }
@@ -121,6 +121,15 @@ func backendNames() string {
 	return b.String()
 }
 
+// precisionNames lists the precisions a config may ask for: fp32, tf32, bf16.
+func precisionNames() string {
+	names := make([]string, len(backend.Precisions))
+	for i, p := range backend.Precisions {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
 func ptr(v float64) *float64 { return &v }
 
 // maxCount bounds the counts of a config (2^40: a trillion tokens in a batch), so that
@@ -130,7 +139,7 @@ const maxCount = 1 << 40
 // WithDefaults fills the fields left unset with the paper's values.
 func (c Config) WithDefaults() Config {
 	if c.Backend == "" {
-		c.Backend = "cpu"
+		c.Backend = backend.Default
 	}
 	if name, err := backend.Resolve(c.Backend, c.Precision); err == nil {
 		c.Backend, c.Precision = name, "" // else Validate reports the precision
@@ -227,7 +236,7 @@ func (c Config) Validate() error {
 	}
 	if c.Precision != "" {
 		_, err := backend.Resolve(c.Backend, c.Precision)
-		reason := "must be one of " + strings.Join(backend.Precisions, ", ")
+		reason := "must be one of " + precisionNames()
 		if slices.Contains(backend.Precisions, c.Precision) && err != nil {
 			_, reason, _ = strings.Cut(err.Error(), ": ")
 		}

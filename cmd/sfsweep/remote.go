@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -187,7 +186,8 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // warnUnserved tells, before a sweep is scheduled, if no worker polls the training queue
 // of its backend's device: its trials will wait (they do not fail) until one does.
 func warnUnserved(ctx context.Context, c client.Client, m *sweeps.Manifest, stderr io.Writer) error {
-	b, _ := backend.Lookup(cmp.Or(m.Backend, "cpu")) // Parse checked the name
+	name, _ := backend.Resolve(m.Backend, m.Precision) // Parse checked both
+	b, _ := backend.Lookup(name)
 	queue := workflows.TrainQueue(b.Device)
 	q, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil {

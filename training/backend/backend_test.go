@@ -167,10 +167,14 @@ func TestCPUEngine(t *testing.T) {
 // Resolve maps a backend and a precision to the catalog's backend of that family, and
 // names the family's precisions when it has no such one.
 func TestResolve(t *testing.T) {
-	for _, c := range []struct{ name, prec, want string }{
+	for _, c := range []struct {
+		name string
+		prec backend.Precision
+		want string
+	}{
 		{"cpu", "", "cpu"}, {"cpu", "fp32", "cpu"}, {"cuda", "", "cuda"}, {"cuda", "fp32", "cuda"},
 		{"cuda", "bf16", "cuda-bf16"}, {"cuda", "tf32", "cuda-tf32"}, {"cuda-tf32", "bf16", "cuda-bf16"},
-		{"cuda-bf16", "fp32", "cuda"},
+		{"cuda-bf16", "fp32", "cuda"}, {"", "", "cpu"}, {"", "fp32", "cpu"},
 	} {
 		if got, err := backend.Resolve(c.name, c.prec); got != c.want || err != nil {
 			t.Errorf("Resolve(%q, %q) = %q, %v; want %q", c.name, c.prec, got, err, c.want)
@@ -181,5 +185,31 @@ func TestResolve(t *testing.T) {
 	}
 	if _, err := backend.Resolve("tpu", ""); err == nil {
 		t.Error("Resolve(tpu) gave no error")
+	}
+}
+
+// The catalog is consistent: the default backend is in it, and each family has one backend
+// of each of its precisions, all precisions a config may name, so that Resolve's answer is
+// one backend.
+func TestCatalogFamilies(t *testing.T) {
+	if b, ok := backend.Lookup(backend.Default); !ok || b.Build != "" {
+		t.Errorf("the default backend %q: %+v, in the catalog %v; want one every build carries", backend.Default, b, ok)
+	}
+	for _, b := range backend.Catalog() {
+		if !slices.Contains(backend.Precisions, b.Precision) || b.Family == "" {
+			t.Errorf("catalog entry %+v: no family, or a precision a config cannot name", b)
+		}
+		n := 0
+		for _, c := range backend.Family(b.Family) {
+			if c.Precision == b.Precision {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("family %s has %d backends of precision %s", b.Family, n, b.Precision)
+		}
+	}
+	if got := len(backend.Family("cuda")); got != 3 {
+		t.Errorf("family cuda has %d backends, want 3", got)
 	}
 }

@@ -8,10 +8,10 @@ import (
 // Provenance records the engine that produced a result or a checkpoint: its backend,
 // precision, arithmetic (Info.Arithmetic) and the version of the code.
 type Provenance struct {
-	Backend    string `json:"backend"`
-	Precision  string `json:"precision"`
-	Arithmetic string `json:"arithmetic"`
-	Code       string `json:"code"`
+	Backend    string    `json:"backend"`
+	Precision  Precision `json:"precision"`
+	Arithmetic string    `json:"arithmetic"`
+	Code       string    `json:"code"`
 }
 
 // ProvenanceOf is the provenance of an engine of the named backend in this binary.

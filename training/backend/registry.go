@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,9 @@ import (
 type Info struct {
 	// Name is the backend's name in a config or manifest (backend: cuda).
 	Name string
+	// Family is the engine that runs the backend: the backends of one family are one
+	// engine at different precisions, and a config picks one by its precision.
+	Family string
 	// Device is what the backend computes on. Trials are routed to workers by device: a
 	// worker serves the devices of the backends its build carries.
 	Device string
@@ -20,14 +24,37 @@ type Info struct {
 	Summary string
 	// Build says how to build a binary that carries the backend; "" for every build.
 	Build string
-	// Precision is the precision of the engine's matrix products: "fp32", "tf32" or
-	// "bf16" (bfloat16 operands, float32 accumulation and master weights).
-	Precision string
+	// Precision is the precision of the engine's matrix products, which the family's
+	// engine receives when it is made.
+	Precision Precision
 	// Arithmetic names the engine's floating-point arithmetic, with a version: two
 	// engines of one arithmetic give the same bits from the same inputs, whatever machine
 	// they run on. A kernel change that alters any result bumps the version.
 	Arithmetic string
 }
+
+// Precision is the precision of an engine's matrix products: what a config asks for
+// (precision: bf16) and what the engine is made to compute.
+type Precision string
+
+// The precisions of matrix products.
+const (
+	// FP32 is float32 operands and accumulation.
+	FP32 Precision = "fp32"
+	// TF32 rounds the operands to TF32's 10-bit mantissa on tensor cores and accumulates
+	// in float32.
+	TF32 Precision = "tf32"
+	// BF16 is bfloat16 operands with float32 accumulation, float32 outputs and float32
+	// master weights, as torch.autocast with dtype bfloat16.
+	BF16 Precision = "bf16"
+)
+
+// Precisions lists the precisions of matrix products a config may ask for.
+var Precisions = []Precision{FP32, TF32, BF16}
+
+// Default is the backend of a config or manifest that names none: the native engine,
+// which every build carries.
+const Default = "cpu"
 
 // Devices a backend runs on.
 const (
@@ -42,39 +69,44 @@ const cudaBuild = "build sfsweep with -tags cuda against the CUDA toolkit (docs/
 var catalog = []Info{
 	// cpu-fp32/2: AVX-512, AVX2 and the portable loops give the same bits (the AVX2
 	// reductions in 16 lanes, the portable loops fused); /1 differed between them.
-	{Name: "cpu", Device: DeviceCPU, Summary: "the native engine: pure Go and assembly", Precision: "fp32", Arithmetic: "cpu-fp32/2"},
-	{Name: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, float32 GEMMs", Build: cudaBuild, Precision: "fp32", Arithmetic: "cuda-fp32/1"},
-	{Name: "cuda-tf32", Device: DeviceCUDA, Summary: "NVIDIA GPU, TF32 tensor-core GEMMs", Build: cudaBuild, Precision: "tf32", Arithmetic: "cuda-tf32/1"},
-	{Name: "cuda-bf16", Device: DeviceCUDA, Summary: "NVIDIA GPU, bf16 tensor-core GEMMs with float32 master weights (as torch.autocast)", Build: cudaBuild, Precision: "bf16", Arithmetic: "cuda-bf16/1"},
+	{Name: "cpu", Family: "cpu", Device: DeviceCPU, Summary: "the native engine: pure Go and assembly", Precision: FP32, Arithmetic: "cpu-fp32/2"},
+	{Name: "cuda", Family: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, float32 GEMMs", Build: cudaBuild, Precision: FP32, Arithmetic: "cuda-fp32/1"},
+	{Name: "cuda-tf32", Family: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, TF32 tensor-core GEMMs", Build: cudaBuild, Precision: TF32, Arithmetic: "cuda-tf32/1"},
+	{Name: "cuda-bf16", Family: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, bf16 tensor-core GEMMs with float32 master weights (as torch.autocast)", Build: cudaBuild, Precision: BF16, Arithmetic: "cuda-bf16/1"},
 }
 
-// Precisions lists the precisions of matrix products a config may ask for.
-var Precisions = []string{"fp32", "tf32", "bf16"}
-
-// Resolve returns the backend that runs name's engine at the given precision: name itself
-// when precision is "" or name's own, else the backend of name's family (the name up to
-// its first '-') with that precision (cuda and bf16: cuda-bf16). The error says which
-// precisions the family has.
-func Resolve(name, precision string) (string, error) {
-	b, ok := Lookup(name)
+// Resolve returns the backend that runs name's engine (Default's when name is "") at
+// precision p: name itself when p is "" or name's own, else the backend of name's family
+// with precision p (cuda and bf16: cuda-bf16). The error says which precisions the family
+// has.
+func Resolve(name string, p Precision) (string, error) {
+	b, ok := Lookup(cmp.Or(name, Default))
 	if !ok {
 		return "", Check(name)
 	}
-	if precision == "" || precision == b.Precision {
-		return name, nil
+	if p == "" || p == b.Precision {
+		return b.Name, nil
 	}
-	family, _, _ := strings.Cut(name, "-")
 	var have []string
-	for _, c := range catalog {
-		if f, _, _ := strings.Cut(c.Name, "-"); f != family {
-			continue
-		}
-		if c.Precision == precision {
+	for _, c := range Family(b.Family) {
+		if c.Precision == p {
 			return c.Name, nil
 		}
-		have = append(have, c.Precision)
+		have = append(have, string(c.Precision))
 	}
-	return "", fmt.Errorf("precision = %q: backend %s has no such precision; it has %s", precision, name, strings.Join(have, ", "))
+	return "", fmt.Errorf("precision = %q: backend %s has no such precision; it has %s", p, b.Name, strings.Join(have, ", "))
+}
+
+// Family lists the catalog's backends of a family, in the catalog's order: the backends an
+// engine registers, one for each of its precisions.
+func Family(family string) []Info {
+	var out []Info
+	for _, b := range catalog {
+		if b.Family == family {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // sameArithmetic declares arithmetics that give the same bits although their names

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
 )
 
@@ -30,14 +31,18 @@ func BenchmarkTrainStep(b *testing.B) {
 		cfg := preset(b, tc.preset)
 		for _, tf32 := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/B=%d/T=512/tf32=%v", tc.preset, tc.batch, tf32), func(b *testing.B) {
-				benchStep(b, cfg, tc.batch, 512, Options{TF32: tf32})
+				p := backend.FP32
+				if tf32 {
+					p = backend.TF32
+				}
+				benchStep(b, cfg, tc.batch, 512, p)
 			})
 		}
 	}
 }
 
-func benchStep(b *testing.B, cfg model.Config, batch, seqLen int, opt Options) {
-	e, err := New(cfg, batch, seqLen, opt)
+func benchStep(b *testing.B, cfg model.Config, batch, seqLen int, p backend.Precision) {
+	e, err := New(cfg, batch, seqLen, p)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +82,7 @@ func benchStep(b *testing.B, cfg model.Config, batch, seqLen int, opt Options) {
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	flops := cfg.FLOPsPerStep(batch, seqLen)
 	peak := peakFP32
-	if opt.TF32 {
+	if p == backend.TF32 {
 		peak = peakTF32
 	}
 	b.ReportMetric(float64(n)/sec, "tokens/s")

@@ -204,13 +204,13 @@ type pair struct {
 	cpu, gpu backend.Engine
 }
 
-func newPair(t *testing.T, cfg model.Config, batch, seqLen int, opt Options, seed uint64) pair {
+func newPair(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.Precision, seed uint64) pair {
 	t.Helper()
 	c, err := backend.New("cpu", cfg, batch, seqLen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, batch, seqLen, opt)
+	g, err := New(cfg, batch, seqLen, prec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,21 +255,21 @@ func TestMatchesCPU(t *testing.T) {
 		name           string
 		cfg            model.Config
 		batch, seqLen  int
-		tf32           bool
+		prec           backend.Precision
 		lossTol, grTol float64
 	}{
 		// fp32 measured on an H100: loss ≤ 7.1e-9, per-tensor gradient ≤ 7.9e-7 (relative)
-		{"micro-llama", preset(t, "micro-llama"), 2, 8, false, 1e-6, 1e-5},
-		{"odd", oddConfig(), 3, 7, false, 1e-6, 1e-5},
-		{"tiny-llama", preset(t, "tiny-llama"), 4, 128, false, 1e-6, 1e-5},
-		{"micro-gpt2", preset(t, "micro-gpt2"), 2, 8, false, 1e-6, 1e-5},
-		{"tiny-gpt2", preset(t, "tiny-gpt2"), 4, 100, false, 1e-6, 1e-5},
+		{"micro-llama", preset(t, "micro-llama"), 2, 8, backend.FP32, 1e-6, 1e-5},
+		{"odd", oddConfig(), 3, 7, backend.FP32, 1e-6, 1e-5},
+		{"tiny-llama", preset(t, "tiny-llama"), 4, 128, backend.FP32, 1e-6, 1e-5},
+		{"micro-gpt2", preset(t, "micro-gpt2"), 2, 8, backend.FP32, 1e-6, 1e-5},
+		{"tiny-gpt2", preset(t, "tiny-gpt2"), 4, 100, backend.FP32, 1e-6, 1e-5},
 		// TF32 measured: loss 6.3e-7, per-tensor gradient ≤ 8.8e-4
-		{"tiny-llama/tf32", preset(t, "tiny-llama"), 4, 128, true, 1e-5, 1e-2},
+		{"tiny-llama/tf32", preset(t, "tiny-llama"), 4, 128, backend.TF32, 1e-5, 1e-2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
-			p := newPair(t, cfg, tc.batch, tc.seqLen, Options{TF32: tc.tf32}, 1)
+			p := newPair(t, cfg, tc.batch, tc.seqLen, tc.prec, 1)
 			n := tc.batch * tc.seqLen
 			// two micro-batches: the gradients add up
 			var worstLoss float64
@@ -309,7 +309,7 @@ func TestMatchesCPU(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	cfg := preset(t, "tiny-llama")
-	p := newPair(t, cfg, 4, 128, Options{}, 3)
+	p := newPair(t, cfg, 4, 128, backend.FP32, 3)
 	n := 4 * 128
 	toks := randomTokens(n+1, cfg.Vocab, 5)
 	var losses [2]float64
@@ -339,15 +339,34 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
+// Each backend of the cuda family in the catalog is an engine of that backend's precision.
+func TestRegisteredPrecisions(t *testing.T) {
+	cfg := preset(t, "micro-llama")
+	for _, b := range backend.Family(family) {
+		eng, err := backend.New(b.Name, cfg, 2, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := eng.(*Engine)
+		if e.prec != b.Precision || e.name != b.Name || e.bf.on != (b.Precision == backend.BF16) {
+			t.Errorf("backend %s: an engine of precision %s named %s (bf16 %v)", b.Name, e.prec, e.name, e.bf.on)
+		}
+		e.Close()
+	}
+}
+
 func TestErrors(t *testing.T) {
 	cfg := preset(t, "micro-llama")
-	if _, err := New(cfg, 0, 8, Options{}); err == nil || !strings.Contains(err.Error(), "batch") {
+	if _, err := New(cfg, 0, 8, backend.FP32); err == nil || !strings.Contains(err.Error(), "batch") {
 		t.Errorf("New(batch = 0) = %v, want an error naming batch", err)
 	}
-	if _, err := New(cfg, 2, cfg.Context+1, Options{}); err == nil || !strings.Contains(err.Error(), "seqLen") {
+	if _, err := New(cfg, 2, cfg.Context+1, backend.FP32); err == nil || !strings.Contains(err.Error(), "seqLen") {
 		t.Errorf("New(seqLen > context) = %v, want an error naming seqLen", err)
 	}
-	e, err := New(cfg, 2, 8, Options{})
+	if _, err := New(cfg, 2, 8, "fp8"); err == nil || !strings.Contains(err.Error(), `precision = "fp8"`) {
+		t.Errorf("New(precision fp8) = %v, want an error naming the precision", err)
+	}
+	e, err := New(cfg, 2, 8, backend.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,8 +409,8 @@ func TestNeedBytes(t *testing.T) {
 	for _, name := range []string{"micro-llama", "micro-gpt2"} {
 		cfg := preset(t, name)
 		for _, sf := range []bool{true, false} {
-			for _, opt := range []Options{{}, {BF16: true}} {
-				e, err := New(cfg, 3, 8, opt)
+			for _, p := range []backend.Precision{backend.FP32, backend.BF16} {
+				e, err := New(cfg, 3, 8, p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -412,8 +431,8 @@ func TestNeedBytes(t *testing.T) {
 				if !sf {
 					extra = 4 * int64(e.NumParams())
 				}
-				if got, want := NeedBytes(cfg, 3, 8, opt), int64(e.DeviceBytes())+extra; got != want {
-					t.Errorf("%s, %s, SF-AdamW %v: NeedBytes = %d, the engine, its optimizer and averages hold %d", name, opt.Name(), sf, got, want)
+				if got, want := NeedBytes(cfg, 3, 8, p), int64(e.DeviceBytes())+extra; got != want {
+					t.Errorf("%s, %s, SF-AdamW %v: NeedBytes = %d, the engine, its optimizer and averages hold %d", name, p, sf, got, want)
 				}
 				e.Close()
 			}
@@ -430,7 +449,7 @@ func TestOutOfMemory(t *testing.T) {
 	if !errors.As(err, &oom) {
 		t.Fatalf("New(a model larger than the GPU) = %v, want an *backend.OutOfMemoryError", err)
 	}
-	if !errors.Is(err, cu.OutOfMemory) || oom.Fits() || oom.Need != NeedBytes(cfg, 64, 4096, Options{}) || oom.Total <= 0 || oom.Free <= 0 || oom.Free > oom.Total {
+	if !errors.Is(err, cu.OutOfMemory) || oom.Fits() || oom.Need != NeedBytes(cfg, 64, 4096, backend.FP32) || oom.Total <= 0 || oom.Free <= 0 || oom.Free > oom.Total {
 		t.Errorf("out of memory: %+v", oom)
 	}
 	for _, want := range []string{"out of device memory", "needs", "GiB", "does not fit"} {
@@ -439,7 +458,7 @@ func TestOutOfMemory(t *testing.T) {
 		}
 	}
 	// the device is usable afterwards: nothing of the failed engine is left allocated
-	e, err := New(preset(t, "micro-llama"), 2, 8, Options{})
+	e, err := New(preset(t, "micro-llama"), 2, 8, backend.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +493,7 @@ func TestOptimizersMatchCPU(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const batch, seqLen = 2, 64
-			e, err := New(cfg, batch, seqLen, Options{})
+			e, err := New(cfg, batch, seqLen, backend.FP32)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -589,7 +608,7 @@ func TestTrainingCurve(t *testing.T) {
 	cfg := preset(t, "tiny-llama")
 	const batch, seqLen, steps = 8, 64, 50
 	const tol = 1e-5 // relative difference of the losses at any step (measured: 3.6e-7)
-	p := newPair(t, cfg, batch, seqLen, Options{}, 4)
+	p := newPair(t, cfg, batch, seqLen, backend.FP32, 4)
 	sf := sfadamw.DefaultConfig()
 	sf.WarmupSteps = 5
 	hostParams := p.cpu.(backend.HostEngine).Params()

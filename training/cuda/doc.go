@@ -1,5 +1,6 @@
 // Package cuda is the CUDA backend of the transformer engine: the LLaMA and GPT-2 models of
-// training/native run on an NVIDIA GPU, registered as the "cuda" backend.
+// training/native run on an NVIDIA GPU, registered as the backends of the catalog's "cuda" family
+// (training/backend), one for each precision of its matrix products.
 //
 // Everything but this file is behind the cuda build tag, so the default build needs only Go;
 // with the tag the package uses cgo, the CUDA driver API and cuBLAS through
@@ -13,7 +14,7 @@
 // follow training/native op by op: the same fused qkv and gate|up matrices in model.Layout
 // order, RoPE in the rotate_half form, causal softmax attention with scale 1/√D and the mean
 // cross-entropy over the batch·seqLen rows. Matrix products are cuBLAS SGEMMs in float32
-// (TF32 tensor cores only where Options.TF32 asks for them); attention runs as llm.c does
+// (TF32 tensor cores only at precision backend.TF32, bfloat16 operands at backend.BF16); attention runs as llm.c does
 // it: batched SGEMMs around a causal softmax kernel, with the probabilities kept for the
 // backward pass. GPT-2 follows training/native/gpt2.go the same way (LayerNorm, biases,
 // exact GELU, learned positions, tied LM head). Every reduction has a fixed order, so a run

@@ -14,28 +14,18 @@ import (
 	"github.com/sfsweep/sfsweep/training/model"
 )
 
-// Options are the engine's numerical choices.
-type Options struct {
-	// TF32 lets cuBLAS run the GEMMs on TF32 tensor cores (inputs rounded to 10-bit
-	// mantissas, float32 accumulation). Off by default: GEMMs are full float32.
-	TF32 bool
-	// BF16 runs every matrix product (the linear layers and both products of attention) on
-	// bfloat16 operands with float32 accumulation and float32 outputs, as torch.autocast
-	// with dtype bfloat16 does; parameters, gradients, the other ops and the optimizers
-	// stay float32 (the master weights). It takes precedence over TF32.
-	BF16 bool
-}
+// family is the cuda backends' family in training/backend's catalog: one engine whose
+// precision of matrix products the backend's name chooses.
+const family = "cuda"
 
-// Name is the backend name of an engine with these options (training/backend's catalog).
-func (o Options) Name() string {
-	switch {
-	case o.BF16:
-		return "cuda-bf16"
-	case o.TF32:
-		return "cuda-tf32"
-	}
-	return "cuda"
-}
+// The precisions of the engine's matrix products (backend.Precision):
+//   - FP32: cuBLAS SGEMMs in full float32;
+//   - TF32: cuBLAS runs the GEMMs on TF32 tensor cores (inputs rounded to 10-bit
+//     mantissas, float32 accumulation);
+//   - BF16: every matrix product (the linear layers and both products of attention) runs on
+//     bfloat16 operands with float32 accumulation and float32 outputs, as torch.autocast
+//     with dtype bfloat16 does; parameters, gradients, the other ops and the optimizers
+//     stay float32 (the master weights).
 
 // bf16 is the state of an engine in bf16 mode: a bfloat16 copy of the parameters, made
 // again when they have changed, and two scratch buffers for the activation operands of a
@@ -49,12 +39,12 @@ type bf16 struct {
 }
 
 // Engine is the CUDA engine for one model configuration (LLaMA or GPT-2) and micro-batch
-// shape: a
-// backend.Engine whose parameters, gradients and activations live in device memory. Its
-// methods must not be called concurrently; separate engines may share the GPU.
+// shape: a backend.Engine whose parameters, gradients and activations live in device
+// memory. Its methods must not be called concurrently; separate engines may share the GPU.
 type Engine struct {
 	d      *device
-	opt    Options
+	prec   backend.Precision
+	name   string // the backend's name in the catalog, for errors
 	cfg    model.Config
 	layout model.Layout
 	b, t   int // micro-batch shape
@@ -137,9 +127,9 @@ var _ backend.Engine = (*Engine)(nil)
 var _ backend.DeviceOptimizers = (*Engine)(nil)
 
 func init() {
-	for _, opt := range []Options{{}, {TF32: true}, {BF16: true}} {
-		backend.Register(opt.Name(), func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
-			e, err := New(cfg, batch, seqLen, opt)
+	for _, b := range backend.Family(family) {
+		backend.Register(b.Name, func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
+			e, err := New(cfg, batch, seqLen, b.Precision)
 			if err != nil {
 				return nil, err
 			}
@@ -149,8 +139,13 @@ func init() {
 }
 
 // New returns an engine for cfg on micro-batches of batch sequences of seqLen tokens
-// (seqLen ≤ cfg.Context) on GPU 0. Its parameters are zero until WriteParams.
-func New(cfg model.Config, batch, seqLen int, opt Options) (*Engine, error) {
+// (seqLen ≤ cfg.Context) on GPU 0, whose matrix products have precision p (one of the
+// family's: FP32, TF32 or BF16). Its parameters are zero until WriteParams.
+func New(cfg model.Config, batch, seqLen int, p backend.Precision) (*Engine, error) {
+	name, err := backend.Resolve(family, p)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
@@ -166,8 +161,8 @@ func New(cfg model.Config, batch, seqLen int, opt Options) (*Engine, error) {
 	}
 	unlock := d.lock()
 	defer unlock()
-	e := &Engine{d: d, opt: opt, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
-		bf: bf16{on: opt.BF16, stale: true}, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
+	e := &Engine{d: d, prec: p, name: name, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
+		bf: bf16{on: p == backend.BF16, stale: true}, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
 	if err := e.allocate(); err != nil {
 		e.free()
 		return nil, e.oom(err)
@@ -186,8 +181,8 @@ const (
 // NeedBytes is the device memory an engine for cfg on micro-batches of batch sequences of
 // seqLen tokens allocates, with the state and scratch of a device optimizer: what a trial
 // of that shape needs on the GPU, beyond the CUDA context and cuBLAS's workspace.
-func NeedBytes(cfg model.Config, batch, seqLen int, opt Options) int64 {
-	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true, bf: bf16{on: opt.BF16}}
+func NeedBytes(cfg model.Config, batch, seqLen int, p backend.Precision) int64 {
+	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true, bf: bf16{on: p == backend.BF16}}
 	_ = c.allocBuffers()
 	size := c.layout.Size
 	_, _ = c.mk(blocks(size, normChunk), 8) // the gradient-norm scratch
@@ -203,13 +198,12 @@ func (e *Engine) oom(err error) error {
 	if !errors.Is(err, cu.OutOfMemory) {
 		return err
 	}
-	name := e.opt.Name()
 	free, total, merr := cu.MemInfo()
 	if merr != nil {
 		free, total = -1, -1
 	}
 	return &backend.OutOfMemoryError{
-		Backend: name, Need: NeedBytes(e.cfg, e.b, e.t, e.opt), Total: total, Free: free, Err: err,
+		Backend: e.name, Need: NeedBytes(e.cfg, e.b, e.t, e.prec), Total: total, Free: free, Err: err,
 		What: fmt.Sprintf("%s of %d parameters at micro-batch %d×%d, with its optimizer,", e.cfg.Arch, e.cfg.NumParams(), e.b, e.t),
 	}
 }
@@ -637,7 +631,7 @@ func (e *Engine) forward() error {
 	eps := float32(e.cfg.NormEps)
 	s := &e.act
 	r := e.newRun()
-	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
+	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
 	r.do(func() error { return htod(e.tokens, e.hostTokens) })
 	r.do(func() error { return htod(e.targets, e.hostTargets) })
 	r.launch("encoder_forward", lin(n*c), blk, s.resid[0], e.tokens, e.p.emb, n, c)
@@ -719,7 +713,7 @@ func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) 
 func (e *Engine) headBackward(r *run) {
 	n, c, v := e.n, e.cfg.Dim, e.cfg.Vocab
 	s := &e.act
-	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
+	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
 	r.launch("crossentropy_backward", lin(n*v), blk, s.logits, e.targets, n, v, float32(1/float64(n)))
 	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
 	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)

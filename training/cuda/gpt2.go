@@ -2,7 +2,11 @@
 
 package cuda
 
-import "gorgonia.org/cu"
+import (
+	"gorgonia.org/cu"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+)
 
 // The GPT-2 (nanoGPT) passes, op for op those of training/native/gpt2.go: learned position
 // embedding, LayerNorm, biases added after each GEMM, the exact GELU, and the LM head tied to
@@ -13,7 +17,7 @@ func (e *Engine) forwardGPT2() error {
 	eps := float32(e.cfg.NormEps)
 	s := &e.act
 	r := e.newRun()
-	r.do(func() error { return e.d.setTF32(e.opt.TF32) })
+	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
 	r.do(func() error { return htod(e.tokens, e.hostTokens) })
 	r.do(func() error { return htod(e.targets, e.hostTargets) })
 	r.launch("encoder_forward", lin(n*c), blk, s.resid[0], e.tokens, e.p.emb, n, c)
