@@ -2,11 +2,7 @@
 
 package cuda
 
-import (
-	"gorgonia.org/cu"
-
-	"github.com/sfsweep/sfsweep/training/backend"
-)
+import "gorgonia.org/cu"
 
 // The GPT-2 (nanoGPT) passes, op for op those of training/native/gpt2.go: learned position
 // embedding, LayerNorm, biases added after each GEMM, the exact GELU, and the LM head tied to
@@ -16,10 +12,7 @@ func (e *Engine) forwardGPT2() error {
 	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
 	eps := float32(e.cfg.NormEps)
 	s := &e.act
-	r := e.newRun()
-	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
-	r.do(func() error { return htod(e.tokens, e.hostTokens) })
-	r.do(func() error { return htod(e.targets, e.hostTargets) })
+	r := e.forwardRun()
 	r.launch("encoder_forward", lin(n*c), blk, s.resid[0], e.tokens, e.p.emb, n, c)
 	r.launch("position_forward", lin(n*c), blk, s.resid[0], e.p.wpe, n, e.t, c)
 	for l, w := range e.p.layers {

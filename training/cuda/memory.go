@@ -1,0 +1,301 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// The engine's device memory: one allocation per buffer, made once when the engine is
+// made (New) and freed when it closes, and counted without a device by NeedBytes. The
+// passes allocate no device memory.
+
+// weights are the device addresses of the tensors of one flat buffer in Layout order; qkv
+// is wq|wk|wv as one (3C,C) matrix and w13 is w1|w3 as one (2F,C) matrix, as in
+// training/native. For GPT-2, emb is transformer.wte and head the same tensor (tied), norm
+// and normB are ln_f, w13 is mlp.c_fc (F,C), and the layers have biases.
+type weights struct {
+	emb, norm, head cu.DevicePtr
+	wpe, normB      cu.DevicePtr // GPT-2 only
+	layers          []layerWeights
+}
+
+type layerWeights struct {
+	n1, qkv, wo, n2, w13, w2 cu.DevicePtr
+
+	n1b, qkvB, woB, n2b, fcB, projB cu.DevicePtr // GPT-2 only
+}
+
+// activations mirror those of training/native, plus the head-major scratch of attention.
+type activations struct {
+	resid  []cu.DevicePtr // 2L+1 (N,C)
+	layers []layerActs
+	nfRstd cu.DevicePtr // (N)
+	nfMean cu.DevicePtr // (N) GPT-2 only
+	nfOut  cu.DevicePtr // (N,C)
+	logits cu.DevicePtr // (N,V): logits, then probabilities, then their gradient
+
+	dresid, dnorm, dqkv cu.DevicePtr // (N,C), (N,C), (N,3C)
+	datt                cu.DevicePtr // (B,H,T,T)
+	dy, dgu, dh         cu.DevicePtr // (N,C), (N,2F) (GPT-2: (N,F)), (N,F)
+	dwPart              cu.DevicePtr // (chunks,C) partial sums of a norm-weight gradient
+	dbPart              cu.DevicePtr // GPT-2: (chunks,max(3C,F)) partial sums of a bias gradient
+	q, k, v, hy         cu.DevicePtr // (B,H,T,D) each: q, k, v and the heads' outputs
+	dq, dk, dv          cu.DevicePtr // (B,H,T,D) each
+}
+
+type layerActs struct {
+	n1Rstd, n1Out cu.DevicePtr // (N), (N,C)
+	qkv           cu.DevicePtr // (N,3C), q and k rotated
+	att           cu.DevicePtr // (B,H,T,T) attention probabilities
+	y             cu.DevicePtr // (N,C)
+	n2Rstd, n2Out cu.DevicePtr // (N), (N,C)
+	gu, h         cu.DevicePtr // (N,2F), (N,F); GPT-2: c_fc output (N,F) and its GELU
+
+	n1Mean, n2Mean cu.DevicePtr // (N) GPT-2 only
+}
+
+// optimizerVectors is the number of parameter-sized state vectors of the device
+// optimizers: z and v for SF-AdamW, m and v for AdamW; averageVectors those of the
+// exponential averages a device optimizer may keep (EWA(x) and EWA(y), or EWA(w)).
+const (
+	optimizerVectors = 2
+	averageVectors   = 2
+)
+
+// NeedBytes is the device memory an engine for cfg on micro-batches of batch sequences of
+// seqLen tokens allocates, with the state and scratch of a device optimizer: what a trial
+// of that shape needs on the GPU, beyond the CUDA context and cuBLAS's workspace.
+func NeedBytes(cfg model.Config, batch, seqLen int, p backend.Precision) int64 {
+	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true, bf: bf16{on: p == backend.BF16}}
+	_ = c.allocBuffers()
+	size := c.layout.Size
+	_, _ = c.mk(blocks(size, normChunk), 8) // the gradient-norm scratch
+	for range optimizerVectors + averageVectors {
+		_, _ = c.mk(size)
+	}
+	return int64(c.bytes)
+}
+
+// oom turns a failed allocation into a *backend.OutOfMemoryError that says what the trial
+// needs and what the device has; any other error is returned as it is.
+func (e *Engine) oom(err error) error {
+	if !errors.Is(err, cu.OutOfMemory) {
+		return err
+	}
+	free, total, merr := cu.MemInfo()
+	if merr != nil {
+		free, total = -1, -1
+	}
+	return &backend.OutOfMemoryError{
+		Backend: e.name, Need: NeedBytes(e.cfg, e.b, e.t, e.prec), Total: total, Free: free, Err: err,
+		What: fmt.Sprintf("%s of %d parameters at micro-batch %d×%d, with its optimizer,", e.cfg.Arch, e.cfg.NumParams(), e.b, e.t),
+	}
+}
+
+// mk allocates n elements of size bytes (4 unless given) and records the allocation; an
+// engine that is counting (NeedBytes) only adds up the bytes.
+func (e *Engine) mk(n int, size ...int) (cu.DevicePtr, error) {
+	s := 4
+	if len(size) > 0 {
+		s = size[0]
+	}
+	if e.counting {
+		e.bytes += max(n, 1) * s
+		return 0, nil
+	}
+	p, err := alloc(n, s)
+	if err != nil {
+		return 0, err
+	}
+	e.allocs = append(e.allocs, p)
+	e.bytes += max(n, 1) * s
+	return p, nil
+}
+
+func (e *Engine) allocate() error {
+	if err := e.allocBuffers(); err != nil {
+		return err
+	}
+	size := e.layout.Size
+	if e.gpt2 {
+		return e.zeroAll(size)
+	}
+	// RoPE tables in float64, rounded once, as training/native computes them.
+	d, h := e.cfg.HeadDim(), e.cfg.HeadDim()/2
+	cos, sin, nsin := make([]float32, e.t*h), make([]float32, e.t*h), make([]float32, e.t*h)
+	for p := range e.t {
+		for i := range h {
+			ang := float64(p) * math.Pow(e.cfg.RopeTheta, -float64(2*i)/float64(d))
+			cos[p*h+i], sin[p*h+i] = float32(math.Cos(ang)), float32(math.Sin(ang))
+			nsin[p*h+i] = -sin[p*h+i]
+		}
+	}
+	for _, t := range []struct {
+		dst cu.DevicePtr
+		src []float32
+	}{{e.cos, cos}, {e.sin, sin}, {e.nsin, nsin}} {
+		if err := htod(t.dst, t.src); err != nil {
+			return err
+		}
+	}
+	return e.zeroAll(size)
+}
+
+// allocBuffers allocates the parameters, the gradients, the activations and the RoPE
+// tables.
+func (e *Engine) allocBuffers() error {
+	n, c, f, v, nl := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab, e.cfg.Layers
+	bhtt := e.b * e.cfg.Heads * e.t * e.t
+	var err error
+	// a records the first allocation error; later calls return 0 and do nothing.
+	a := func(n int, size ...int) cu.DevicePtr {
+		if err != nil {
+			return 0
+		}
+		var p cu.DevicePtr
+		p, err = e.mk(n, size...)
+		return p
+	}
+	size := e.layout.Size
+	e.params, e.grads = a(size), a(size)
+	e.tokens, e.targets, e.losses = a(n), a(n), a(n, 8)
+	h := e.cfg.HeadDim() / 2
+	e.cos, e.sin, e.nsin = a(e.t*h), a(e.t*h), a(e.t*h)
+	gu := 2 * f // gate | up, or GPT-2's c_fc output
+	if e.gpt2 {
+		gu = f
+	}
+	s := &e.act
+	for range 2*nl + 1 {
+		s.resid = append(s.resid, a(n*c))
+	}
+	for range nl {
+		la := layerActs{
+			n1Rstd: a(n), n1Out: a(n * c), qkv: a(n * 3 * c), att: a(bhtt), y: a(n * c),
+			n2Rstd: a(n), n2Out: a(n * c), gu: a(n * gu), h: a(n * f),
+		}
+		if e.gpt2 {
+			la.n1Mean, la.n2Mean = a(n), a(n)
+		}
+		s.layers = append(s.layers, la)
+	}
+	s.nfRstd, s.nfOut, s.logits = a(n), a(n*c), a(n*v)
+	if e.gpt2 {
+		s.nfMean = a(n)
+		s.dbPart = a(blocks(n, normRows) * max(3*c, f))
+	}
+	s.dresid, s.dnorm, s.dqkv, s.datt = a(n*c), a(n*c), a(n*3*c), a(bhtt)
+	s.dy, s.dgu, s.dh = a(n*c), a(n*gu), a(n*f)
+	s.dwPart = a(blocks(n, normRows) * c)
+	s.q, s.k, s.v, s.hy = a(n*c), a(n*c), a(n*c), a(n*c)
+	s.dq, s.dk, s.dv = a(n*c), a(n*c), a(n*c)
+	if e.bf.on {
+		// The largest activation operand of a product: the logits' gradient, the attention
+		// probabilities, or a layer's widest activation.
+		e.bf.cap = max(n*v, bhtt, n*max(3*c, gu, f))
+		e.bf.params, e.bf.a, e.bf.b = a(size, 2), a(e.bf.cap, 2), a(e.bf.cap, 2)
+	}
+	if err != nil {
+		return err
+	}
+	e.p, e.g = e.views(e.params), e.views(e.grads)
+	return nil
+}
+
+// zeroAll clears the parameters and gradients: cuMemAlloc does not, and the gradients must
+// start at zero.
+func (e *Engine) zeroAll(size int) error {
+	if err := e.zero(e.params, size); err != nil {
+		return err
+	}
+	return e.zero(e.grads, size)
+}
+
+func (e *Engine) views(buf cu.DevicePtr) weights {
+	v := func(name string) cu.DevicePtr {
+		t, ok := e.layout.Tensor(name)
+		if !ok {
+			panic("cuda: no tensor " + name)
+		}
+		return off(buf, t.Offset)
+	}
+	if e.gpt2 {
+		wte := v("transformer.wte.weight")
+		w := weights{emb: wte, head: wte, wpe: v("transformer.wpe.weight"),
+			norm: v("transformer.ln_f.weight"), normB: v("transformer.ln_f.bias")}
+		for i := range e.cfg.Layers {
+			p := fmt.Sprintf("transformer.h.%d.", i)
+			w.layers = append(w.layers, layerWeights{
+				n1: v(p + "ln_1.weight"), n1b: v(p + "ln_1.bias"),
+				qkv: v(p + "attn.c_attn.weight"), qkvB: v(p + "attn.c_attn.bias"),
+				wo: v(p + "attn.c_proj.weight"), woB: v(p + "attn.c_proj.bias"),
+				n2: v(p + "ln_2.weight"), n2b: v(p + "ln_2.bias"),
+				w13: v(p + "mlp.c_fc.weight"), fcB: v(p + "mlp.c_fc.bias"),
+				w2: v(p + "mlp.c_proj.weight"), projB: v(p + "mlp.c_proj.bias"),
+			})
+		}
+		return w
+	}
+	w := weights{emb: v("emb.weight"), norm: v("norm.weight"), head: v("head.weight")}
+	for i := range e.cfg.Layers {
+		p := fmt.Sprintf("blocks.%d.", i)
+		// wq, wk, wv and w1, w3 are adjacent in the layout (training/native checks it).
+		w.layers = append(w.layers, layerWeights{
+			n1: v(p + "n1.weight"), qkv: v(p + "att.wq.weight"), wo: v(p + "att.wo.weight"),
+			n2: v(p + "n2.weight"), w13: v(p + "mlp.w1.weight"), w2: v(p + "mlp.w2.weight"),
+		})
+	}
+	return w
+}
+
+func htod[T any](dst cu.DevicePtr, src []T) error {
+	if len(src) == 0 {
+		return nil
+	}
+	n := int64(len(src)) * int64(unsafe.Sizeof(src[0]))
+	if err := cu.MemcpyHtoD(dst, unsafe.Pointer(&src[0]), n); err != nil {
+		return fmt.Errorf("cuda: copying %d bytes to the device: %w", n, err)
+	}
+	return nil
+}
+
+func dtoh[T any](dst []T, src cu.DevicePtr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	n := int64(len(dst)) * int64(unsafe.Sizeof(dst[0]))
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), src, n); err != nil {
+		return fmt.Errorf("cuda: copying %d bytes from the device: %w", n, err)
+	}
+	return nil
+}
+
+func dtod(dst, src cu.DevicePtr, n int) error {
+	if err := cu.MemcpyDtoD(dst, src, int64(4*n)); err != nil {
+		return fmt.Errorf("cuda: copying %d bytes on the device: %w", 4*n, err)
+	}
+	return nil
+}
+
+func (e *Engine) zero(p cu.DevicePtr, n int) error {
+	if err := cu.MemsetD32(p, 0, int64(n)); err != nil {
+		return fmt.Errorf("cuda: clearing %d elements: %w", n, err)
+	}
+	return nil
+}
+
+func (e *Engine) free() {
+	for _, p := range e.allocs {
+		_ = cu.MemFree(p)
+	}
+	e.allocs = nil
+}

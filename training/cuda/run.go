@@ -1,0 +1,113 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"fmt"
+
+	"gorgonia.org/cu"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+)
+
+// run is a sequence of device operations that stops at the first error.
+type run struct {
+	d   *device
+	e   *Engine
+	err error
+}
+
+// newRun starts a sequence of operations of the engine; in bf16 mode it first brings the
+// bfloat16 copy of the parameters up to date.
+func (e *Engine) newRun() *run {
+	r := &run{d: e.d, e: e}
+	if e.bf.on && e.bf.stale {
+		r.launch("to_bf16", lin(e.layout.Size), blk, e.bf.params, e.params, int64(e.layout.Size))
+		e.bf.stale = r.err != nil
+	}
+	return r
+}
+
+// forwardRun starts a forward pass: the math mode of the engine's precision, then the
+// micro-batch's tokens and targets copied to the device.
+func (e *Engine) forwardRun() *run {
+	r := e.newRun()
+	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
+	r.do(func() error { return htod(e.tokens, e.hostTokens) })
+	r.do(func() error { return htod(e.targets, e.hostTargets) })
+	return r
+}
+
+func (r *run) launch(name string, grid, block dim, args ...any) {
+	if r.err == nil {
+		r.err = r.d.launch(name, grid, block, args...)
+	}
+}
+
+func (r *run) gemm(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda int, b cu.DevicePtr, ldb int, beta float32, c cu.DevicePtr, ldc int) {
+	if r.e != nil && r.e.bf.on {
+		r.gemmBatched(tA, tB, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1)
+		return
+	}
+	if r.err == nil {
+		r.err = r.d.gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+}
+
+func (r *run) gemmBatched(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda, sa int, b cu.DevicePtr, ldb, sb int, beta float32, c cu.DevicePtr, ldc, sc, count int) {
+	if r.e != nil && r.e.bf.on {
+		ar, br := m, k // rows of A and B as stored
+		if tA {
+			ar = k
+		}
+		if tB {
+			br = n
+		}
+		a = r.operand(a, (count-1)*sa+ar*lda, r.e.bf.a)
+		b = r.operand(b, (count-1)*sb+br*ldb, r.e.bf.b)
+		if r.err == nil {
+			r.err = r.d.gemmBF16(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+		}
+		return
+	}
+	if r.err == nil {
+		r.err = r.d.gemmBatched(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+	}
+}
+
+// operand returns the bfloat16 form of the n float32 elements at p: its place in the
+// bfloat16 copy of the parameters for a weight, else p rounded into scratch.
+func (r *run) operand(p cu.DevicePtr, n int, scratch cu.DevicePtr) cu.DevicePtr {
+	e := r.e
+	if p >= e.params && p < e.params+cu.DevicePtr(4*e.layout.Size) {
+		return e.bf.params + (p-e.params)/2
+	}
+	if n > e.bf.cap && r.err == nil {
+		r.err = fmt.Errorf("bf16 operand of %d elements, scratch holds %d", n, e.bf.cap)
+	}
+	r.launch("to_bf16", lin(n), blk, scratch, p, int64(n))
+	return scratch
+}
+
+func (r *run) do(f func() error) {
+	if r.err == nil {
+		r.err = f()
+	}
+}
+
+// Thread-block shapes: rowWarps rows per block for the kernels with a warp per row.
+const (
+	threads  = 256
+	rowWarps = threads / 32
+)
+
+func lin(n int) dim  { return dim{x: blocks(n, threads)} }
+func rows(n int) dim { return dim{x: blocks(n, rowWarps)} }
+
+var blk = dim{x: threads}
+
+// normRows is the number of rows per partial sum of a norm-weight gradient.
+const normRows = 32
+
+// embBuckets is the number of threads per column of the embedding-gradient scatter.
+const embBuckets = 32
