@@ -3,6 +3,12 @@
 // exponential weighted averages, checkpoints with bitwise resume, and the probes of the
 // paper's figures (the decay probe, the LR-decay branch, checkpoint interpolation).
 //
+// The loop and the probes that train share one training step (step.go): the engine's
+// micro-batches, the mean of their gradients and the optimizer's update, on the host or,
+// on an engine that keeps the step on its device (backend.DeviceLoop), there, with a copy
+// on the host (mirror.go). A run's record, what it writes to the store, is in result.go
+// and record.go.
+//
 // The models and their compute are in the subpackages: model (configs, layout), backend
 // (the engine interface), native (the CPU engine), oracle (the gorgonia gradient oracle),
 // data (token files, tokenizers, batching) and checkpoint (safetensors checkpoints).
