@@ -1,7 +1,8 @@
 // Package sweepclient is the client side of sfsweep's Temporal workflows: what a command
 // or an activity does to a sweep through a Temporal client rather than from inside a
-// workflow. Today: the tables schedule of a sweep, created when it is submitted and
-// retired once it has ended.
+// workflow. It submits a sweep (its manifest stored, its workflow started, its tables
+// schedule created: Submit), waits for it (Wait), asks its progress (Progress) and the state
+// of its trials in flight (TrialStates), and retires its tables schedule once it has ended.
 package sweepclient
 
 import (

@@ -90,8 +90,14 @@ const ErrorInvalidConfig = "InvalidConfig"
 
 // Defaults of the inputs' fields, each named once.
 const (
-	// DefaultWindow is SweepInput.Window's default: the trials a sweep keeps in flight.
-	DefaultWindow = 4
+	// DefaultWindow is the trials a sweep keeps in flight (queued or training) unless told
+	// otherwise: sfsweep submit's -window and SweepInput.Window's default. A cluster's
+	// workers take as many trials as they have slots, so the window is what bounds them.
+	DefaultWindow = 8
+	// DefaultLocalWindow is sfsweep run's -window: its one process trains -slots trials
+	// (one by default) on every core of this machine, so a second trial in flight is
+	// ready the moment the first ends; more would only wait for the same cores.
+	DefaultLocalWindow = 2
 	// DefaultHeartbeatTimeout is the heartbeat timeout of the Train activity and the
 	// probes when the input sets none (SweepInput.HeartbeatTimeout,
 	// TrialInput.HeartbeatTimeout): a lost worker's trial is retried after it.

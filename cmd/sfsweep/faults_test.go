@@ -92,7 +92,8 @@ func startFaultStack(ctx context.Context, t *testing.T, src string, acts *activi
 	if err := acts.Store.Put(ctx, key, []byte(src)); err != nil {
 		t.Fatal(err)
 	}
-	run, err := st.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueCPU}, workflows.Sweep, tf.input(id, key, 3))
+	tf.window = 3
+	run, err := st.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueCPU}, workflows.Sweep, tf.input(id, key))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,9 +140,8 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("submit", stderr)
 	var r remote
 	r.flags(fs)
-	window := fs.Int("window", 8, "trials in flight (queued or training)")
 	var tf trialFlags
-	tf.register(fs)
+	tf.register(fs, workflows.DefaultWindow)
 	file, err := parseWithArg(fs, args, "a sweep manifest: sfsweep submit MANIFEST.yaml")
 	if err != nil {
 		return err
@@ -167,17 +166,8 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := report.CheckOutput(ctx, store, m, trials); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	if err := store.Put(ctx, key, src); err != nil {
+	if _, err := sweepclient.Submit(ctx, c, store, src, tf.input(id, key)); err != nil {
 		return err
-	}
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: workflows.QueueCPU, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.Sweep, tf.input(id, key, *window))
-	if err != nil {
-		return fmt.Errorf("submit: %w", err)
-	}
-	if err := sweepclient.EnsureTablesSchedule(ctx, c, id, key); err != nil {
-		return fmt.Errorf("submit: tables schedule: %w", err)
 	}
 	fmt.Fprintln(stdout, id)
 	return nil

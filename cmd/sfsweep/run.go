@@ -41,9 +41,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dir := fs.String("dir", ".sfsweep", "state directory: the Temporal database, the S3 gateway's objects and credentials, the corpus cache")
 	out := fs.String("out", "out", "directory the tables are copied to")
 	slots := fs.Int("slots", 1, "trials trained at once by the local worker (each uses every core)")
-	window := fs.Int("window", 2, "trials in flight in the sweep (queued or training)")
 	var tf trialFlags
-	tf.register(fs)
+	tf.register(fs, workflows.DefaultLocalWindow)
 	verbose := fs.Bool("v", false, "log the embedded servers' warnings and the workers' events")
 	ui := fs.Bool("ui", true, "serve Temporal's Web UI on 127.0.0.1 while the sweep runs")
 	var pf pageFlags
@@ -57,13 +56,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"slots", *slots}, {"window", *window}} {
-		if f.v < 1 {
-			return &usageError{msg: fmt.Sprintf("-%s = %d: must be ≥ 1", f.name, f.v)}
-		}
+	if *slots < 1 {
+		return &usageError{msg: fmt.Sprintf("-slots = %d: must be ≥ 1", *slots)}
 	}
 	if err := tf.check(); err != nil {
 		return err
@@ -120,9 +114,6 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := report.CheckOutput(ctx, st.store, m, trials); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	if err := st.store.Put(ctx, manifestKey, src); err != nil {
-		return err
-	}
 
 	bars := newProgressBars(stderr, isTerminal(stderr))
 	page := web.Options{Store: st.store, Temporal: st.client, Namespace: devserver.DefaultNamespace, Steps: bars.stepOf, Log: logger}
@@ -142,44 +133,20 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer stopWorkers()
 
-	run, err := st.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: sweepID, TaskQueue: workflows.QueueCPU,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.Sweep, tf.input(sweepID, manifestKey, *window))
+	run, err := sweepclient.Submit(ctx, st.client, st.store, src, tf.input(sweepID, manifestKey))
 	if err != nil {
-		return fmt.Errorf("start sweep: %w", err)
+		return err
 	}
 	fmt.Fprintf(stderr, "sweep workflow %s\n", sweepID)
-	if err := sweepclient.EnsureTablesSchedule(ctx, st.client, sweepID, manifestKey); err != nil {
-		return fmt.Errorf("tables schedule: %w", err)
-	}
-
-	done := make(chan error, 1)
-	var res workflows.SweepResult
-	go func() { done <- run.Get(ctx, &res) }()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				bars.finish()
-				return fmt.Errorf("sweep %s: %w", sweepID, err)
-			}
-			break wait
-		case <-tick.C:
-			if v, err := st.client.QueryWorkflow(ctx, sweepID, "", workflows.QueryProgress); err == nil {
-				var p workflows.SweepProgress
-				if v.Get(&p) == nil {
-					bars.sweep(p)
-				}
-			}
-		case <-ctx.Done():
-			bars.finish()
-			fmt.Fprintln(stderr, "interrupted: run the same command again to resume")
-			return ctx.Err()
-		}
+	res, err := sweepclient.Wait(ctx, st.client, run, time.Second, bars.sweep)
+	switch {
+	case ctx.Err() != nil:
+		bars.finish()
+		fmt.Fprintln(stderr, "interrupted: run the same command again to resume")
+		return ctx.Err()
+	case err != nil:
+		bars.finish()
+		return fmt.Errorf("sweep %s: %w", sweepID, err)
 	}
 	bars.sweep(res.Progress)
 	bars.finish()
@@ -461,16 +428,19 @@ func recordHistories(ctx context.Context, c client.Client, ids []string, dir str
 	return nil
 }
 
-// trialFlags are the flags of run and submit that say how a trial's training is watched
-// and retried.
+// trialFlags are the flags of run and submit that say how many trials are in flight and
+// how a trial's training is watched and retried.
 type trialFlags struct {
+	window    int
 	heartbeat time.Duration
 	stall     time.Duration
 	retry     workflows.TrainRetry
 }
 
-func (t *trialFlags) register(fs *flag.FlagSet) {
+// register adds the flags to fs, with window as -window's default.
+func (t *trialFlags) register(fs *flag.FlagSet, window int) {
 	def := workflows.RetryTransient
+	fs.IntVar(&t.window, "window", window, "trials in flight in the sweep (queued or training)")
 	fs.DurationVar(&t.heartbeat, "heartbeat", workflows.DefaultHeartbeatTimeout, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
 	fs.DurationVar(&t.stall, "stall-timeout", workflows.DefaultStallTimeout, "a training attempt whose forward and backward passes stop returning for this long is abandoned as stuck (a hung GPU) and retried")
 	fs.IntVar(&t.retry.MaxAttempts, "attempts", int(def.MaximumAttempts), "attempts of a trial's training (lost workers, GPU and storage errors) before it is recorded failed")
@@ -480,6 +450,8 @@ func (t *trialFlags) register(fs *flag.FlagSet) {
 
 func (t *trialFlags) check() error {
 	switch {
+	case t.window < 1:
+		return &usageError{msg: fmt.Sprintf("-window = %d: must be ≥ 1", t.window)}
 	case t.heartbeat <= 0:
 		return &usageError{msg: fmt.Sprintf("-heartbeat = %v: must be > 0", t.heartbeat)}
 	case t.stall <= 0:
@@ -495,8 +467,8 @@ func (t *trialFlags) check() error {
 }
 
 // input is the Sweep workflow's input for a sweep.
-func (t *trialFlags) input(sweepID, manifestKey string, window int) workflows.SweepInput {
-	return workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: window, HeartbeatTimeout: t.heartbeat, StallTimeout: t.stall, Retry: t.retry}
+func (t *trialFlags) input(sweepID, manifestKey string) workflows.SweepInput {
+	return workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: t.window, HeartbeatTimeout: t.heartbeat, StallTimeout: t.stall, Retry: t.retry}
 }
 
 // sum is the total of counts.
