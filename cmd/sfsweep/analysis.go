@@ -1,23 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/sfsweep/sfsweep/analysis"
 	"github.com/sfsweep/sfsweep/sfadamw"
-
-	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
 // The analysis commands reproduce the paper's analytical figures (package analysis): each
@@ -26,13 +20,12 @@ import (
 
 // Default settings of the figures that the analysis package does not fix.
 var (
-	defaultWeightBetas   = []float64{0.1, 0.5, 0.9, 0.95} // fig:weights_histogram
-	defaultRefinedBetas  = []float64{0.1, 0.5, 0.9}       // fig:modified_weights_histogram(_T5000)
-	defaultRefinedCs     = []float64{5, 20, 50}
-	defaultWeightsT      = 1000
-	defaultWeightsTLong  = 5000 // fig:modified_weights_histogram_T5000
-	defaultWeightBins    = 50
-	analysisOutputFormat = []string{"json", "csv"}
+	defaultWeightBetas  = []float64{0.1, 0.5, 0.9, 0.95} // fig:weights_histogram
+	defaultRefinedBetas = []float64{0.1, 0.5, 0.9}       // fig:modified_weights_histogram(_T5000)
+	defaultRefinedCs    = []float64{5, 20, 50}
+	defaultWeightsT     = 1000
+	defaultWeightsTLong = 5000 // fig:modified_weights_histogram_T5000
+	defaultWeightBins   = 50
 )
 
 // floatList is a flag holding a comma-separated list of numbers, each checked by check.
@@ -108,28 +101,6 @@ func flagError(names map[string]string, field string, value any, reason string, 
 	return err
 }
 
-// outputFlags are the flags every analysis command shares.
-type outputFlags struct {
-	out    string
-	format string
-	json   bool
-}
-
-func (o *outputFlags) register(fs *flag.FlagSet, defOut string) {
-	fs.StringVar(&o.out, "out", defOut, "output `dir`ectory")
-	fs.StringVar(&o.format, "format", "json", "data file format: json or csv")
-	fs.BoolVar(&o.json, "json", false, "print a machine-readable JSON summary to stdout instead of the file list")
-}
-
-func (o *outputFlags) validate() error {
-	for _, f := range analysisOutputFormat {
-		if o.format == f {
-			return nil
-		}
-	}
-	return &usageError{msg: fmt.Sprintf("invalid value %q for flag -format: must be json or csv", o.format)}
-}
-
 // optimizerFlags are the SF-AdamW hyperparameters of the toy runs.
 type optimizerFlags struct {
 	beta2, lr, wd, c, eps float64
@@ -151,87 +122,6 @@ func (o *optimizerFlags) config(beta1 float64) analysis.ToyConfig {
 	c := analysis.DefaultToyConfig(beta1)
 	c.Beta2, c.LR, c.Steps, c.WarmupSteps, c.WeightDecay, c.C, c.Eps = o.beta2, o.lr, o.steps, o.warmup, o.wd, o.c, o.eps
 	return c
-}
-
-// artifacts records the files a command writes and prints each as it is written, unless
-// the command prints a JSON summary instead.
-type artifacts struct {
-	dir    string
-	quiet  bool
-	stdout io.Writer
-	stderr io.Writer // live notes, such as a diverged run
-	files  []string
-}
-
-func newArtifacts(dir string, quiet bool, stdout, stderr io.Writer) (*artifacts, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create output directory: %w", err)
-	}
-	return &artifacts{dir: dir, quiet: quiet, stdout: stdout, stderr: stderr}, nil
-}
-
-func (a *artifacts) add(paths ...string) {
-	for _, p := range paths {
-		a.files = append(a.files, p)
-		if !a.quiet {
-			fmt.Fprintln(a.stdout, p)
-		}
-	}
-}
-
-// data writes one data file through write.
-func (a *artifacts) data(name string, write func(io.Writer) error) error {
-	path := filepath.Join(a.dir, name)
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	w := bufio.NewWriter(f)
-	err = write(w)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	a.add(path)
-	return nil
-}
-
-// figure writes a figure as PNG and SVG.
-func (a *artifacts) figure(base string, f *figure.Figure, err error) error {
-	if err != nil {
-		return err
-	}
-	paths, err := f.SaveAll(a.dir, base)
-	a.add(paths...)
-	return err
-}
-
-// summary prints the JSON summary of a command when -json is set.
-func (a *artifacts) summary(command string, details any) error {
-	if !a.quiet {
-		return nil
-	}
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Command string   `json:"command"`
-		Out     string   `json:"out"`
-		Files   []string `json:"files"`
-		Details any      `json:"summary"`
-	}{command, a.dir, a.files, details})
-}
-
-// writeRun writes one run's data in the chosen format.
-func writeRun(a *artifacts, base, format string, j, c func(io.Writer) error) error {
-	if format == "csv" {
-		return a.data(base+".csv", c)
-	}
-	return a.data(base+".json", j)
 }
 
 func runToyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -333,16 +333,6 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// isTerminal reports whether w is a terminal, where a live progress line can be redrawn.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // openBLASCoreType is the OpenBLAS kernel set for this CPU: SkylakeX (AVX-512) or Haswell
 // (AVX2 + FMA); forcing SkylakeX on a CPU without AVX-512 would stop at the first
 // instruction.

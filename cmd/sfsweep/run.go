@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,26 +10,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/sfsweep/sfsweep/activities"
 	"github.com/sfsweep/sfsweep/infra/devserver"
-	"github.com/sfsweep/sfsweep/infra/s3gw"
-	"github.com/sfsweep/sfsweep/infra/s3store"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/search"
 	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
-	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/web"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -184,55 +178,6 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return copyTables(ctx, st.store, m, absOut, stdout)
 }
 
-// stack is the embedded deployment: a Temporal server on a SQLite file, an S3 gateway on
-// plain files, a store and a client.
-type stack struct {
-	server *devserver.Server
-	gw     *s3gw.Gateway
-	store  *s3store.Store
-	client client.Client
-}
-
-func startStack(ctx context.Context, dir string, ui bool, logger *slog.Logger) (*stack, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	st := &stack{}
-	var err error
-	st.server, err = devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(dir, "temporal.db"), UI: ui, Logger: logger})
-	if err != nil {
-		return nil, fmt.Errorf("temporal server: %w", err)
-	}
-	st.gw, err = s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(dir, "s3"), CredentialsFile: filepath.Join(dir, "s3-credentials.json")})
-	if err != nil {
-		st.stop()
-		return nil, fmt.Errorf("s3 gateway: %w", err)
-	}
-	st.store, err = s3store.New(ctx, st.gw.StoreConfig(""))
-	if err != nil {
-		st.stop()
-		return nil, err
-	}
-	st.client, err = client.Dial(client.Options{HostPort: st.server.HostPort(), Namespace: devserver.DefaultNamespace, Logger: sdklog.NewStructuredLogger(logger)})
-	if err != nil {
-		st.stop()
-		return nil, fmt.Errorf("temporal client: %w", err)
-	}
-	return st, nil
-}
-
-func (st *stack) stop() {
-	if st.client != nil {
-		st.client.Close()
-	}
-	if st.gw != nil {
-		st.gw.Stop()
-	}
-	if st.server != nil {
-		st.server.Stop()
-	}
-}
-
 // copyTables copies the sweep's tables and plots from the store to dir and prints the
 // Markdown tables.
 func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir string, stdout io.Writer) error {
@@ -263,143 +208,6 @@ func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir s
 	return nil
 }
 
-// progressBars draws the sweep's progress and the running trials' steps on a terminal,
-// or prints a line per finished trial and per evaluation otherwise.
-type progressBars struct {
-	mu     sync.Mutex
-	w      io.Writer
-	live   bool
-	last   workflows.SweepProgress
-	steps  map[string]training.Progress
-	probes map[string]map[string]time.Time // by trial: the probes running, since when
-	lines  int
-}
-
-func newProgressBars(w io.Writer, live bool) *progressBars {
-	return &progressBars{w: w, live: live, steps: map[string]training.Progress{}, probes: map[string]map[string]time.Time{}}
-}
-
-// probe shows a trial's probe while it runs, and its end (a failure at once).
-func (b *progressBars) probe(trial, what string, done bool, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !done {
-		if b.probes[trial] == nil {
-			b.probes[trial] = map[string]time.Time{}
-		}
-		b.probes[trial][what] = time.Now()
-		b.draw()
-		return
-	}
-	took := time.Since(b.probes[trial][what]).Round(time.Second)
-	delete(b.probes[trial], what)
-	if len(b.probes[trial]) == 0 {
-		delete(b.probes, trial)
-	}
-	switch {
-	case err != nil:
-		b.printAbove(fmt.Sprintf("trial %s: %s failed: %v", trial, what, err))
-	case !b.live:
-		fmt.Fprintf(b.w, "trial %s: %s done in %s\n", trial, what, took)
-	default:
-		b.draw()
-	}
-}
-
-// stepOf is the last progress of a trial training in this process.
-func (b *progressBars) stepOf(trial string) (training.Progress, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	p, ok := b.steps[trial]
-	return p, ok
-}
-
-func (b *progressBars) step(trial string, p training.Progress) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if p.Step >= p.Steps {
-		delete(b.steps, trial)
-	} else {
-		b.steps[trial] = p
-	}
-	if !b.live && p.Eval != nil {
-		fmt.Fprintf(b.w, "trial %s step %d/%d  val %s\n", trial, p.Step, p.Steps, formatLosses(p.Eval.Val))
-	}
-	b.draw()
-}
-
-// attemptFailed reports a failed training attempt at once; Temporal retries it.
-func (b *progressBars) attemptFailed(trial string, attempt int, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.steps, trial)
-	b.printAbove(fmt.Sprintf("trial %s: attempt %d failed: %v (retried with backoff from its newest checkpoint, up to -attempts)", trial, attempt, err))
-}
-
-// printAbove prints a line above the live bars (or as a plain line when not live).
-func (b *progressBars) printAbove(line string) {
-	if b.live {
-		for range b.lines {
-			fmt.Fprint(b.w, "\033[1A\033[K")
-		}
-		b.lines = 0
-	}
-	fmt.Fprintln(b.w, line)
-	b.draw()
-}
-
-func (b *progressBars) sweep(p workflows.SweepProgress) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	finished := p.Completed + p.Diverged + p.Failed
-	if !b.live && finished != b.last.Completed+b.last.Diverged+b.last.Failed {
-		fmt.Fprintf(b.w, "sweep: %d/%d trials done (%d completed, %d diverged, %d failed, %d had results)\n",
-			finished+p.Skipped, p.Total, p.Completed, p.Diverged, p.Failed, p.Skipped)
-	}
-	failed := p.Failed > b.last.Failed
-	b.last = p
-	if failed {
-		b.printAbove(fmt.Sprintf("sweep: a trial failed (%d so far); its cell reads \"failed\"", p.Failed))
-		return
-	}
-	b.draw()
-}
-
-func (b *progressBars) draw() {
-	if !b.live {
-		return
-	}
-	for range b.lines {
-		fmt.Fprint(b.w, "\033[1A\033[K")
-	}
-	p := b.last
-	done := p.Completed + p.Diverged + p.Failed + p.Skipped
-	const width = 30
-	fill := 0
-	if p.Total > 0 {
-		fill = width * done / p.Total
-	}
-	fmt.Fprintf(b.w, "sweep [%s%s] %d/%d trials  %d diverged  %d failed\n", strings.Repeat("█", fill), strings.Repeat("·", width-fill), done, p.Total, p.Diverged, p.Failed)
-	b.lines = 1
-	for _, id := range slices.Sorted(maps.Keys(b.steps)) {
-		s := b.steps[id]
-		fmt.Fprintf(b.w, "  trial %s  step %d/%d  loss %.4f  %.0f tok/s  ETA %s\n", id, s.Step, s.Steps, s.TrainLoss, s.TokensPerSec, s.ETA.Round(time.Second))
-		b.lines++
-	}
-	for _, id := range slices.Sorted(maps.Keys(b.probes)) {
-		for _, what := range slices.Sorted(maps.Keys(b.probes[id])) {
-			fmt.Fprintf(b.w, "  trial %s  %s  %s\n", id, what, time.Since(b.probes[id][what]).Round(time.Second))
-			b.lines++
-		}
-	}
-}
-
-func (b *progressBars) finish() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = 0
-}
-
 // recordHistories writes the event history of each workflow (its latest run) as JSON,
 // the format worker.WorkflowReplayer reads.
 func recordHistories(ctx context.Context, c client.Client, ids []string, dir string) error {
@@ -426,49 +234,6 @@ func recordHistories(ctx context.Context, c client.Client, ids []string, dir str
 		}
 	}
 	return nil
-}
-
-// trialFlags are the flags of run and submit that say how many trials are in flight and
-// how a trial's training is watched and retried.
-type trialFlags struct {
-	window    int
-	heartbeat time.Duration
-	stall     time.Duration
-	retry     workflows.TrainRetry
-}
-
-// register adds the flags to fs, with window as -window's default.
-func (t *trialFlags) register(fs *flag.FlagSet, window int) {
-	def := workflows.RetryTransient
-	fs.IntVar(&t.window, "window", window, "trials in flight in the sweep (queued or training)")
-	fs.DurationVar(&t.heartbeat, "heartbeat", workflows.DefaultHeartbeatTimeout, "heartbeat timeout of a training activity: a lost worker's trial is retried after it")
-	fs.DurationVar(&t.stall, "stall-timeout", workflows.DefaultStallTimeout, "a training attempt whose forward and backward passes stop returning for this long is abandoned as stuck (a hung GPU) and retried")
-	fs.IntVar(&t.retry.MaxAttempts, "attempts", int(def.MaximumAttempts), "attempts of a trial's training (lost workers, GPU and storage errors) before it is recorded failed")
-	fs.DurationVar(&t.retry.InitialInterval, "retry-initial", def.InitialInterval, "wait before a trial's first retry; it doubles with each retry")
-	fs.DurationVar(&t.retry.MaximumInterval, "retry-max", def.MaximumInterval, "longest wait between two attempts of a trial")
-}
-
-func (t *trialFlags) check() error {
-	switch {
-	case t.window < 1:
-		return &usageError{msg: fmt.Sprintf("-window = %d: must be ≥ 1", t.window)}
-	case t.heartbeat <= 0:
-		return &usageError{msg: fmt.Sprintf("-heartbeat = %v: must be > 0", t.heartbeat)}
-	case t.stall <= 0:
-		return &usageError{msg: fmt.Sprintf("-stall-timeout = %v: must be > 0", t.stall)}
-	case t.retry.MaxAttempts < 1:
-		return &usageError{msg: fmt.Sprintf("-attempts = %d: must be ≥ 1", t.retry.MaxAttempts)}
-	case t.retry.InitialInterval <= 0:
-		return &usageError{msg: fmt.Sprintf("-retry-initial = %v: must be > 0", t.retry.InitialInterval)}
-	case t.retry.MaximumInterval < t.retry.InitialInterval:
-		return &usageError{msg: fmt.Sprintf("-retry-max = %v: must be ≥ -retry-initial (%v)", t.retry.MaximumInterval, t.retry.InitialInterval)}
-	}
-	return nil
-}
-
-// input is the Sweep workflow's input for a sweep.
-func (t *trialFlags) input(sweepID, manifestKey string) workflows.SweepInput {
-	return workflows.SweepInput{SweepID: sweepID, ManifestKey: manifestKey, Window: t.window, HeartbeatTimeout: t.heartbeat, StallTimeout: t.stall, Retry: t.retry}
 }
 
 // sum is the total of counts.
