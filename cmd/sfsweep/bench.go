@@ -6,17 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
 
-	"golang.org/x/sys/cpu"
-
+	"github.com/sfsweep/sfsweep/internal/peak"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/model"
 	"github.com/sfsweep/sfsweep/training/native"
@@ -35,17 +32,25 @@ type benchResult struct {
 
 // benchReport is what `bench -json` prints.
 type benchReport struct {
-	Model        string        `json:"model"`
-	Params       int           `json:"params"`
-	TokensStep   int           `json:"tokens_per_step"`
-	GFLOPStep    float64       `json:"gflop_per_step"`
-	PeakGFLOPS   float64       `json:"peak_gflops"`
+	Model      string  `json:"model"`
+	Params     int     `json:"params"`
+	TokensStep int     `json:"tokens_per_step"`
+	GFLOPStep  float64 `json:"gflop_per_step"`
+	Threads    int     `json:"threads"` // the engine's, and the peer's and the peak loop's
+	// PeakGFLOPS is the fp32 peak the fraction is taken against: measured on this machine
+	// by internal/peak's FMA loop on Threads threads, or given with -peak (PeakSource
+	// says which); 0 where neither.
+	PeakGFLOPS   float64       `json:"peak_gflops,omitempty"`
+	PeakSource   string        `json:"peak_source,omitempty"`
 	Rounds       []benchResult `json:"rounds"`
 	Native       float64       `json:"native_tokens_per_s"` // median over rounds
 	Torch        float64       `json:"torch_tokens_per_s,omitempty"`
 	Ratio        float64       `json:"native_over_torch,omitempty"`
-	FracOfPeak   float64       `json:"native_fraction_of_peak"`
+	FracOfPeak   float64       `json:"native_fraction_of_peak,omitempty"`
 	TorchSkipped string        `json:"torch_skipped,omitempty"`
+	// TorchBLAS is the BLAS the PyTorch peer computes with, or would have: with a
+	// reference BLAS the peer is not run and there is no ratio.
+	TorchBLAS *peerBLAS `json:"torch_blas,omitempty"`
 	// Memory: the budget is parameters + gradients + AdamW state + the engine's activation
 	// and scratch buffers; peak RSS is this process's (Linux only, 0 elsewhere), of which
 	// the program's own (runtime, package data of everything linked in) is the RSS before
@@ -56,9 +61,6 @@ type benchReport struct {
 	RSSOverBudget float64 `json:"engine_rss_over_budget,omitempty"`
 }
 
-// torchPeers maps our presets to the PyTorch peer's configurations (bench/torch/torch_llama.py).
-var torchPeers = map[string]string{"tiny-llama": "tiny", "small-llama": "small"}
-
 func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", stderr)
 	preset := fs.String("model", "tiny-llama", fmt.Sprintf("model preset, one of %v", model.PresetNames()))
@@ -66,8 +68,8 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	steps := fs.Int("steps", 20, "timed steps per round, ≥ 1")
 	warmup := fs.Int("warmup", 3, "untimed steps before each round, ≥ 0")
 	rounds := fs.Int("rounds", 2, "rounds, alternating engines, ≥ 1")
-	torch := fs.String("torch", "auto", "PyTorch peer: auto (when python3 can import torch), on, or off")
-	peak := fs.Float64("peak", 570, "peak fp32 GFLOP/s the fraction of peak is taken against (> 0); 570 is the nominal 2-core Zen 5 figure")
+	torch := fs.String("torch", "auto", "PyTorch peer: auto (when python3 can import torch and computes with an optimised BLAS), on (refuse to run without it), or off")
+	peakFlag := fs.Float64("peak", 0, "fp32 peak in GFLOP/s the fraction of peak is taken against (0: measure it on this machine with a loop of fused multiply-adds on every thread the engine uses)")
 	asJSON := fs.Bool("json", false, "print a JSON report instead of text")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -87,27 +89,45 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return &usageError{msg: fmt.Sprintf("-rounds %d: must be ≥ 1", *rounds)}
 	case *torch != "auto" && *torch != "on" && *torch != "off":
 		return &usageError{msg: fmt.Sprintf("-torch %q: must be auto, on or off", *torch)}
-	case !(*peak > 0):
-		return &usageError{msg: fmt.Sprintf("-peak %g: must be > 0", *peak)}
+	case !(*peakFlag >= 0) || math.IsInf(*peakFlag, 0):
+		return &usageError{msg: fmt.Sprintf("-peak %g: must be ≥ 0 (0: measure)", *peakFlag)}
 	}
 	if *batch > 0 {
 		cfg.Batch = *batch
 	}
 	B, T := cfg.Batch, cfg.Context
+	// the engine's kernels run on a pool of GOMAXPROCS workers (internal/par, training/gemm)
+	threads := runtime.GOMAXPROCS(0)
 	rep := benchReport{Model: *preset, Params: cfg.NumParams(), TokensStep: B * T,
-		GFLOPStep: cfg.FLOPsPerStep(B, T) / 1e9, PeakGFLOPS: *peak}
+		GFLOPStep: cfg.FLOPsPerStep(B, T) / 1e9, Threads: threads}
 
-	peer, why := torchPeer(*torch, *preset, *batch)
+	peer, blas, why := newTorchPeer(ctx, *torch, *preset, *batch, threads)
+	rep.TorchBLAS = blas
 	if peer == nil {
 		if *torch == "on" {
 			return errors.New("PyTorch peer unavailable: " + why)
 		}
 		rep.TorchSkipped = why
 	}
+	rep.PeakGFLOPS, rep.PeakSource = *peakFlag, "-peak"
+	if *peakFlag == 0 {
+		rep.PeakSource = ""
+		if p, ok := peak.Measure(threads); ok {
+			rep.PeakGFLOPS = p.GFLOPS
+			rep.PeakSource = fmt.Sprintf("measured: %s FMA loop on %d threads", p.ISA, p.Threads)
+		}
+	}
 	if !*asJSON {
-		fmt.Fprintf(stdout, "%s: %d parameters, %d tokens/step, %.2f GFLOP/step\n", *preset, rep.Params, rep.TokensStep, rep.GFLOPStep)
+		fmt.Fprintf(stdout, "%s: %d parameters, %d tokens/step, %.2f GFLOP/step, %d threads\n", *preset, rep.Params, rep.TokensStep, rep.GFLOPStep, threads)
+		if rep.PeakGFLOPS > 0 {
+			fmt.Fprintf(stdout, "fp32 peak: %.0f GFLOP/s (%s)\n", rep.PeakGFLOPS, rep.PeakSource)
+		} else {
+			fmt.Fprintln(stdout, "fp32 peak: unknown (no FMA loop for this CPU or build; -peak gives one)")
+		}
 		if peer == nil {
-			fmt.Fprintf(stdout, "PyTorch peer skipped: %s\n", why)
+			fmt.Fprintf(stdout, "PyTorch peer not run: %s\n", why)
+		} else {
+			fmt.Fprintf(stdout, "PyTorch peer: %s\n", peer.blas)
 		}
 	}
 
@@ -127,10 +147,10 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		rep.Rounds = append(rep.Rounds, res)
 		nat = append(nat, res.TokensPS)
-		line := fmt.Sprintf("round %d: sfsweep %7.1f ms/step  %8.0f tokens/s  %6.1f GFLOP/s (%.0f%% of %g)",
-			r, res.MsPerStep, res.TokensPS, res.GFLOPS, 100*res.GFLOPS / *peak, *peak)
+		line := fmt.Sprintf("round %d: sfsweep %7.1f ms/step  %8.0f tokens/s  %6.1f GFLOP/s%s",
+			r, res.MsPerStep, res.TokensPS, res.GFLOPS, ofPeak(res.GFLOPS, rep.PeakGFLOPS))
 		if peer != nil {
-			pr, err := peer(ctx, r)
+			pr, err := peer.round(ctx, r)
 			if err != nil {
 				return fmt.Errorf("PyTorch peer: %w", err)
 			}
@@ -143,7 +163,9 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	rep.Native = median(nat)
-	rep.FracOfPeak = rep.Native * rep.GFLOPStep / float64(rep.TokensStep) / *peak
+	if rep.PeakGFLOPS > 0 {
+		rep.FracOfPeak = rep.Native * rep.GFLOPStep / float64(rep.TokensStep) / rep.PeakGFLOPS
+	}
 	if len(tor) > 0 {
 		rep.Torch = median(tor)
 		rep.Ratio = rep.Native / rep.Torch
@@ -158,7 +180,7 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "median: sfsweep %.0f tokens/s (%.0f%% of %g GFLOP/s)", rep.Native, 100*rep.FracOfPeak, *peak)
+	fmt.Fprintf(stdout, "median: sfsweep %.0f tokens/s%s", rep.Native, ofPeak(rep.Native*rep.GFLOPStep/float64(rep.TokensStep), rep.PeakGFLOPS))
 	if rep.Torch > 0 {
 		fmt.Fprintf(stdout, ", pytorch %.0f tokens/s, ratio sfsweep/pytorch = %.2f×", rep.Torch, rep.Ratio)
 	}
@@ -168,6 +190,15 @@ func runBenchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			rep.PeakRSSMiB, rep.PeakRSSMiB-rep.BaseRSSMiB, rep.RSSOverBudget, rep.BudgetMiB)
 	}
 	return nil
+}
+
+// ofPeak writes gflops as a fraction of peak, " (66% of the 234 GFLOP/s peak)", or nothing
+// where the peak is unknown.
+func ofPeak(gflops, peakGFLOPS float64) string {
+	if peakGFLOPS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f%% of the %.0f GFLOP/s peak)", 100*gflops/peakGFLOPS, peakGFLOPS)
 }
 
 // benchEngine trains the native engine with AdamW on uniformly random tokens, as the PyTorch
@@ -251,71 +282,6 @@ func (e *benchEngine) round(ctx context.Context, r, warmup, steps int, status io
 	return res, nil
 }
 
-// torchPeer returns a function running one round of the PyTorch peer, or nil and the reason
-// it cannot run.
-func torchPeer(mode, preset string, batch int) (func(ctx context.Context, round int) (benchResult, error), string) {
-	if mode == "off" {
-		return nil, "-torch off"
-	}
-	peerCfg, ok := torchPeers[preset]
-	if !ok {
-		return nil, fmt.Sprintf("no PyTorch peer configuration for %s (peers exist for %v)", preset, slices.Sorted(maps.Keys(torchPeers)))
-	}
-	if batch > 0 {
-		return nil, "the PyTorch peer runs only the preset's batch size"
-	}
-	script, err := filepath.Abs(filepath.Join("bench", "torch", "torch_llama.py"))
-	if err != nil || !fileExists(script) {
-		return nil, "bench/torch/torch_llama.py not found (run from the repository root)"
-	}
-	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
-		return nil, "python3 cannot import torch (bench/torch/torch-best.sh installs it)"
-	}
-	steps, warm := "30", "5"
-	if peerCfg == "small" {
-		steps, warm = "8", "2"
-	}
-	return func(ctx context.Context, round int) (benchResult, error) {
-		cmd := exec.CommandContext(ctx, "/usr/bin/python3", script, "--config", peerCfg, "--steps", steps, "--warmup", warm)
-		// PyTorch at its best on this kind of machine (bench/torch/torch-best.sh): OpenBLAS's
-		// AVX-512 kernels where the CPU has AVX-512, its AVX2 ones otherwise
-		cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_NUM_THREADS=2", "OPENBLAS_CORETYPE="+openBLASCoreType())
-		if omp := ompBLASDir(); omp != "" {
-			cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+omp)
-		}
-		out, err := cmd.Output()
-		if err != nil {
-			return benchResult{}, fmt.Errorf("%s: %w", script, err)
-		}
-		var r struct {
-			Ms     float64 `json:"ms_per_step_median"`
-			Tokens float64 `json:"tokens_per_s_median"`
-			GFLOPS float64 `json:"achieved_gflops_median"`
-			First  float64 `json:"loss_first"`
-			Last   float64 `json:"loss_last"`
-		}
-		if err := json.Unmarshal(out, &r); err != nil {
-			return benchResult{}, fmt.Errorf("parse the peer's JSON: %w", err)
-		}
-		return benchResult{Engine: "pytorch", Round: round, MsPerStep: r.Ms, TokensPS: r.Tokens, GFLOPS: r.GFLOPS,
-			LossFirst: r.First, LossLast: r.Last}, nil
-	}, ""
-}
-
-// ompBLASDir returns the directory of the OpenMP build of OpenBLAS that torch-best.sh
-// unpacks, if present.
-func ompBLASDir() string {
-	base := os.Getenv("SFSWEEP_OMPBLAS")
-	if base == "" {
-		base = "/tmp/sfsweep-ompblas"
-	}
-	dir := filepath.Join(base, "usr/lib/x86_64-linux-gnu/openblas-openmp")
-	if fileExists(dir) {
-		return dir
-	}
-	return ""
-}
-
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -331,14 +297,4 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// openBLASCoreType is the OpenBLAS kernel set for this CPU: SkylakeX (AVX-512) or Haswell
-// (AVX2 + FMA); forcing SkylakeX on a CPU without AVX-512 would stop at the first
-// instruction.
-func openBLASCoreType() string {
-	if cpu.X86.HasAVX512F {
-		return "SkylakeX"
-	}
-	return "Haswell"
 }
