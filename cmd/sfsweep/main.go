@@ -52,7 +52,7 @@ var commands = []command{
 	{name: "report", summary: "report MANIFEST...: the paper's findings checked on finished sweeps, with their tables and plots, as Markdown (default out/report/report.md)", run: runReport},
 	{name: "train", summary: "run one training run from a config file (YAML), resuming if it was interrupted", run: runTrain},
 	{name: "data", summary: "token datasets: 'data prepare' tokenises a folder of text, 'data default' the Go source tree", run: runDataCmd},
-	{name: "bench", summary: "training-step speed of the native engine (tokens/s, GFLOP/s), against PyTorch when it is installed", run: runBenchCmd},
+	{name: "bench", summary: "training-step speed of the native engine (tokens/s, GFLOP/s, fraction of this machine's measured peak), against PyTorch where it runs at its best", run: runBenchCmd},
 	{name: "figures", summary: "every analysis figure and its data, with the paper's settings (default out/figures)", run: runFiguresCmd},
 	{name: "toy", summary: "SF-AdamW on the river-valley toy model (fig:river-valley, fig:toy_model)", run: runToyCmd},
 	{name: "weights", summary: "averaging weights α_t of vanilla and refined SF (fig:weights_histogram, fig:modified_weights_histogram*)", run: runWeightsCmd},
