@@ -13,7 +13,7 @@ import (
 type SweepInput struct {
 	SweepID     string `json:"sweep_id"`
 	ManifestKey string `json:"manifest_key"` // the manifest's key in the object store
-	Window      int    `json:"window"`       // trials in flight; 0: DefaultWindow
+	Window      int    `json:"window"`       // trials in flight; the commands send DefaultWindow or DefaultLocalWindow
 	// HeartbeatTimeout of the Train activity; zero: DefaultHeartbeatTimeout.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	// Retry bounds the retries of each trial's training; zero fields: RetryTransient's.

@@ -98,6 +98,10 @@ const (
 	// (one by default) on every core of this machine, so a second trial in flight is
 	// ready the moment the first ends; more would only wait for the same cores.
 	DefaultLocalWindow = 2
+	// unsetWindow is the window of a sweep whose input sets none. Both commands always
+	// set one, but sweeps started before they did could leave it 0, and a sweep replays
+	// with the window it ran with: so this stays 4, not DefaultWindow.
+	unsetWindow = 4
 	// DefaultHeartbeatTimeout is the heartbeat timeout of the Train activity and the
 	// probes when the input sets none (SweepInput.HeartbeatTimeout,
 	// TrialInput.HeartbeatTimeout): a lost worker's trial is retried after it.

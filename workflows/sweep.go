@@ -46,7 +46,7 @@ type sweep struct {
 // newSweep begins a run of Sweep with in.
 func newSweep(ctx workflow.Context, in SweepInput) *sweep {
 	if in.Window <= 0 {
-		in.Window = DefaultWindow
+		in.Window = unsetWindow
 	}
 	s := &sweep{ctx: ctx, log: workflow.GetLogger(ctx), in: in, pageNo: -1}
 	s.p = &s.in.Progress
