@@ -23,9 +23,9 @@ const DefaultInterpolationPoints = 11
 // Decay is the paper's decay probe: AdamW with the LR linear from PeakLR to 0 over Steps,
 // from each checkpoint step listed in At (every checkpoint if empty).
 type Decay struct {
-	At      []int   `yaml:"at,omitempty" json:"at,omitempty"`
-	Steps   int     `yaml:"steps" json:"steps"`
-	PeakLR  float64 `yaml:"peak_lr,omitempty" json:"peak_lr"` // default DefaultDecayPeakLR
+	At     []int   `yaml:"at,omitempty" json:"at,omitempty"`
+	Steps  int     `yaml:"steps" json:"steps"`
+	PeakLR float64 `yaml:"peak_lr,omitempty" json:"peak_lr"` // default DefaultDecayPeakLR
 	// Iterate is the weights the probe starts from: "" for the evaluated iterate (x for
 	// SF-AdamW, w for AdamW), "ewa" for its EWA (ewa_x, ewa_w), whatever the optimizer;
 	// x, y, ewa_x or ewa_y for SF-AdamW trials; w or ewa_w for AdamW trials.
