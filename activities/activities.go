@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
@@ -126,7 +127,7 @@ const OutOfMemoryRetryDelay = time.Minute
 // larger than its device are never retried; a device whose memory other processes hold is
 // retried after OutOfMemoryRetryDelay; anything else is retried with the trial's backoff.
 func classify(err error) error {
-	var ce *training.ConfigError
+	var ce *fielderr.Error
 	var oom *backend.OutOfMemoryError
 	switch {
 	case errors.As(err, &ce), errors.Is(err, backend.ErrUnavailable):

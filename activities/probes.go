@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/internal/probe"
@@ -90,7 +91,7 @@ func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateIn
 		},
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.InterpolationResult, error) {
 			if in.Points < 2 {
-				return nil, &training.ConfigError{Field: "interpolate.points", Value: in.Points, Reason: "must be ≥ 2"}
+				return nil, &fielderr.Error{Field: "interpolate.points", Value: in.Points, Reason: "must be ≥ 2"}
 			}
 			res := &training.InterpolationResult{From: in.From, To: in.To, Decayed: in.Decayed, Iterate: training.IterW, EvalSeqs: cfg.EvalSeqs}
 			w1, w2 := ck.Params, []float32(nil)

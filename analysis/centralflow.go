@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
@@ -44,7 +45,7 @@ type ScalarAdamConfig struct {
 	C           float64 // refined averaging when > 0; 0 is vanilla
 }
 
-// Validate reports the first out-of-range field as a *sfadamw.ConfigError.
+// Validate reports the first out-of-range field as a *fielderr.Error.
 func (c ScalarAdamConfig) Validate() error {
 	if err := checkBeta("beta1", c.Beta1); err != nil {
 		return err
@@ -56,7 +57,7 @@ func (c ScalarAdamConfig) Validate() error {
 		return err
 	}
 	if !(c.Eps >= 0) || math.IsInf(c.Eps, 0) {
-		return &sfadamw.ConfigError{Field: "eps", Value: c.Eps, Reason: "must be a finite number ≥ 0"}
+		return &fielderr.Error{Field: "eps", Value: c.Eps, Reason: "must be a finite number ≥ 0"}
 	}
 	return nil
 }
@@ -146,7 +147,7 @@ func DefaultCentralFlowConfig(beta1 float64) CentralFlowConfig {
 	}
 }
 
-// Validate reports the first out-of-range field as a *sfadamw.ConfigError.
+// Validate reports the first out-of-range field as a *fielderr.Error.
 func (c CentralFlowConfig) Validate() error {
 	if err := c.ScalarAdamConfig.Validate(); err != nil {
 		return err
@@ -155,7 +156,7 @@ func (c CentralFlowConfig) Validate() error {
 		return err
 	}
 	if c.Window < 1 {
-		return &sfadamw.ConfigError{Field: "window", Value: c.Window, Reason: "must be ≥ 1"}
+		return &fielderr.Error{Field: "window", Value: c.Window, Reason: "must be ≥ 1"}
 	}
 	return checkInit(c.Init)
 }

@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // sigma2FromStability solves the central-flow stability condition d/dt(S/√ν) = 0 for σ²
@@ -207,9 +207,9 @@ func TestCentralFlowConfigValidate(t *testing.T) {
 		cfg := DefaultCentralFlowConfig(0.9)
 		tt.edit(&cfg)
 		_, err := CentralFlow(cfg)
-		var ce *sfadamw.ConfigError
+		var ce *fielderr.Error
 		if !errors.As(err, &ce) || ce.Field != tt.field {
-			t.Errorf("%s: error %v, want a ConfigError for field %q", tt.name, err, tt.field)
+			t.Errorf("%s: error %v, want a *fielderr.Error for field %q", tt.name, err, tt.field)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
@@ -53,7 +54,7 @@ func (c ToyConfig) optimizer() sfadamw.Config {
 	}
 }
 
-// Validate reports the first out-of-range field as a *sfadamw.ConfigError naming the field,
+// Validate reports the first out-of-range field as a *fielderr.Error naming the field,
 // its value and the valid range.
 func (c ToyConfig) Validate() error {
 	if err := c.optimizer().Validate(); err != nil {
@@ -69,7 +70,7 @@ func (c ToyConfig) Validate() error {
 func checkInit(init Vec2) error {
 	for i, v := range init {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return &sfadamw.ConfigError{Field: fmt.Sprintf("init[%d]", i), Value: v, Reason: "must be finite"}
+			return &fielderr.Error{Field: fmt.Sprintf("init[%d]", i), Value: v, Reason: "must be finite"}
 		}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // refToyRun is a direct transcription of Algorithm 1 / Algorithm 2 of the paper on the toy
@@ -186,9 +186,9 @@ func TestToyConfigValidate(t *testing.T) {
 			cfg := base
 			tt.edit(&cfg)
 			_, err := RunToy(cfg)
-			var ce *sfadamw.ConfigError
+			var ce *fielderr.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("RunToy error = %v, want a *sfadamw.ConfigError", err)
+				t.Fatalf("RunToy error = %v, want a *fielderr.Error", err)
 			}
 			if ce.Field != tt.field || !strings.Contains(err.Error(), tt.field+" = ") {
 				t.Errorf("error %q names field %q, want %q", err, ce.Field, tt.field)

@@ -7,7 +7,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // Weights returns the implicit averaging weights α₁..α_T of a Schedule-Free method with
@@ -104,7 +104,7 @@ func TotalVariation(p, q []float64) float64 {
 // checkBeta reports whether beta is a valid momentum in [0, 1).
 func checkBeta(name string, beta float64) error {
 	if !(beta >= 0 && beta < 1) {
-		return &sfadamw.ConfigError{Field: name, Value: beta, Reason: "must be in [0, 1)"}
+		return &fielderr.Error{Field: name, Value: beta, Reason: "must be in [0, 1)"}
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func RefinedWeights(T int, beta, C float64) (WeightSet, error) {
 		return WeightSet{}, fmt.Errorf("analysis: refined weights: %w", err)
 	}
 	if !(C > 0) || math.IsInf(C, 0) {
-		return WeightSet{}, fmt.Errorf("analysis: refined weights: %w", &sfadamw.ConfigError{Field: "c", Value: C, Reason: "must be a finite number > 0"})
+		return WeightSet{}, fmt.Errorf("analysis: refined weights: %w", &fielderr.Error{Field: "c", Value: C, Reason: "must be a finite number > 0"})
 	}
 	return newWeightSet("refined", RefinedC(T, beta, C), beta, C)
 }
@@ -190,7 +190,7 @@ func WriteWeightsCSV(w io.Writer, sets []WeightSet) error {
 // checkSteps reports whether a step count is at least 1.
 func checkSteps(name string, n int) error {
 	if n < 1 {
-		return &sfadamw.ConfigError{Field: name, Value: n, Reason: "must be ≥ 1"}
+		return &fielderr.Error{Field: name, Value: n, Reason: "must be ≥ 1"}
 	}
 	return nil
 }

@@ -13,8 +13,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
-
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
@@ -102,10 +101,10 @@ func curvesFigure(curves []Curve, opts CurvesOptions) (*facetFigure, error) {
 		func(i int) int { return len(curves[i].Points) }, func(i, j int) error {
 			q := curves[i].Points[j]
 			if q.Tokens < 0 {
-				return &sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"}
+				return &fielderr.Error{Field: fmt.Sprintf("curves[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"}
 			}
 			if q.Step < 0 {
-				return &sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Step", i, j), Value: q.Step, Reason: "must be ≥ 0"}
+				return &fielderr.Error{Field: fmt.Sprintf("curves[%d].Points[%d].Step", i, j), Value: q.Step, Reason: "must be ≥ 0"}
 			}
 			return nil
 		})
@@ -119,7 +118,7 @@ func curvesFigure(curves []Curve, opts CurvesOptions) (*facetFigure, error) {
 	spec := facetSpec{
 		title: cmp.Or(opts.Title, "Validation loss"), xLabel: "step", xFrom0: true, kindHeading: "Iterate", trimEarly: true,
 		yMin: opts.YMin, yMax: opts.YMax, seeds: opts.Seeds,
-		empty: &sfadamw.ConfigError{Field: "curves[].Points[].Val", Value: "no finite value", Reason: "nothing to plot at iterates " + fmt.Sprint(iterates)},
+		empty: &fielderr.Error{Field: "curves[].Points[].Val", Value: "no finite value", Reason: "nothing to plot at iterates " + fmt.Sprint(iterates)},
 	}
 	xOf := func(q CurvePoint) float64 { return float64(q.Step) }
 	if !opts.Steps {
@@ -161,14 +160,14 @@ func curvesFigure(curves []Curve, opts CurvesOptions) (*facetFigure, error) {
 func curveIterates(curves []Curve, asked []string) ([]string, error) {
 	if asked != nil {
 		if len(asked) == 0 {
-			return nil, &sfadamw.ConfigError{Field: "opts.Iterates", Value: "[]", Reason: "empty: nothing to plot (nil draws every iterate)"}
+			return nil, &fielderr.Error{Field: "opts.Iterates", Value: "[]", Reason: "empty: nothing to plot (nil draws every iterate)"}
 		}
 		for k, it := range asked {
 			if it == "" {
-				return nil, &sfadamw.ConfigError{Field: fmt.Sprintf("opts.Iterates[%d]", k), Value: `""`, Reason: "empty iterate name"}
+				return nil, &fielderr.Error{Field: fmt.Sprintf("opts.Iterates[%d]", k), Value: `""`, Reason: "empty iterate name"}
 			}
 			if j := slices.Index(asked[:k], it); j >= 0 {
-				return nil, &sfadamw.ConfigError{Field: fmt.Sprintf("opts.Iterates[%d]", k), Value: strconv.Quote(it), Reason: fmt.Sprintf("given twice (also opts.Iterates[%d])", j)}
+				return nil, &fielderr.Error{Field: fmt.Sprintf("opts.Iterates[%d]", k), Value: strconv.Quote(it), Reason: fmt.Sprintf("given twice (also opts.Iterates[%d])", j)}
 			}
 		}
 		return asked, nil

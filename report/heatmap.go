@@ -17,8 +17,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
-
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/figure"
 	"github.com/sfsweep/sfsweep/internal/status"
 )
@@ -40,16 +39,16 @@ const (
 func HeatMap(t *Table) (*figure.Figure, error) {
 	fail := func(err error) (*figure.Figure, error) { return nil, fmt.Errorf("report: heat map: %w", err) }
 	if t == nil {
-		return fail(&sfadamw.ConfigError{Field: "table", Value: nil, Reason: "no table"})
+		return fail(&fielderr.Error{Field: "table", Value: nil, Reason: "no table"})
 	}
 	if t.Kind != TableCSensitivity {
-		return fail(&sfadamw.ConfigError{Field: "Kind", Value: strconv.Quote(string(t.Kind)), Reason: "must be " + string(TableCSensitivity)})
+		return fail(&fielderr.Error{Field: "Kind", Value: strconv.Quote(string(t.Kind)), Reason: "must be " + string(TableCSensitivity)})
 	}
 	if len(t.Rows) == 0 {
-		return fail(&sfadamw.ConfigError{Field: "Rows", Value: 0, Reason: "empty: no β1 to plot"})
+		return fail(&fielderr.Error{Field: "Rows", Value: 0, Reason: "empty: no β1 to plot"})
 	}
 	if len(t.Columns) == 0 {
-		return fail(&sfadamw.ConfigError{Field: "Columns", Value: 0, Reason: "empty: no C to plot"})
+		return fail(&fielderr.Error{Field: "Columns", Value: 0, Reason: "empty: no C to plot"})
 	}
 	if err := t.check(); err != nil {
 		return fail(err)

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/status"
-	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
 // optimizers lists the optimizers of a hyperparameter table in the paper's row order with
@@ -108,13 +108,13 @@ func HyperparameterTable(title, label string, trials []TrialSummary) (*Table, er
 
 func checkTrial(tr TrialSummary) error {
 	if optimizerRank(tr.Optimizer) < 0 {
-		return &sfadamw.ConfigError{Field: "Optimizer", Value: strconv.Quote(tr.Optimizer), Reason: "must be adamw, sfadamw or refined"}
+		return &fielderr.Error{Field: "Optimizer", Value: strconv.Quote(tr.Optimizer), Reason: "must be adamw, sfadamw or refined"}
 	}
 	if err := checkPlainText("Schedule", tr.Schedule); err != nil {
 		return err
 	}
 	if !(tr.LR > 0) || math.IsInf(tr.LR, 0) {
-		return &sfadamw.ConfigError{Field: "LR", Value: tr.LR, Reason: "must be positive and finite"}
+		return &fielderr.Error{Field: "LR", Value: tr.LR, Reason: "must be positive and finite"}
 	}
 	if err := checkBeta("Beta1", tr.Beta1); err != nil {
 		return err
@@ -124,10 +124,10 @@ func checkTrial(tr TrialSummary) error {
 	}
 	if tr.Optimizer == "refined" {
 		if !(tr.C > 0) || math.IsInf(tr.C, 0) {
-			return &sfadamw.ConfigError{Field: "C", Value: tr.C, Reason: "must be positive and finite for refined"}
+			return &fielderr.Error{Field: "C", Value: tr.C, Reason: "must be positive and finite for refined"}
 		}
 	} else if tr.C != 0 {
-		return &sfadamw.ConfigError{Field: "C", Value: tr.C, Reason: "must be 0 for " + tr.Optimizer + " (use optimizer refined)"}
+		return &fielderr.Error{Field: "C", Value: tr.C, Reason: "must be 0 for " + tr.Optimizer + " (use optimizer refined)"}
 	}
 	if err := checkSpread(tr.Spread); err != nil {
 		return err

@@ -14,8 +14,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
-
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/figure"
 	"github.com/sfsweep/sfsweep/internal/status"
 )
@@ -225,9 +224,9 @@ func TestSweepPlotErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.err()
-			var ce *sfadamw.ConfigError
+			var ce *fielderr.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("error %v, want a *sfadamw.ConfigError", err)
+				t.Fatalf("error %v, want a *fielderr.Error", err)
 			}
 			if ce.Field != tc.field {
 				t.Errorf("error %q names field %q, want %q", err, ce.Field, tc.field)

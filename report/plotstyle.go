@@ -17,8 +17,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/status"
-	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
 // linePlot starts a panel of a sweep plot: its title, the validation loss against x, a
@@ -46,10 +46,10 @@ func checkYRange(lo, hi float64) error {
 		return nil
 	}
 	if math.IsNaN(lo) || math.IsInf(lo, 0) {
-		return &sfadamw.ConfigError{Field: "opts.YMin", Value: lo, Reason: "must be finite"}
+		return &fielderr.Error{Field: "opts.YMin", Value: lo, Reason: "must be finite"}
 	}
 	if math.IsNaN(hi) || math.IsInf(hi, 0) || !(hi > lo) {
-		return &sfadamw.ConfigError{Field: "opts.YMax", Value: hi, Reason: fmt.Sprintf("must be finite and above YMin = %g", lo)}
+		return &fielderr.Error{Field: "opts.YMax", Value: hi, Reason: fmt.Sprintf("must be finite and above YMin = %g", lo)}
 	}
 	return nil
 }

@@ -11,8 +11,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
-
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/figure"
 )
 
@@ -56,7 +55,7 @@ func decayProbeFigure(probes []DecayProbeCurve, opts DecayProbeOptions) (*facetF
 		func(i int) seriesID { return seriesID{line: probes[i].Line, seed: probes[i].Seed} },
 		func(i int) int { return len(probes[i].Points) }, func(i, j int) error {
 			if q := probes[i].Points[j]; q.Tokens < 0 {
-				return &sfadamw.ConfigError{Field: fmt.Sprintf("probes[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"}
+				return &fielderr.Error{Field: fmt.Sprintf("probes[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"}
 			}
 			return nil
 		})
@@ -73,7 +72,7 @@ func decayProbeFigure(probes []DecayProbeCurve, opts DecayProbeOptions) (*facetF
 		title: cmp.Or(opts.Title, "Validation loss before and after the decay probe"), xFrom0: true, markAll: true, trimEarly: true,
 		kinds:       []seriesKind{{text: "at the checkpoint"}, {text: cmp.Or(opts.After, "after the decay probe"), dashes: afterDash}},
 		kindHeading: "Loss", yMin: opts.YMin, yMax: opts.YMax, seeds: opts.Seeds,
-		empty: &sfadamw.ConfigError{Field: "probes[].Points[].Before/After", Value: "no finite value", Reason: "nothing to plot"},
+		empty: &fielderr.Error{Field: "probes[].Points[].Before/After", Value: "no finite value", Reason: "nothing to plot"},
 	}
 	spec.xLabel, spec.xScale = tokenUnit(most)
 	var series []seedSeries
@@ -133,7 +132,7 @@ func interpolationFigure(curves []InterpolationCurve, opts InterpolationOptions)
 		},
 		func(i int) int { return len(curves[i].Points) }, func(i, j int) error {
 			if q := curves[i].Points[j]; math.IsNaN(q.Alpha) || math.IsInf(q.Alpha, 0) {
-				return &sfadamw.ConfigError{Field: fmt.Sprintf("curves[%d].Points[%d].Alpha", i, j), Value: q.Alpha, Reason: "must be finite"}
+				return &fielderr.Error{Field: fmt.Sprintf("curves[%d].Points[%d].Alpha", i, j), Value: q.Alpha, Reason: "must be finite"}
 			}
 			return nil
 		})
@@ -144,7 +143,7 @@ func interpolationFigure(curves []InterpolationCurve, opts InterpolationOptions)
 		title: cmp.Or(opts.Title, "Validation loss between two checkpoints"), xLabel: "α  (α·w(t1) + (1−α)·w(t2))", markAll: true,
 		kinds:       []seriesKind{{text: "between the checkpoints"}, {text: cmp.Or(opts.Decayed, "into an LR decay"), dashes: afterDash}},
 		kindHeading: "Segment", yMin: opts.YMin, yMax: opts.YMax, seeds: opts.Seeds,
-		empty: &sfadamw.ConfigError{Field: "curves[].Points[].Loss", Value: "no finite value", Reason: "nothing to plot"},
+		empty: &fielderr.Error{Field: "curves[].Points[].Loss", Value: "no finite value", Reason: "nothing to plot"},
 	}
 	var series []seedSeries
 	for _, c := range curves {

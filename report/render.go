@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/status"
-	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
 // formatPerplexity formats a perplexity as the paper does: two decimals below 100 (67.20),
@@ -300,14 +300,14 @@ func (t *Table) check() error {
 		}
 		for i, g := range t.Grids {
 			if optimizerRank(g.Optimizer) < 0 {
-				return fmt.Errorf("grid %d: %w", i, &sfadamw.ConfigError{Field: "Optimizer", Value: strconv.Quote(g.Optimizer), Reason: "must be adamw, sfadamw or refined"})
+				return fmt.Errorf("grid %d: %w", i, &fielderr.Error{Field: "Optimizer", Value: strconv.Quote(g.Optimizer), Reason: "must be adamw, sfadamw or refined"})
 			}
 			if g.Best < -1 || g.Best >= len(t.Trials) {
 				return fmt.Errorf("grid %d: best trial %d out of range [-1, %d)", i, g.Best, len(t.Trials))
 			}
 		}
 	default:
-		return &sfadamw.ConfigError{Field: "Kind", Value: strconv.Quote(string(t.Kind)), Reason: "unknown table kind"}
+		return &fielderr.Error{Field: "Kind", Value: strconv.Quote(string(t.Kind)), Reason: "unknown table kind"}
 	}
 	return nil
 }
@@ -362,5 +362,5 @@ func (t *Table) Write(w io.Writer, format string) error {
 		return t.WriteJSON(w)
 	}
 	return fmt.Errorf("report: write table: %w",
-		&sfadamw.ConfigError{Field: "format", Value: strconv.Quote(format), Reason: "must be markdown, csv, latex or json"})
+		&fielderr.Error{Field: "format", Value: strconv.Quote(format), Reason: "must be markdown, csv, latex or json"})
 }

@@ -11,7 +11,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -31,7 +31,7 @@ func (l Line) sf() bool { return l.Optimizer == training.SFAdamW }
 // check checks a line's fields; field names the line ("curves[2].Line").
 func (l Line) check(field string) error {
 	if l.Optimizer == "" {
-		return &sfadamw.ConfigError{Field: field + ".Optimizer", Value: `""`, Reason: "empty: the legend names the optimizer"}
+		return &fielderr.Error{Field: field + ".Optimizer", Value: `""`, Reason: "empty: the legend names the optimizer"}
 	}
 	for _, s := range []struct{ name, v string }{{"Optimizer", l.Optimizer}, {"Schedule", l.Schedule}} {
 		if err := checkPlainText(field+"."+s.name, s.v); err != nil {
@@ -43,11 +43,11 @@ func (l Line) check(field string) error {
 		v    float64
 	}{{"LR", l.LR}, {"Beta1", l.Beta1}, {"Beta2", l.Beta2}, {"C", l.C}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || (f.name == "C" && f.v < 0) {
-			return &sfadamw.ConfigError{Field: field + "." + f.name, Value: f.v, Reason: "must be finite (C ≥ 0)"}
+			return &fielderr.Error{Field: field + "." + f.name, Value: f.v, Reason: "must be finite (C ≥ 0)"}
 		}
 	}
 	if l.BatchTokens < 0 {
-		return &sfadamw.ConfigError{Field: field + ".BatchTokens", Value: l.BatchTokens, Reason: "must be ≥ 0"}
+		return &fielderr.Error{Field: field + ".BatchTokens", Value: l.BatchTokens, Reason: "must be ≥ 0"}
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ type seriesID struct {
 // series of the same line, seed and kind (id).
 func checkPlotInput(field string, n int, yMin, yMax float64, id func(i int) seriesID, points func(i int) int, check func(i, j int) error) error {
 	if n == 0 {
-		return &sfadamw.ConfigError{Field: field, Value: 0, Reason: "no trials to plot"}
+		return &fielderr.Error{Field: field, Value: 0, Reason: "no trials to plot"}
 	}
 	if err := checkYRange(yMin, yMax); err != nil {
 		return err
@@ -76,11 +76,11 @@ func checkPlotInput(field string, n int, yMin, yMax float64, id func(i int) seri
 			return err
 		}
 		if j, dup := seen[s]; dup {
-			return &sfadamw.ConfigError{Field: fmt.Sprintf("%s[%d].Seed", field, i), Value: s.seed, Reason: fmt.Sprintf("same line and seed as %s[%d]", field, j)}
+			return &fielderr.Error{Field: fmt.Sprintf("%s[%d].Seed", field, i), Value: s.seed, Reason: fmt.Sprintf("same line and seed as %s[%d]", field, j)}
 		}
 		seen[s] = i
 		if points(i) == 0 {
-			return &sfadamw.ConfigError{Field: fmt.Sprintf("%s[%d].Points", field, i), Value: 0, Reason: "empty: no point to plot"}
+			return &fielderr.Error{Field: fmt.Sprintf("%s[%d].Points", field, i), Value: 0, Reason: "empty: no point to plot"}
 		}
 		for j := range points(i) {
 			if err := check(i, j); err != nil {

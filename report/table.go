@@ -15,8 +15,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/status"
-	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
 // statusOrder lists the statuses a cell or trial may have, in the order compareTrials sorts
@@ -25,7 +25,7 @@ import (
 var statusOrder = []status.Status{status.Completed, status.Diverged, status.Stopped, status.Failed, status.Missing}
 
 func statusError(s status.Status) error {
-	return &sfadamw.ConfigError{Field: "Status", Value: strconv.Quote(string(s)), Reason: "unknown status"}
+	return &fielderr.Error{Field: "Status", Value: strconv.Quote(string(s)), Reason: "unknown status"}
 }
 
 // Cell is one result of a C-sensitivity sweep: the test perplexity of refined SF-AdamW with
@@ -174,7 +174,7 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 	rowIdx := make(map[float64]int, len(rowVals))
 	for i, r := range rowVals {
 		if _, dup := rowIdx[r]; dup {
-			return fail("rows[%d]: %w", i, &sfadamw.ConfigError{Field: "rows", Value: r, Reason: "given twice"})
+			return fail("rows[%d]: %w", i, &fielderr.Error{Field: "rows", Value: r, Reason: "given twice"})
 		}
 		rowIdx[r] = i
 		rowKeys = append(rowKeys, formatG(r))
@@ -216,7 +216,7 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 	colIdx := make(map[string]int, len(colKeys))
 	for i, k := range colKeys {
 		if _, dup := colIdx[k]; dup {
-			return fail("cols[%d]: %w", i, &sfadamw.ConfigError{Field: "cols", Value: strconv.Quote(cols[i]), Reason: "given twice"})
+			return fail("cols[%d]: %w", i, &fielderr.Error{Field: "cols", Value: strconv.Quote(cols[i]), Reason: "given twice"})
 		}
 		colIdx[k] = i
 	}
@@ -233,7 +233,7 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 	for i, c := range cells {
 		r, ok := rowIdx[c.Row+0]
 		if !ok {
-			return fail("cells[%d]: %w", i, &sfadamw.ConfigError{Field: "Row", Value: c.Row, Reason: "not among the table's rows"})
+			return fail("cells[%d]: %w", i, &fielderr.Error{Field: "Row", Value: c.Row, Reason: "not among the table's rows"})
 		}
 		key, err := canonicalC(c.Col)
 		if err != nil {
@@ -241,11 +241,11 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 		}
 		k, ok := colIdx[key]
 		if !ok {
-			return fail("cells[%d]: %w", i, &sfadamw.ConfigError{Field: "Col", Value: strconv.Quote(c.Col), Reason: "not among the table's columns"})
+			return fail("cells[%d]: %w", i, &fielderr.Error{Field: "Col", Value: strconv.Quote(c.Col), Reason: "not among the table's columns"})
 		}
 		at := r*len(colKeys) + k
 		if set[at] {
-			return fail("cells[%d]: %w", i, &sfadamw.ConfigError{Field: "Col", Value: strconv.Quote(c.Col),
+			return fail("cells[%d]: %w", i, &fielderr.Error{Field: "Col", Value: strconv.Quote(c.Col),
 				Reason: "a second result for β1 = " + rowKeys[r] + ", C = " + key})
 		}
 		set[at] = true
@@ -304,25 +304,25 @@ func normalizeSpread(s status.Status, sp Spread) Spread {
 func checkSpread(sp Spread) error {
 	switch {
 	case sp.N < 0:
-		return &sfadamw.ConfigError{Field: "N", Value: sp.N, Reason: "must be ≥ 0"}
+		return &fielderr.Error{Field: "N", Value: sp.N, Reason: "must be ≥ 0"}
 	case sp.Diverged < 0:
-		return &sfadamw.ConfigError{Field: "Diverged", Value: sp.Diverged, Reason: "must be ≥ 0"}
+		return &fielderr.Error{Field: "Diverged", Value: sp.Diverged, Reason: "must be ≥ 0"}
 	case sp.Failed < 0:
-		return &sfadamw.ConfigError{Field: "Failed", Value: sp.Failed, Reason: "must be ≥ 0"}
+		return &fielderr.Error{Field: "Failed", Value: sp.Failed, Reason: "must be ≥ 0"}
 	case sp.Stopped < 0:
-		return &sfadamw.ConfigError{Field: "Stopped", Value: sp.Stopped, Reason: "must be ≥ 0"}
+		return &fielderr.Error{Field: "Stopped", Value: sp.Stopped, Reason: "must be ≥ 0"}
 	case !(sp.Std >= 0) || math.IsInf(sp.Std, 0):
-		return &sfadamw.ConfigError{Field: "Std", Value: sp.Std, Reason: "must be finite and ≥ 0"}
+		return &fielderr.Error{Field: "Std", Value: sp.Std, Reason: "must be finite and ≥ 0"}
 	case len(sp.Samples) > 0 && len(sp.Samples) != sp.N:
-		return &sfadamw.ConfigError{Field: "Samples", Value: len(sp.Samples), Reason: fmt.Sprintf("must hold one value per completed seed (N = %d)", sp.N)}
+		return &fielderr.Error{Field: "Samples", Value: len(sp.Samples), Reason: fmt.Sprintf("must hold one value per completed seed (N = %d)", sp.N)}
 	}
 	seen := map[int]bool{}
 	for _, v := range sp.Samples {
 		if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
-			return &sfadamw.ConfigError{Field: "Samples", Value: v.Value, Reason: "must be finite"}
+			return &fielderr.Error{Field: "Samples", Value: v.Value, Reason: "must be finite"}
 		}
 		if seen[v.Seed] {
-			return &sfadamw.ConfigError{Field: "Samples", Value: v.Seed, Reason: "seed given twice"}
+			return &fielderr.Error{Field: "Samples", Value: v.Seed, Reason: "seed given twice"}
 		}
 		seen[v.Seed] = true
 	}
@@ -353,7 +353,7 @@ func canonicalC(s string) (string, error) {
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v <= 0 {
-		return "", &sfadamw.ConfigError{Field: "Col", Value: strconv.Quote(s), Reason: `must be "vanilla" or a positive finite C`}
+		return "", &fielderr.Error{Field: "Col", Value: strconv.Quote(s), Reason: `must be "vanilla" or a positive finite C`}
 	}
 	return formatG(v), nil
 }
@@ -363,11 +363,11 @@ func checkOutcome(value float64, s status.Status, step int) error {
 	switch s {
 	case status.Completed:
 		if math.IsNaN(value) || math.IsInf(value, 0) {
-			return &sfadamw.ConfigError{Field: "Value", Value: value, Reason: "must be finite when Status is ok (use diverged)"}
+			return &fielderr.Error{Field: "Value", Value: value, Reason: "must be finite when Status is ok (use diverged)"}
 		}
 	case status.Diverged, status.Stopped:
 		if step < 0 {
-			return &sfadamw.ConfigError{Field: "Step", Value: step, Reason: "must be ≥ 0"}
+			return &fielderr.Error{Field: "Step", Value: step, Reason: "must be ≥ 0"}
 		}
 	case status.Failed, status.Missing:
 	default:
@@ -382,7 +382,7 @@ func checkTitleLabel(title, label string) error {
 	}
 	for _, r := range label {
 		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(":_-./", r))) {
-			return &sfadamw.ConfigError{Field: "label", Value: strconv.Quote(label), Reason: "may hold only ASCII letters, digits and : _ - . /"}
+			return &fielderr.Error{Field: "label", Value: strconv.Quote(label), Reason: "may hold only ASCII letters, digits and : _ - . /"}
 		}
 	}
 	return nil
@@ -392,7 +392,7 @@ func checkTitleLabel(title, label string) error {
 func checkPlainText(field, s string) error {
 	for _, r := range s {
 		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return &sfadamw.ConfigError{Field: field, Value: strconv.Quote(s), Reason: "must be one line of valid text"}
+			return &fielderr.Error{Field: field, Value: strconv.Quote(s), Reason: "must be one line of valid text"}
 		}
 	}
 	return nil
@@ -401,7 +401,7 @@ func checkPlainText(field, s string) error {
 // checkBeta reports whether beta is a valid momentum in [0, 1).
 func checkBeta(name string, beta float64) error {
 	if !(beta >= 0 && beta < 1) {
-		return &sfadamw.ConfigError{Field: name, Value: beta, Reason: "must be in [0, 1)"}
+		return &fielderr.Error{Field: name, Value: beta, Reason: "must be in [0, 1)"}
 	}
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/status"
-	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
 // TestTableErrors checks that bad input is refused with the field, the value and the reason.
@@ -97,9 +97,9 @@ func TestTableErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab, err := tc.build()
-			var ce *sfadamw.ConfigError
+			var ce *fielderr.Error
 			if err == nil || !errors.As(err, &ce) {
-				t.Fatalf("got table %v, error %v; want a ConfigError", tab, err)
+				t.Fatalf("got table %v, error %v; want a *fielderr.Error", tab, err)
 			}
 			if ce.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("error %q (field %s), want field %s and %q", err, ce.Field, tc.field, tc.msg)

@@ -3,21 +3,12 @@ package sfadamw
 import (
 	"fmt"
 	"math"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // Float is the element type of parameter buffers: float32 for training, float64 for analysis.
 type Float interface{ ~float32 | ~float64 }
-
-// ConfigError reports an out-of-range hyperparameter: which field, its value, and the valid range.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Reason)
-}
 
 // Config configures SF-AdamW (Algorithm 1 of the paper) and, when C > 0, refined SF-AdamW
 // (Algorithm 2).
@@ -60,7 +51,7 @@ func (c Config) Canonical() Config {
 	return c
 }
 
-// Validate reports the first out-of-range field as a *ConfigError.
+// Validate reports the first out-of-range field as a *fielderr.Error.
 func (c Config) Validate() error {
 	if err := (SFConfig{LR: c.LR, Beta: c.Beta1, WarmupSteps: c.WarmupSteps, C: c.C}).validate("beta1"); err != nil {
 		return err
@@ -100,15 +91,15 @@ func (c SFConfig) validate(betaName string) error {
 		return err
 	}
 	if c.WarmupSteps < 0 {
-		return &ConfigError{"warmup_steps", c.WarmupSteps, "must be ≥ 0"}
+		return &fielderr.Error{Field: "warmup_steps", Value: c.WarmupSteps, Reason: "must be ≥ 0"}
 	}
 	if math.IsNaN(c.C) || math.IsInf(c.C, 0) || c.C < 0 {
-		return &ConfigError{"c", c.C, "must be > 0 (refined SF), or 0 for vanilla SF"}
+		return &fielderr.Error{Field: "c", Value: c.C, Reason: "must be > 0 (refined SF), or 0 for vanilla SF"}
 	}
 	return nil
 }
 
-// Validate reports the first out-of-range field as a *ConfigError.
+// Validate reports the first out-of-range field as a *fielderr.Error.
 func (c SFConfig) Validate() error { return c.validate("beta") }
 
 // SGDConfig configures SF-SGD / SF-GD (Δ_t = ∇f(y_t)) and SF-PrecondGDW
@@ -119,7 +110,7 @@ type SGDConfig struct {
 	Precond     []float64 // diagonal of P, all entries > 0; nil means P = I
 }
 
-// Validate reports the first out-of-range field as a *ConfigError.
+// Validate reports the first out-of-range field as a *fielderr.Error.
 func (c SGDConfig) Validate() error {
 	if err := c.SFConfig.Validate(); err != nil {
 		return err
@@ -155,7 +146,7 @@ func DefaultAdamWConfig(totalSteps int) AdamWConfig {
 	}
 }
 
-// Validate reports the first out-of-range field as a *ConfigError.
+// Validate reports the first out-of-range field as a *fielderr.Error.
 func (c AdamWConfig) Validate() error {
 	if err := c.Schedule.Validate(); err != nil {
 		return err
@@ -168,21 +159,21 @@ func (c AdamWConfig) Validate() error {
 
 func checkPositive(field string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-		return &ConfigError{field, v, "must be a finite number > 0"}
+		return &fielderr.Error{Field: field, Value: v, Reason: "must be a finite number > 0"}
 	}
 	return nil
 }
 
 func checkNonNegative(field string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return &ConfigError{field, v, "must be a finite number ≥ 0"}
+		return &fielderr.Error{Field: field, Value: v, Reason: "must be a finite number ≥ 0"}
 	}
 	return nil
 }
 
 func checkBeta(field string, v float64) error {
 	if math.IsNaN(v) || v < 0 || v >= 1 {
-		return &ConfigError{field, v, "must be in [0, 1)"}
+		return &fielderr.Error{Field: field, Value: v, Reason: "must be in [0, 1)"}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/par"
 )
 
@@ -25,10 +26,10 @@ type EWA[T Float] struct {
 // NewEWA returns an exponential average over n values with the given decay in [0, 1).
 func NewEWA[T Float](n int, decay float64) (*EWA[T], error) {
 	if math.IsNaN(decay) || decay < 0 || decay >= 1 {
-		return nil, &ConfigError{"ewa_decay", decay, "must be in [0, 1)"}
+		return nil, &fielderr.Error{Field: "ewa_decay", Value: decay, Reason: "must be in [0, 1)"}
 	}
 	if n < 0 {
-		return nil, &ConfigError{"ewa_size", n, "must be ≥ 0"}
+		return nil, &fielderr.Error{Field: "ewa_size", Value: n, Reason: "must be ≥ 0"}
 	}
 	e := &EWA[T]{decay: T(decay), vals: make([]T, n), pool: par.Default()}
 	e.kernel = e.updateRange

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // FuzzConfig checks, for arbitrary hyperparameters, that Validate never panics, that every
@@ -17,7 +19,7 @@ func FuzzConfig(f *testing.F) {
 		cfg := Config{LR: lr, Beta1: b1, Beta2: b2, Eps: eps, WeightDecay: wd, WarmupSteps: warmup, C: c, GradClip: clip}
 		err := cfg.Validate()
 		if err != nil {
-			var ce *ConfigError
+			var ce *fielderr.Error
 			if !errors.As(err, &ce) || ce.Field == "" || ce.Reason == "" {
 				t.Fatalf("rejection without a field and reason: %v", err)
 			}

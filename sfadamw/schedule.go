@@ -3,6 +3,8 @@ package sfadamw
 import (
 	"fmt"
 	"math"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // ScheduleKind names a learning-rate schedule.
@@ -31,35 +33,35 @@ type Schedule struct {
 	DecayShape  string  // WSD: "linear" (default) or "sqrt" (1 − sqrt of progress)
 }
 
-// Validate reports the first inconsistent field as a *ConfigError.
+// Validate reports the first inconsistent field as a *fielderr.Error.
 func (s Schedule) Validate() error {
 	if err := checkPositive("lr", s.Peak); err != nil {
 		return err
 	}
 	if s.WarmupSteps < 0 {
-		return &ConfigError{"warmup_steps", s.WarmupSteps, "must be ≥ 0"}
+		return &fielderr.Error{Field: "warmup_steps", Value: s.WarmupSteps, Reason: "must be ≥ 0"}
 	}
 	switch s.Kind {
 	case Constant:
 	case Cosine, Linear:
 		if s.TotalSteps <= s.WarmupSteps {
-			return &ConfigError{"total_steps", s.TotalSteps, fmt.Sprintf("must exceed warmup_steps (%d) for a %s schedule", s.WarmupSteps, s.Kind)}
+			return &fielderr.Error{Field: "total_steps", Value: s.TotalSteps, Reason: fmt.Sprintf("must exceed warmup_steps (%d) for a %s schedule", s.WarmupSteps, s.Kind)}
 		}
 		if s.Kind == Cosine && (math.IsNaN(s.FinalFrac) || s.FinalFrac < 0 || s.FinalFrac > 1) {
-			return &ConfigError{"final_frac", s.FinalFrac, "must be in [0, 1]"}
+			return &fielderr.Error{Field: "final_frac", Value: s.FinalFrac, Reason: "must be in [0, 1]"}
 		}
 	case WSD:
 		if s.DecayStart < s.WarmupSteps {
-			return &ConfigError{"decay_start", s.DecayStart, fmt.Sprintf("must be ≥ warmup_steps (%d)", s.WarmupSteps)}
+			return &fielderr.Error{Field: "decay_start", Value: s.DecayStart, Reason: fmt.Sprintf("must be ≥ warmup_steps (%d)", s.WarmupSteps)}
 		}
 		if s.DecaySteps <= 0 {
-			return &ConfigError{"decay_steps", s.DecaySteps, "must be > 0"}
+			return &fielderr.Error{Field: "decay_steps", Value: s.DecaySteps, Reason: "must be > 0"}
 		}
 		if s.DecayShape != "" && s.DecayShape != "linear" && s.DecayShape != "sqrt" {
-			return &ConfigError{"decay_shape", s.DecayShape, `must be "linear" or "sqrt"`}
+			return &fielderr.Error{Field: "decay_shape", Value: s.DecayShape, Reason: `must be "linear" or "sqrt"`}
 		}
 	default:
-		return &ConfigError{"schedule", s.Kind, `must be one of "constant", "cosine", "linear", "wsd"`}
+		return &fielderr.Error{Field: "schedule", Value: s.Kind, Reason: `must be one of "constant", "cosine", "linear", "wsd"`}
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package sfadamw
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sfsweep/sfsweep/fielderr"
+)
 
 // SF is the generic Schedule-Free recursion (eq. SF of the paper, indexed as Algorithm 1)
 // with a caller-supplied direction Δ_t:
@@ -65,7 +69,7 @@ func NewSGD[T Float](cfg SGDConfig, params []T) (*SGD[T], error) {
 		return nil, err
 	}
 	if cfg.Precond != nil && len(cfg.Precond) != len(params) {
-		return nil, &ConfigError{"precond", len(cfg.Precond), fmt.Sprintf("must have one entry per parameter (%d)", len(params))}
+		return nil, &fielderr.Error{Field: "precond", Value: len(cfg.Precond), Reason: fmt.Sprintf("must have one entry per parameter (%d)", len(params))}
 	}
 	o := &SGD[T]{wd: T(cfg.WeightDecay), delta: make([]T, len(params))}
 	o.init(cfg.SFConfig, params)

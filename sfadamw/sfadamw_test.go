@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // TestAlgorithm1ByHand checks two steps of SF-AdamW on f(w) = w²/2 from x_1 = 1 against
@@ -272,9 +274,9 @@ func TestValidate(t *testing.T) {
 		cfg := good
 		tc.mut(&cfg)
 		err := cfg.Validate()
-		var ce *ConfigError
+		var ce *fielderr.Error
 		if !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%+v: got %v, want a ConfigError for %s", cfg, err, tc.field)
+			t.Errorf("%+v: got %v, want a fielderr.Error for %s", cfg, err, tc.field)
 			continue
 		}
 		if _, err := New(cfg, make([]float32, 4)); err == nil {

@@ -10,21 +10,6 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Error is an invalid manifest field: its path, value, reason and line (0 if unknown).
-type Error struct {
-	Field  string
-	Value  any
-	Reason string
-	Line   int
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s = %v: %s", e.Line, e.Field, e.Value, e.Reason)
-	}
-	return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
 // fieldAt is the path ("optimizers[1].lr") of the deepest field whose key or value
 // stands on line of the document: the inverse of lineOf.
 func fieldAt(root *yaml.Node, line int) string {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -53,10 +54,10 @@ const IDLen = 16
 // configurations (Sampled) has no grid to expand.
 func (m *Manifest) Expand() ([]Trial, error) {
 	if m.Sampled() {
-		return nil, &Error{Field: "search.method", Value: m.Method(), Reason: "a sampled search has no grid to expand: its configurations come as it runs"}
+		return nil, &fielderr.Error{Field: "search.method", Value: m.Method(), Reason: "a sampled search has no grid to expand: its configurations come as it runs"}
 	}
 	if n := m.Count(); n > m.maxTrials() {
-		return nil, &Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("more than max_trials = %d", m.maxTrials())}
+		return nil, &fielderr.Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("more than max_trials = %d", m.maxTrials())}
 	}
 	var trials []Trial
 	index := map[string]int{}
@@ -126,7 +127,7 @@ type axes struct{ lr, betas, c, weightDecay, warmupFrac, batchTokens int }
 // spelled as in the manifest already, the optimizer's are those of grid gi, and a listed
 // value is named by its place in its list.
 func (m *Manifest) fieldError(err error, gi int, at axes) error {
-	var ce *training.ConfigError
+	var ce *fielderr.Error
 	if !errors.As(err, &ce) {
 		return err
 	}
@@ -169,7 +170,7 @@ func (m *Manifest) fieldError(err error, gi int, at axes) error {
 			field = grid(rest)
 		}
 	}
-	return &Error{Field: field, Value: ce.Value, Reason: ce.Reason}
+	return &fielderr.Error{Field: field, Value: ce.Value, Reason: ce.Reason}
 }
 
 // DefaultMaxTrials bounds a manifest's expansion unless it sets max_trials.

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/search"
 )
 
@@ -115,11 +116,11 @@ func (p *Param) parse(n *yaml.Node, vanilla bool) error {
 				d.Max, err = number(v, false)
 			case "values":
 				if v.Kind != yaml.SequenceNode {
-					return &Error{Value: v.Value, Reason: "values: want a list", Line: v.Line}
+					return &fielderr.Error{Value: v.Value, Reason: "values: want a list", Line: v.Line}
 				}
 				d.Values, err = numbers(v.Content, vanilla)
 			default:
-				return &Error{Value: k.Value, Reason: "a distribution has the fields distribution, min, max and values", Line: k.Line}
+				return &fielderr.Error{Value: k.Value, Reason: "a distribution has the fields distribution, min, max and values", Line: k.Line}
 			}
 			if err != nil {
 				return err
@@ -127,7 +128,7 @@ func (p *Param) parse(n *yaml.Node, vanilla bool) error {
 		}
 		if d.Kind == Choice {
 			if len(d.Values) == 0 {
-				return &Error{Value: "choice", Reason: "a choice lists its values: [...]", Line: n.Line}
+				return &fielderr.Error{Value: "choice", Reason: "a choice lists its values: [...]", Line: n.Line}
 			}
 			*p = Param{Values: d.Values}
 			return nil
@@ -135,7 +136,7 @@ func (p *Param) parse(n *yaml.Node, vanilla bool) error {
 		*p = Param{Dist: d}
 		return nil
 	}
-	return &Error{Value: n.Value, Reason: "want a number, a list or a distribution", Line: n.Line}
+	return &fielderr.Error{Value: n.Value, Reason: "want a number, a list or a distribution", Line: n.Line}
 }
 
 func numbers(items []*yaml.Node, vanilla bool) ([]float64, error) {
@@ -156,14 +157,14 @@ func number(n *yaml.Node, vanilla bool) (float64, error) {
 		want = `a number or "vanilla"`
 	}
 	if n.Kind != yaml.ScalarNode {
-		return 0, &Error{Value: n.Value, Reason: "want " + want, Line: n.Line}
+		return 0, &fielderr.Error{Value: n.Value, Reason: "want " + want, Line: n.Line}
 	}
 	if vanilla && strings.EqualFold(n.Value, "vanilla") {
 		return 0, nil
 	}
 	v, err := strconv.ParseFloat(n.Value, 64)
 	if err != nil {
-		return 0, &Error{Value: fmt.Sprintf("%q", n.Value), Reason: "want " + want, Line: n.Line}
+		return 0, &fielderr.Error{Value: fmt.Sprintf("%q", n.Value), Reason: "want " + want, Line: n.Line}
 	}
 	return v, nil
 }
@@ -174,17 +175,19 @@ func number(n *yaml.Node, vanilla bool) (float64, error) {
 func (p Param) check(field string, sampled, whole bool) error {
 	for i, v := range p.Values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return &Error{Field: fmt.Sprintf("%s[%d]", field, i), Value: v, Reason: "must be a finite number"}
+			return &fielderr.Error{Field: fmt.Sprintf("%s[%d]", field, i), Value: v, Reason: "must be a finite number"}
 		}
 		if whole && v != math.Trunc(v) {
-			return &Error{Field: fmt.Sprintf("%s[%d]", field, i), Value: v, Reason: "must be a whole number"}
+			return &fielderr.Error{Field: fmt.Sprintf("%s[%d]", field, i), Value: v, Reason: "must be a whole number"}
 		}
 	}
 	d := p.Dist
 	if d == nil {
 		return nil
 	}
-	e := func(v any, reason string) error { return &Error{Field: field, Value: v, Reason: reason, Line: d.Line} }
+	e := func(v any, reason string) error {
+		return &fielderr.Error{Field: field, Value: v, Reason: reason, Line: d.Line}
+	}
 	switch d.Kind {
 	case LogUniform, Uniform, IntUniform:
 	default:

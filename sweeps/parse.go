@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/training/backend"
 )
 
@@ -21,7 +22,7 @@ const MaxManifestBytes = 1 << 20
 // the line of the manifest where the field stands.
 func Parse(src []byte) (*Manifest, error) {
 	if len(src) > MaxManifestBytes {
-		return nil, &Error{Field: "manifest", Value: fmt.Sprintf("%d bytes", len(src)), Reason: fmt.Sprintf("must be at most %d bytes", MaxManifestBytes)}
+		return nil, &fielderr.Error{Field: "manifest", Value: fmt.Sprintf("%d bytes", len(src)), Reason: fmt.Sprintf("must be at most %d bytes", MaxManifestBytes)}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {
@@ -34,14 +35,14 @@ func Parse(src []byte) (*Manifest, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
-		if e := (*Error)(nil); errors.As(err, &e) && e.Field == "" {
+		if e := (*fielderr.Error)(nil); errors.As(err, &e) && e.Field == "" {
 			e.Field = fieldAt(&root, e.Line) // a Param's error knows its line, not its field
 			return nil, e
 		}
 		return nil, fmt.Errorf("manifest: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if err := m.validate(); err != nil {
-		var e *Error
+		var e *fielderr.Error
 		if errors.As(err, &e) && e.Line == 0 {
 			e.Line = lineOf(&root, e.Field)
 		}
@@ -51,7 +52,7 @@ func Parse(src []byte) (*Manifest, error) {
 }
 
 // CheckBackend tells whether this build of sfsweep carries the manifest's backend, whose
-// text is src: nil if it does, else an *Error naming the field, its line, and how to build
+// text is src: nil if it does, else an *fielderr.Error naming the field, its line, and how to build
 // a binary that has it. A worker that lacks it never receives its trials: they wait for
 // one that has it.
 func (m *Manifest) CheckBackend(src []byte) error {
@@ -65,24 +66,24 @@ func (m *Manifest) CheckBackend(src []byte) error {
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(src, &root) // Parse read it
-	return &Error{Field: "backend", Value: name, Reason: ue.Reason(), Line: lineOf(&root, "backend")}
+	return &fielderr.Error{Field: "backend", Value: name, Reason: ue.Reason(), Line: lineOf(&root, "backend")}
 }
 
 // checkNode rejects what YAML allows but a manifest never needs: deep nesting, aliases
 // (which can expand exponentially) and duplicate keys.
 func checkNode(n *yaml.Node, depth int) error {
 	if depth > 20 {
-		return &Error{Field: "manifest", Value: fmt.Sprintf("nesting depth %d", depth), Reason: "must be at most 20", Line: n.Line}
+		return &fielderr.Error{Field: "manifest", Value: fmt.Sprintf("nesting depth %d", depth), Reason: "must be at most 20", Line: n.Line}
 	}
 	if n.Kind == yaml.AliasNode {
-		return &Error{Field: "manifest", Value: "*" + n.Value, Reason: "YAML aliases are not allowed", Line: n.Line}
+		return &fielderr.Error{Field: "manifest", Value: "*" + n.Value, Reason: "YAML aliases are not allowed", Line: n.Line}
 	}
 	if n.Kind == yaml.MappingNode {
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			if prev, dup := seen[k.Value]; dup {
-				return &Error{Field: k.Value, Value: "duplicate key", Reason: fmt.Sprintf("already given on line %d", prev), Line: k.Line}
+				return &fielderr.Error{Field: k.Value, Value: "duplicate key", Reason: fmt.Sprintf("already given on line %d", prev), Line: k.Line}
 			}
 			seen[k.Value] = k.Line
 		}

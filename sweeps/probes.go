@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
 )
@@ -46,24 +47,24 @@ func (m *Manifest) ProbeCost(trials []Trial) Cost {
 func (m *Manifest) checkProbes() error {
 	if d := m.Probes.Decay; d != nil {
 		if d.Steps < 1 {
-			return &Error{Field: "probes.decay.steps", Value: d.Steps, Reason: "must be ≥ 1"}
+			return &fielderr.Error{Field: "probes.decay.steps", Value: d.Steps, Reason: "must be ≥ 1"}
 		}
 		if d.PeakLR < 0 || math.IsNaN(d.PeakLR) || math.IsInf(d.PeakLR, 0) {
-			return &Error{Field: "probes.decay.peak_lr", Value: d.PeakLR, Reason: "must be a finite number > 0"}
+			return &fielderr.Error{Field: "probes.decay.peak_lr", Value: d.PeakLR, Reason: "must be a finite number > 0"}
 		}
 		if err := m.checkProbeSteps("probes.decay", d.At, nil); err != nil {
 			return err
 		}
 		for _, g := range m.Optimizers {
 			if its := training.Iterates(g.Name); d.Iterate != "" && d.Iterate != IterEWA && !slices.Contains(its, d.Iterate) {
-				return &Error{Field: "probes.decay.iterate", Value: fmt.Sprintf("%q", d.Iterate),
+				return &fielderr.Error{Field: "probes.decay.iterate", Value: fmt.Sprintf("%q", d.Iterate),
 					Reason: fmt.Sprintf("%s trials have %s (or ewa for the EWA of the evaluated one, or leave it out for that one)", g.Name, strings.Join(its, ", "))}
 			}
 		}
 	}
 	if b := m.Probes.LRDecay; b != nil {
 		if math.IsNaN(b.Frac) || b.Frac <= 0 || b.Frac > 1 {
-			return &Error{Field: "probes.lr_decay.frac", Value: b.Frac, Reason: "must be in (0, 1]: the branch decays over this fraction of the steps before it"}
+			return &fielderr.Error{Field: "probes.lr_decay.frac", Value: b.Frac, Reason: "must be in (0, 1]: the branch decays over this fraction of the steps before it"}
 		}
 		if err := m.checkProbeSteps("probes.lr_decay", b.At, nil); err != nil {
 			return err
@@ -73,7 +74,7 @@ func (m *Manifest) checkProbes() error {
 			for i, g := range m.Optimizers {
 				names[i] = g.Name
 			}
-			return &Error{Field: "probes.lr_decay", Value: fmt.Sprintf("optimizers %v", names), Reason: "the LR-decay branch continues adamw trials, and the grid has none"}
+			return &fielderr.Error{Field: "probes.lr_decay", Value: fmt.Sprintf("optimizers %v", names), Reason: "the LR-decay branch continues adamw trials, and the grid has none"}
 		}
 	}
 	if ip := m.Probes.Interpolate; ip != nil {
@@ -82,16 +83,16 @@ func (m *Manifest) checkProbes() error {
 			return err
 		}
 		if ip.From >= ip.To {
-			return &Error{Field: "probes.interpolate.to", Value: ip.To, Reason: fmt.Sprintf("must come after from = %d", ip.From)}
+			return &fielderr.Error{Field: "probes.interpolate.to", Value: ip.To, Reason: fmt.Sprintf("must come after from = %d", ip.From)}
 		}
 		if ip.Points != 0 && (ip.Points < 2 || ip.Points > 101) {
-			return &Error{Field: "probes.interpolate.points", Value: ip.Points, Reason: "must be in [2, 101]"}
+			return &fielderr.Error{Field: "probes.interpolate.points", Value: ip.Points, Reason: "must be in [2, 101]"}
 		}
 		if ip.Decayed && ip.To-ip.From > ip.From {
-			return &Error{Field: "probes.interpolate.to", Value: ip.To, Reason: fmt.Sprintf("with decayed, the decay from %d may last at most as long as the run before it: to ≤ %d", ip.From, 2*ip.From)}
+			return &fielderr.Error{Field: "probes.interpolate.to", Value: ip.To, Reason: fmt.Sprintf("with decayed, the decay from %d may last at most as long as the run before it: to ≤ %d", ip.From, 2*ip.From)}
 		}
 		if ip.Decayed && !slices.ContainsFunc(m.Optimizers, func(g Grid) bool { return g.Name == training.AdamW }) {
-			return &Error{Field: "probes.interpolate.decayed", Value: true, Reason: "the decayed segment continues adamw trials, and the grid has none"}
+			return &fielderr.Error{Field: "probes.interpolate.decayed", Value: true, Reason: "the decayed segment continues adamw trials, and the grid has none"}
 		}
 	}
 	return nil
@@ -105,17 +106,17 @@ func (m *Manifest) checkProbeSteps(field string, at []int, name func(i int) stri
 		name = func(i int) string { return fmt.Sprintf("%s.at[%d]", field, i) }
 	}
 	if m.KeepCheckpoints > 0 {
-		return &Error{Field: "keep_checkpoints", Value: m.KeepCheckpoints, Reason: "probes read the checkpoints after training: keep them all (0) with " + field}
+		return &fielderr.Error{Field: "keep_checkpoints", Value: m.KeepCheckpoints, Reason: "probes read the checkpoints after training: keep them all (0) with " + field}
 	}
 	if len(at) == 0 && m.CheckpointEvery == 0 {
-		return &Error{Field: field + ".at", Value: "[]", Reason: "the probe runs from checkpoints: set checkpoint_every, or list checkpoint steps here"}
+		return &fielderr.Error{Field: field + ".at", Value: "[]", Reason: "the probe runs from checkpoints: set checkpoint_every, or list checkpoint steps here"}
 	}
 	for i, s := range at {
 		if s < 1 || s >= m.Steps {
-			return &Error{Field: name(i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step in [1, steps = %d): no checkpoint is written at the last step", m.Steps)}
+			return &fielderr.Error{Field: name(i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step in [1, steps = %d): no checkpoint is written at the last step", m.Steps)}
 		}
 		if m.CheckpointEvery == 0 || s%m.CheckpointEvery != 0 {
-			return &Error{Field: name(i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step (a multiple of checkpoint_every = %d)", m.CheckpointEvery)}
+			return &fielderr.Error{Field: name(i), Value: s, Reason: fmt.Sprintf("must be a checkpoint step (a multiple of checkpoint_every = %d)", m.CheckpointEvery)}
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -144,30 +145,30 @@ func (m *Manifest) validateSearch() error {
 		return nil
 	}
 	if k := s.method(); k != MethodGrid && k != MethodRandom && k != MethodTPE {
-		return &Error{Field: "search.method", Value: fmt.Sprintf("%q", s.Method), Reason: `must be "grid", "random" or "tpe"`}
+		return &fielderr.Error{Field: "search.method", Value: fmt.Sprintf("%q", s.Method), Reason: `must be "grid", "random" or "tpe"`}
 	}
 	if s.Trials < 0 || (s.method() != MethodGrid && s.Trials == 0) {
-		return &Error{Field: "search.trials", Value: s.Trials, Reason: "must be ≥ 1: the configurations of each grid to try"}
+		return &fielderr.Error{Field: "search.trials", Value: s.Trials, Reason: "must be ≥ 1: the configurations of each grid to try"}
 	}
 	if s.Parallel < 0 {
-		return &Error{Field: "search.parallel", Value: s.Parallel, Reason: "must be ≥ 0 (0: as many as the window allows)"}
+		return &fielderr.Error{Field: "search.parallel", Value: s.Parallel, Reason: "must be ≥ 0 (0: as many as the window allows)"}
 	}
 	if s.Metric != "" && s.Metric != MetricValLoss && s.Metric != MetricTestLoss && s.Metric != MetricTestPPL {
-		return &Error{Field: "search.metric", Value: fmt.Sprintf("%q", s.Metric), Reason: `must be "val_loss", "test_loss" or "test_ppl"`}
+		return &fielderr.Error{Field: "search.metric", Value: fmt.Sprintf("%q", s.Metric), Reason: `must be "val_loss", "test_loss" or "test_ppl"`}
 	}
 	if s.Goal != "" && s.Goal != "minimize" {
-		return &Error{Field: "search.goal", Value: fmt.Sprintf("%q", s.Goal), Reason: "the metrics are losses: the goal is minimize"}
+		return &fielderr.Error{Field: "search.goal", Value: fmt.Sprintf("%q", s.Goal), Reason: "the metrics are losses: the goal is minimize"}
 	}
 	if it := s.Iterate; it != "" && it != IterEWA {
 		for _, g := range m.Optimizers {
 			if its := training.Iterates(g.Name); !slices.Contains(its, it) {
-				return &Error{Field: "search.iterate", Value: fmt.Sprintf("%q", it),
+				return &fielderr.Error{Field: "search.iterate", Value: fmt.Sprintf("%q", it),
 					Reason: fmt.Sprintf("%s trials have %s (or ewa for the EWA of the evaluated one; leave it out for the evaluated one)", g.Name, strings.Join(its, ", "))}
 			}
 		}
 	}
 	if n := s.Trials * len(m.Optimizers) * len(m.Seeds); m.Sampled() && (s.Trials > m.maxTrials() || n > m.maxTrials()) {
-		return &Error{Field: "search.trials", Value: s.Trials, Reason: fmt.Sprintf("%d configurations × %d grids × %d seeds is more than max_trials = %d; raise max_trials to confirm", s.Trials, len(m.Optimizers), len(m.Seeds), m.maxTrials())}
+		return &fielderr.Error{Field: "search.trials", Value: s.Trials, Reason: fmt.Sprintf("%d configurations × %d grids × %d seeds is more than max_trials = %d; raise max_trials to confirm", s.Trials, len(m.Optimizers), len(m.Seeds), m.maxTrials())}
 	}
 	es := s.EarlyStopping
 	if es == nil {
@@ -176,20 +177,20 @@ func (m *Manifest) validateSearch() error {
 	switch es.Rule {
 	case RuleASHA, RuleSyncHalving, RuleMedian:
 	default:
-		return &Error{Field: "search.early_stopping.rule", Value: fmt.Sprintf("%q", es.Rule), Reason: `must be "asha", "sync_halving" or "median"`}
+		return &fielderr.Error{Field: "search.early_stopping.rule", Value: fmt.Sprintf("%q", es.Rule), Reason: `must be "asha", "sync_halving" or "median"`}
 	}
 	if es.Eta != 0 && es.Eta < 2 {
-		return &Error{Field: "search.early_stopping.eta", Value: es.Eta, Reason: "must be ≥ 2: each rung keeps 1/eta of the one below"}
+		return &fielderr.Error{Field: "search.early_stopping.eta", Value: es.Eta, Reason: "must be ≥ 2: each rung keeps 1/eta of the one below"}
 	}
 	if es.MinTrials < 0 {
-		return &Error{Field: "search.early_stopping.min_trials", Value: es.MinTrials, Reason: "must be ≥ 1"}
+		return &fielderr.Error{Field: "search.early_stopping.min_trials", Value: es.MinTrials, Reason: "must be ≥ 1"}
 	}
 	if len(es.Rungs) == 0 && es.MinSteps <= 0 {
-		return &Error{Field: "search.early_stopping.min_steps", Value: es.MinSteps, Reason: "must be ≥ 1, or list the rungs"}
+		return &fielderr.Error{Field: "search.early_stopping.min_steps", Value: es.MinSteps, Reason: "must be ≥ 1, or list the rungs"}
 	}
 	rungs := m.Rungs()
 	if len(rungs) < 2 {
-		return &Error{Field: "search.early_stopping.min_steps", Value: es.MinSteps, Reason: fmt.Sprintf("must be below steps = %d: early stopping needs a rung before the end", m.Steps)}
+		return &fielderr.Error{Field: "search.early_stopping.min_steps", Value: es.MinSteps, Reason: fmt.Sprintf("must be below steps = %d: early stopping needs a rung before the end", m.Steps)}
 	}
 	for i, r := range rungs[:len(rungs)-1] {
 		field := "search.early_stopping.min_steps"
@@ -197,17 +198,17 @@ func (m *Manifest) validateSearch() error {
 			field = fmt.Sprintf("search.early_stopping.rungs[%d]", i)
 		}
 		if r < 1 || r >= m.Steps || (i > 0 && r <= rungs[i-1]) {
-			return &Error{Field: field, Value: r, Reason: fmt.Sprintf("rungs must increase within [1, steps = %d)", m.Steps)}
+			return &fielderr.Error{Field: field, Value: r, Reason: fmt.Sprintf("rungs must increase within [1, steps = %d)", m.Steps)}
 		}
 		if m.EvalEvery == 0 || r%m.EvalEvery != 0 {
-			return &Error{Field: field, Value: r, Reason: fmt.Sprintf("rung %d must be an evaluation step (a multiple of eval_every = %d)", r, m.EvalEvery)}
+			return &fielderr.Error{Field: field, Value: r, Reason: fmt.Sprintf("rung %d must be an evaluation step (a multiple of eval_every = %d)", r, m.EvalEvery)}
 		}
 		if m.CheckpointEvery == 0 || r%m.CheckpointEvery != 0 {
-			return &Error{Field: field, Value: r, Reason: fmt.Sprintf("rung %d must be a checkpoint step (a multiple of checkpoint_every = %d): a promoted trial resumes there", r, m.CheckpointEvery)}
+			return &fielderr.Error{Field: field, Value: r, Reason: fmt.Sprintf("rung %d must be a checkpoint step (a multiple of checkpoint_every = %d): a promoted trial resumes there", r, m.CheckpointEvery)}
 		}
 	}
 	if m.KeepCheckpoints > 0 {
-		return &Error{Field: "keep_checkpoints", Value: m.KeepCheckpoints, Reason: "early stopping resumes promoted trials from their rung's checkpoint: keep them all (0)"}
+		return &fielderr.Error{Field: "keep_checkpoints", Value: m.KeepCheckpoints, Reason: "early stopping resumes promoted trials from their rung's checkpoint: keep them all (0)"}
 	}
 	return nil
 }

@@ -11,36 +11,37 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/training"
 )
 
 // nameRE is a name in the store: a manifest's, a table's, a segment of a prefix.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-// validate checks a manifest as decoded; the error is an *Error naming the first invalid
+// validate checks a manifest as decoded; the error is an *fielderr.Error naming the first invalid
 // field.
 func (m *Manifest) validate() error {
 	if !nameRE.MatchString(m.Name) {
-		return &Error{Field: "name", Value: fmt.Sprintf("%q", m.Name), Reason: "must be 1–100 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+		return &fielderr.Error{Field: "name", Value: fmt.Sprintf("%q", m.Name), Reason: "must be 1–100 letters, digits, '.', '_' or '-', starting with a letter or digit"}
 	}
 	if len(m.Optimizers) == 0 {
-		return &Error{Field: "optimizers", Value: "[]", Reason: "must list at least one optimizer grid"}
+		return &fielderr.Error{Field: "optimizers", Value: "[]", Reason: "must list at least one optimizer grid"}
 	}
 	if len(m.Seeds) == 0 {
-		return &Error{Field: "seeds", Value: "[]", Reason: "must list at least one seed"}
+		return &fielderr.Error{Field: "seeds", Value: "[]", Reason: "must list at least one seed"}
 	}
 	for i, s := range m.Seeds {
 		if s < 0 {
-			return &Error{Field: fmt.Sprintf("seeds[%d]", i), Value: s, Reason: "must be ≥ 0"}
+			return &fielderr.Error{Field: fmt.Sprintf("seeds[%d]", i), Value: s, Reason: "must be ≥ 0"}
 		}
 	}
 	if m.MaxTrials < 0 {
-		return &Error{Field: "max_trials", Value: m.MaxTrials, Reason: "must be ≥ 0"}
+		return &fielderr.Error{Field: "max_trials", Value: m.MaxTrials, Reason: "must be ≥ 0"}
 	}
 	for gi, g := range m.Optimizers {
 		f := func(s string) string { return fmt.Sprintf("optimizers[%d].%s", gi, s) }
 		if g.Name != training.SFAdamW && g.Name != training.AdamW {
-			return &Error{Field: f("name"), Value: fmt.Sprintf("%q", g.Name), Reason: `must be "sfadamw" or "adamw"`}
+			return &fielderr.Error{Field: f("name"), Value: fmt.Sprintf("%q", g.Name), Reason: `must be "sfadamw" or "adamw"`}
 		}
 		if err := m.checkGrid(gi, g); err != nil {
 			return err
@@ -56,7 +57,7 @@ func (m *Manifest) validate() error {
 		return err
 	}
 	if n := m.Count(); !m.Sampled() && n > m.maxTrials() {
-		return &Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("the grid expands to more than max_trials = %d; raise max_trials to confirm", m.maxTrials())}
+		return &fielderr.Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("the grid expands to more than max_trials = %d; raise max_trials to confirm", m.maxTrials())}
 	}
 	if err := m.checkProbes(); err != nil {
 		return err
@@ -65,23 +66,23 @@ func (m *Manifest) validate() error {
 	for i, t := range m.Tables {
 		f := func(s string) string { return fmt.Sprintf("tables[%d].%s", i, s) }
 		if t.Kind != "c_sensitivity" && t.Kind != "hyperparameters" {
-			return &Error{Field: f("kind"), Value: fmt.Sprintf("%q", t.Kind), Reason: `must be "c_sensitivity" or "hyperparameters"`}
+			return &fielderr.Error{Field: f("kind"), Value: fmt.Sprintf("%q", t.Kind), Reason: `must be "c_sensitivity" or "hyperparameters"`}
 		}
 		if !nameRE.MatchString(t.Name) {
-			return &Error{Field: f("name"), Value: fmt.Sprintf("%q", t.Name), Reason: "must be 1–100 letters, digits, '.', '_' or '-'"}
+			return &fielderr.Error{Field: f("name"), Value: fmt.Sprintf("%q", t.Name), Reason: "must be 1–100 letters, digits, '.', '_' or '-'"}
 		}
 		if names[t.Name] {
-			return &Error{Field: f("name"), Value: t.Name, Reason: "another table has this name"}
+			return &fielderr.Error{Field: f("name"), Value: t.Name, Reason: "another table has this name"}
 		}
 		names[t.Name] = true
 		if t.Metric != "" && t.Metric != "test_ppl" && t.Metric != "val_loss" {
-			return &Error{Field: f("metric"), Value: t.Metric, Reason: `must be "test_ppl" or "val_loss"`}
+			return &fielderr.Error{Field: f("metric"), Value: t.Metric, Reason: `must be "test_ppl" or "val_loss"`}
 		}
 	}
 	if p := m.Output.Prefix; p != "" {
 		for _, seg := range strings.Split(p, "/") {
 			if !nameRE.MatchString(seg) {
-				return &Error{Field: "output.prefix", Value: fmt.Sprintf("%q", p), Reason: "must be '/'-separated names of letters, digits, '.', '_' or '-' (no '..', no leading '/')"}
+				return &fielderr.Error{Field: "output.prefix", Value: fmt.Sprintf("%q", p), Reason: "must be '/'-separated names of letters, digits, '.', '_' or '-' (no '..', no leading '/')"}
 			}
 		}
 	}
@@ -94,21 +95,21 @@ func (m *Manifest) validate() error {
 func (m *Manifest) checkGrid(gi int, g Grid) error {
 	f := func(s string) string { return fmt.Sprintf("optimizers[%d].%s", gi, s) }
 	if !g.LR.Set() {
-		return &Error{Field: f("lr"), Value: "[]", Reason: "must list at least one learning rate"}
+		return &fielderr.Error{Field: f("lr"), Value: "[]", Reason: "must list at least one learning rate"}
 	}
 	switch {
 	case len(g.Betas) > 0 && (g.Beta1.Set() || g.Beta2.Set()):
-		return &Error{Field: f("beta1"), Value: g.Beta1, Reason: "give betas as [beta1, beta2] pairs or beta1 and beta2 apart, not both"}
+		return &fielderr.Error{Field: f("beta1"), Value: g.Beta1, Reason: "give betas as [beta1, beta2] pairs or beta1 and beta2 apart, not both"}
 	case len(g.Betas) == 0 && !g.Beta1.Set():
-		return &Error{Field: f("betas"), Value: "[]", Reason: "must list at least one [beta1, beta2] pair (or give beta1 and beta2)"}
+		return &fielderr.Error{Field: f("betas"), Value: "[]", Reason: "must list at least one [beta1, beta2] pair (or give beta1 and beta2)"}
 	case len(g.Betas) == 0 && !g.Beta2.Set():
-		return &Error{Field: f("beta2"), Value: "[]", Reason: "must give beta2 with beta1"}
+		return &fielderr.Error{Field: f("beta2"), Value: "[]", Reason: "must give beta2 with beta1"}
 	}
 	if g.Name == training.AdamW && g.C.Set() {
-		return &Error{Field: f("c"), Value: g.C, Reason: "applies to sfadamw only"}
+		return &fielderr.Error{Field: f("c"), Value: g.C, Reason: "applies to sfadamw only"}
 	}
 	if !m.BatchTokens.Set() && !g.BatchTokens.Set() {
-		return &Error{Field: "batch_tokens", Value: "[]", Reason: "must give at least one batch size in tokens"}
+		return &fielderr.Error{Field: "batch_tokens", Value: "[]", Reason: "must give at least one batch size in tokens"}
 	}
 	sampled := m.Sampled()
 	for _, p := range []struct {

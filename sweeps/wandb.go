@@ -17,6 +17,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // DefaultWandbBase is the base manifest of a W&B import when none is given: the run
@@ -57,7 +59,7 @@ metric, parameters, early stopping, budget) is the sweep's, the rest the base ma
 // checkpoints, seeds unless the sweep searches seed, tables; nil is DefaultWandbBase. The
 // base's optimizer grids, if it has any, are the templates of the sweep's (their label,
 // schedule, clipping). notes say, with their lines, what was ignored or changes meaning.
-// An error of the sweep is an *Error with the line of its key in src; an error of the
+// An error of the sweep is an *fielderr.Error with the line of its key in src; an error of the
 // base is a *BaseError.
 func FromWandb(src, base []byte) (manifest []byte, notes []string, err error) {
 	if base == nil {
@@ -103,7 +105,7 @@ func FromWandb(src, base []byte) (manifest []byte, notes []string, err error) {
 // duplicate keys).
 func yamlMapping(src []byte, what string) (*yaml.Node, error) {
 	if len(src) > MaxManifestBytes {
-		return nil, &Error{Field: what, Value: fmt.Sprintf("%d bytes", len(src)), Reason: fmt.Sprintf("must be at most %d bytes", MaxManifestBytes)}
+		return nil, &fielderr.Error{Field: what, Value: fmt.Sprintf("%d bytes", len(src)), Reason: fmt.Sprintf("must be at most %d bytes", MaxManifestBytes)}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {
@@ -113,7 +115,7 @@ func yamlMapping(src []byte, what string) (*yaml.Node, error) {
 		return nil, err
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, &Error{Field: what, Value: "not a mapping", Reason: "want a YAML mapping of keys", Line: max(root.Line, 1)}
+		return nil, &fielderr.Error{Field: what, Value: "not a mapping", Reason: "want a YAML mapping of keys", Line: max(root.Line, 1)}
 	}
 	return root.Content[0], nil
 }
@@ -124,7 +126,7 @@ func yamlMapping(src []byte, what string) (*yaml.Node, error) {
 type wandbImport struct {
 	method           string // sfsweep's: grid, random or tpe
 	steps, evalEvery int    // the base's
-	notes            []*Error
+	notes            []*fielderr.Error
 	origins          []origin
 	baseGrid         []int // the base's grid each of the manifest's optimizers comes from; -1: none
 }
@@ -140,12 +142,12 @@ type origin struct {
 
 // note records text about the sweep's field, which stands on line.
 func (w *wandbImport) note(field string, value any, line int, text string) {
-	w.notes = append(w.notes, &Error{Field: field, Value: value, Reason: text, Line: line})
+	w.notes = append(w.notes, &fielderr.Error{Field: field, Value: value, Reason: text, Line: line})
 }
 
 // notesText are the notes as lines of text, in the order of the sweep.
 func (w *wandbImport) notesText() []string {
-	slices.SortStableFunc(w.notes, func(a, b *Error) int { return a.Line - b.Line })
+	slices.SortStableFunc(w.notes, func(a, b *fielderr.Error) int { return a.Line - b.Line })
 	var ts []string
 	for _, n := range w.notes {
 		ts = append(ts, n.Error())
@@ -179,17 +181,17 @@ func (w *wandbImport) manifest(top, base *yaml.Node) (*yaml.Node, error) {
 		case "controller", "job", "image_uri", "apiVersion", "kind":
 			w.note(k.Value, brief(v), k.Line, "ignored: sfsweep runs its own controller and workers")
 		case "metrics", "scheduler":
-			return nil, &Error{Field: k.Value, Value: brief(v), Reason: "multi-objective and custom (Optuna, Ax) schedulers have no sfsweep equivalent: give one metric and method grid, random or bayes", Line: k.Line}
+			return nil, &fielderr.Error{Field: k.Value, Value: brief(v), Reason: "multi-objective and custom (Optuna, Ax) schedulers have no sfsweep equivalent: give one metric and method grid, random or bayes", Line: k.Line}
 		default:
-			return nil, &Error{Field: k.Value, Value: brief(v), Reason: "not a key of a W&B sweep (method, metric, parameters, early_terminate, run_cap, name, description, program, command, project, entity)", Line: k.Line}
+			return nil, &fielderr.Error{Field: k.Value, Value: brief(v), Reason: "not a key of a W&B sweep (method, metric, parameters, early_terminate, run_cap, name, description, program, command, project, entity)", Line: k.Line}
 		}
 	}
 	mk, ok := keys["method"]
 	if !ok {
-		return nil, &Error{Field: "method", Value: "not given", Reason: "a W&B sweep names its method: grid, random or bayes", Line: top.Line}
+		return nil, &fielderr.Error{Field: "method", Value: "not given", Reason: "a W&B sweep names its method: grid, random or bayes", Line: top.Line}
 	}
 	if w.method, ok = wandbMethods[mk[1].Value]; !ok {
-		return nil, &Error{Field: "method", Value: fmt.Sprintf("%q", mk[1].Value), Reason: "must be grid, random or bayes (custom schedulers have no sfsweep equivalent)", Line: mk[0].Line}
+		return nil, &fielderr.Error{Field: "method", Value: fmt.Sprintf("%q", mk[1].Value), Reason: "must be grid, random or bayes (custom schedulers have no sfsweep equivalent)", Line: mk[0].Line}
 	}
 	if mk[1].Value == "bayes" {
 		w.note("method", "bayes", mk[0].Line, "searched by tpe: both model the metric from the results so far; W&B's bayes is a Gaussian process, sfsweep's model-based search is the tree-structured Parzen estimator")
@@ -226,7 +228,7 @@ func (w *wandbImport) manifest(top, base *yaml.Node) (*yaml.Node, error) {
 		if ok {
 			line = pk[0].Line
 		}
-		return nil, &Error{Field: "parameters", Value: "none", Reason: "a W&B sweep lists its parameters: a mapping of parameter names to {value}, {values} or a distribution", Line: line}
+		return nil, &fielderr.Error{Field: "parameters", Value: "none", Reason: "a W&B sweep lists its parameters: a mapping of parameter names to {value}, {values} or a distribution", Line: line}
 	}
 	if err := w.parameters(out, pk[0], pk[1], lookup(base, "optimizers")); err != nil {
 		return nil, err
@@ -256,7 +258,7 @@ func (w *wandbImport) name(out, k, v *yaml.Node) error {
 		name = name[:100]
 	}
 	if name == "" {
-		return &Error{Field: "name", Value: fmt.Sprintf("%q", v.Value), Reason: "a manifest's name needs a letter or digit", Line: k.Line}
+		return &fielderr.Error{Field: "name", Value: fmt.Sprintf("%q", v.Value), Reason: "a manifest's name needs a letter or digit", Line: k.Line}
 	}
 	if name != v.Value {
 		w.note("name", fmt.Sprintf("%q", v.Value), k.Line, fmt.Sprintf("written %s: a manifest's name is letters, digits, '.', '_' and '-'", name))
@@ -270,7 +272,7 @@ func (w *wandbImport) name(out, k, v *yaml.Node) error {
 // sweep's key that the field comes from, with its line in the sweep, or else a
 // *BaseError naming the base manifest's field (its grid's index there) and its line.
 func (w *wandbImport) explain(err error, base *yaml.Node) error {
-	var e *Error
+	var e *fielderr.Error
 	if !errors.As(err, &e) {
 		return &BaseError{err}
 	}
@@ -282,7 +284,7 @@ func (w *wandbImport) explain(err error, base *yaml.Node) error {
 		}
 	}
 	if best != nil {
-		return &Error{Field: best.key, Value: e.Value, Reason: e.Reason, Line: best.line}
+		return &fielderr.Error{Field: best.key, Value: e.Value, Reason: e.Reason, Line: best.line}
 	}
 	field := e.Field
 	var gi int
@@ -295,7 +297,7 @@ func (w *wandbImport) explain(err error, base *yaml.Node) error {
 		}
 	}
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{base}}
-	return &BaseError{&Error{Field: field, Value: e.Value, Reason: e.Reason, Line: lineOf(doc, field)}}
+	return &BaseError{&fielderr.Error{Field: field, Value: e.Value, Reason: e.Reason, Line: lineOf(doc, field)}}
 }
 
 // brief is a node as an error shows it: a scalar's value, else its YAML on one line.

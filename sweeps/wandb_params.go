@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -55,7 +56,7 @@ type wandbParam struct {
 func (p *wandbParam) field() string { return "parameters." + p.key }
 
 func (p *wandbParam) err(value any, reason string) error {
-	return &Error{Field: p.field(), Value: value, Reason: reason, Line: p.line}
+	return &fielderr.Error{Field: p.field(), Value: value, Reason: reason, Line: p.line}
 }
 
 // readWandbParam reads the parameter key: v.
@@ -79,7 +80,7 @@ func readWandbParam(k, v *yaml.Node) (*wandbParam, error) {
 		case "value", "values", "min", "max", "q", "mu", "sigma", "a", "b", "probabilities", "parameters":
 			p.f[pk.Value] = pv
 		default:
-			return nil, &Error{Field: p.field() + "." + pk.Value, Value: brief(pv), Reason: "not a key of a W&B parameter (distribution, value, values, min, max, q, mu, sigma, a, b, probabilities, parameters)", Line: pk.Line}
+			return nil, &fielderr.Error{Field: p.field() + "." + pk.Value, Value: brief(pv), Reason: "not a key of a W&B parameter (distribution, value, values, min, max, q, mu, sigma, a, b, probabilities, parameters)", Line: pk.Line}
 		}
 	}
 	if p.dist != "" {
@@ -213,7 +214,7 @@ func (p *wandbParam) bounds() (lo, hi float64, err error) {
 		}
 		v, e := number(n, false)
 		if e != nil {
-			return 0, 0, &Error{Field: p.field() + "." + k, Value: brief(n), Reason: "want a number", Line: n.Line}
+			return 0, 0, &fielderr.Error{Field: p.field() + "." + k, Value: brief(n), Reason: "want a number", Line: n.Line}
 		}
 		if i == 0 {
 			lo = v
@@ -424,7 +425,7 @@ func (w *wandbImport) parameters(out, k, v, baseGrids *yaml.Node) error {
 			missing = "beta2"
 		}
 		if missing != "" {
-			return &Error{Field: "parameters." + missing, Value: "not given", Reason: fmt.Sprintf("the %s grid needs it: give it here, or in an optimizer grid of the base manifest (sfsweep needs lr, and beta1 and beta2 or betas)", gname), Line: k.Line}
+			return &fielderr.Error{Field: "parameters." + missing, Value: "not given", Reason: fmt.Sprintf("the %s grid needs it: give it here, or in an optimizer grid of the base manifest (sfsweep needs lr, and beta1 and beta2 or betas)", gname), Line: k.Line}
 		}
 	}
 	if p := seen[ParamC]; p != nil && !sfadamw {

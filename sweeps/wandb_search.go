@@ -13,6 +13,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // search is the search block: the base's (its seed, parallel, iterate) with the sweep's
@@ -30,7 +32,7 @@ func (w *wandbImport) search(keys map[string][2]*yaml.Node, base *yaml.Node, gri
 	case ok:
 		n, err := strconv.Atoi(rk[1].Value)
 		if err != nil || n < 1 || rk[1].Kind != yaml.ScalarNode {
-			return nil, &Error{Field: "run_cap", Value: brief(rk[1]), Reason: "must be a whole number ≥ 1", Line: rk[0].Line}
+			return nil, &fielderr.Error{Field: "run_cap", Value: brief(rk[1]), Reason: "must be a whole number ≥ 1", Line: rk[0].Line}
 		}
 		setKey(s, "trials", plain(strconv.Itoa(n)))
 		w.from("search.trials", "run_cap", rk[0].Line)
@@ -41,7 +43,7 @@ func (w *wandbImport) search(keys map[string][2]*yaml.Node, base *yaml.Node, gri
 			w.note("run_cap", n, rk[0].Line, fmt.Sprintf("search.trials = %d configurations of each optimizer grid (%d), each trained on every seed (%d): up to %d trials, where W&B runs %d", n, grids, seeds, n*grids*seeds, n))
 		}
 	case w.method != MethodGrid:
-		return nil, &Error{Field: "run_cap", Value: "not given", Reason: fmt.Sprintf("a %s search needs a budget: give run_cap, the configurations to try (W&B would run until stopped)", keys["method"][1].Value), Line: mline}
+		return nil, &fielderr.Error{Field: "run_cap", Value: "not given", Reason: fmt.Sprintf("a %s search needs a budget: give run_cap, the configurations to try (W&B would run until stopped)", keys["method"][1].Value), Line: mline}
 	default:
 		delKey(s, "trials")
 	}
@@ -73,7 +75,7 @@ func (w *wandbImport) search(keys map[string][2]*yaml.Node, base *yaml.Node, gri
 // metric maps the sweep's metric to one of sfsweep's, which are losses.
 func (w *wandbImport) metric(k, v *yaml.Node) (string, error) {
 	if v.Kind != yaml.MappingNode {
-		return "", &Error{Field: "metric", Value: brief(v), Reason: "want {name: ..., goal: minimize}", Line: k.Line}
+		return "", &fielderr.Error{Field: "metric", Value: brief(v), Reason: "want {name: ..., goal: minimize}", Line: k.Line}
 	}
 	name, nameLine := "", k.Line
 	var goal, goalKey *yaml.Node
@@ -87,15 +89,15 @@ func (w *wandbImport) metric(k, v *yaml.Node) (string, error) {
 		case "target", "impute", "impute_while_running":
 			w.note("metric."+mk.Value, brief(mv), mk.Line, "ignored: sfsweep runs the whole budget and counts failed trials as failed")
 		default:
-			return "", &Error{Field: "metric." + mk.Value, Value: brief(mv), Reason: "not a key of a W&B metric (name, goal, target)", Line: mk.Line}
+			return "", &fielderr.Error{Field: "metric." + mk.Value, Value: brief(mv), Reason: "not a key of a W&B metric (name, goal, target)", Line: mk.Line}
 		}
 	}
 	m := wandbMetric(name)
 	if m == "" {
-		return "", &Error{Field: "metric.name", Value: fmt.Sprintf("%q", name), Reason: "sfsweep ranks by val_loss (the validation loss: val_loss, valid_loss, eval_loss, loss/val, ...), test_loss or test_ppl", Line: nameLine}
+		return "", &fielderr.Error{Field: "metric.name", Value: fmt.Sprintf("%q", name), Reason: "sfsweep ranks by val_loss (the validation loss: val_loss, valid_loss, eval_loss, loss/val, ...), test_loss or test_ppl", Line: nameLine}
 	}
 	if goal != nil && goal.Value != "minimize" {
-		return "", &Error{Field: "metric.goal", Value: fmt.Sprintf("%q", goal.Value), Reason: "sfsweep's metrics are losses (val_loss, test_loss, test_ppl): the goal is minimize", Line: goalKey.Line}
+		return "", &fielderr.Error{Field: "metric.goal", Value: fmt.Sprintf("%q", goal.Value), Reason: "sfsweep's metrics are losses (val_loss, test_loss, test_ppl): the goal is minimize", Line: goalKey.Line}
 	}
 	w.from("search.metric", "metric.name", nameLine)
 	return m, nil
@@ -148,7 +150,7 @@ func cmpOr(a, b string) string {
 // the metric: one evaluation, every eval_every steps of the base.
 func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 	if v.Kind != yaml.MappingNode {
-		return nil, &Error{Field: "early_terminate", Value: brief(v), Reason: "want {type: hyperband, min_iter: ...} or {type: hyperband, max_iter: ..., s: ...}", Line: k.Line}
+		return nil, &fielderr.Error{Field: "early_terminate", Value: brief(v), Reason: "want {type: hyperband, min_iter: ...} or {type: hyperband, max_iter: ..., s: ...}", Line: k.Line}
 	}
 	f := map[string]*yaml.Node{}
 	lines := map[string]int{}
@@ -160,17 +162,17 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 		case "strict":
 			w.note("early_terminate.strict", brief(ev), ek.Line, "ignored: asha promotes the best 1/eta of each rung")
 		default:
-			return nil, &Error{Field: "early_terminate." + ek.Value, Value: brief(ev), Reason: "not a key of W&B's hyperband (type, min_iter, max_iter, s, eta, strict)", Line: ek.Line}
+			return nil, &fielderr.Error{Field: "early_terminate." + ek.Value, Value: brief(ev), Reason: "not a key of W&B's hyperband (type, min_iter, max_iter, s, eta, strict)", Line: ek.Line}
 		}
 	}
 	if t := f["type"]; t == nil || t.Value != "hyperband" {
-		return nil, &Error{Field: "early_terminate.type", Value: brief(t), Reason: "W&B's early termination is hyperband, which sfsweep runs as asha", Line: cmpLine(lines["type"], k.Line)}
+		return nil, &fielderr.Error{Field: "early_terminate.type", Value: brief(t), Reason: "W&B's early termination is hyperband, which sfsweep runs as asha", Line: cmpLine(lines["type"], k.Line)}
 	}
 	whole := func(key string, least int) (int, error) {
 		n := f[key]
 		v, err := strconv.ParseFloat(n.Value, 64)
 		if err != nil || n.Kind != yaml.ScalarNode || v != math.Trunc(v) || v < float64(least) || v > 1e9 {
-			return 0, &Error{Field: "early_terminate." + key, Value: brief(n), Reason: fmt.Sprintf("must be a whole number ≥ %d", least), Line: lines[key]}
+			return 0, &fielderr.Error{Field: "early_terminate." + key, Value: brief(n), Reason: fmt.Sprintf("must be a whole number ≥ %d", least), Line: lines[key]}
 		}
 		return int(v), nil
 	}
@@ -182,14 +184,14 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 		}
 	}
 	if w.evalEvery <= 0 {
-		return nil, &Error{Field: "early_terminate", Value: "hyperband", Reason: "one W&B iteration is one evaluation, and the base manifest sets no eval_every", Line: k.Line}
+		return nil, &fielderr.Error{Field: "early_terminate", Value: "hyperband", Reason: "one W&B iteration is one evaluation, and the base manifest sets no eval_every", Line: k.Line}
 	}
 	es := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
 	setKey(es, "rule", quoted(RuleASHA))
 	switch {
 	case f["max_iter"] != nil: // W&B's controller reads max_iter first
 		if f["s"] == nil {
-			return nil, &Error{Field: "early_terminate.max_iter", Value: brief(f["max_iter"]), Reason: "W&B's brackets from max_iter need s, their number", Line: lines["max_iter"]}
+			return nil, &fielderr.Error{Field: "early_terminate.max_iter", Value: brief(f["max_iter"]), Reason: "W&B's brackets from max_iter need s, their number", Line: lines["max_iter"]}
 		}
 		if f["min_iter"] != nil {
 			w.note("early_terminate.min_iter", brief(f["min_iter"]), lines["min_iter"], "ignored: the brackets come from max_iter and s, as in W&B")
@@ -212,7 +214,7 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 			}
 		}
 		if len(rungs.Content) == 0 {
-			return nil, &Error{Field: "early_terminate.max_iter", Value: maxIter, Reason: fmt.Sprintf("its brackets %v (iterations: evaluations every eval_every = %d steps) all lie at or past the base's steps = %d, %d evaluations", wandbBrackets(maxIter, s, eta), w.evalEvery, w.steps, w.steps/w.evalEvery), Line: lines["max_iter"]}
+			return nil, &fielderr.Error{Field: "early_terminate.max_iter", Value: maxIter, Reason: fmt.Sprintf("its brackets %v (iterations: evaluations every eval_every = %d steps) all lie at or past the base's steps = %d, %d evaluations", wandbBrackets(maxIter, s, eta), w.evalEvery, w.steps, w.steps/w.evalEvery), Line: lines["max_iter"]}
 		}
 		if len(past) > 0 {
 			w.note("early_terminate.max_iter", maxIter, lines["max_iter"], fmt.Sprintf("brackets %v dropped: at or past the base's steps = %d (%d evaluations), which no run reaches", past, w.steps, w.steps/w.evalEvery))
@@ -225,12 +227,12 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 			return nil, err
 		}
 		if minIter*w.evalEvery >= w.steps {
-			return nil, &Error{Field: "early_terminate.min_iter", Value: minIter, Reason: fmt.Sprintf("the first bracket, evaluation %d, is step %d: not before the base's steps = %d (%d evaluations of eval_every = %d)", minIter, minIter*w.evalEvery, w.steps, w.steps/w.evalEvery, w.evalEvery), Line: lines["min_iter"]}
+			return nil, &fielderr.Error{Field: "early_terminate.min_iter", Value: minIter, Reason: fmt.Sprintf("the first bracket, evaluation %d, is step %d: not before the base's steps = %d (%d evaluations of eval_every = %d)", minIter, minIter*w.evalEvery, w.steps, w.steps/w.evalEvery, w.evalEvery), Line: lines["min_iter"]}
 		}
 		setKey(es, "min_steps", plain(strconv.Itoa(minIter*w.evalEvery)))
 		w.from("search.early_stopping", "early_terminate.min_iter", lines["min_iter"])
 	default:
-		return nil, &Error{Field: "early_terminate", Value: "hyperband", Reason: "give min_iter (the first bracket), or max_iter and s", Line: k.Line}
+		return nil, &fielderr.Error{Field: "early_terminate", Value: "hyperband", Reason: "give min_iter (the first bracket), or max_iter and s", Line: k.Line}
 	}
 	setKey(es, "eta", plain(strconv.Itoa(eta)))
 	return es, nil

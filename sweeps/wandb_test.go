@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden manifests in testdata/wandb")
@@ -334,7 +336,7 @@ func TestWandbErrors(t *testing.T) {
 			t.Fatalf("%q is not in the sweep", tc.old)
 		}
 		out, _, err := FromWandb([]byte(src), nil)
-		var e *Error
+		var e *fielderr.Error
 		if !errors.As(err, &e) || e.Field != tc.field || e.Line != tc.line || !strings.Contains(e.Reason, tc.reason) {
 			t.Errorf("%q → %q: error %v (%T); want line %d: %s: ...%s...", tc.old, tc.new, err, err, tc.line, tc.field, tc.reason)
 		}
@@ -419,7 +421,7 @@ func TestWandbBase(t *testing.T) {
 	}
 	// a rung must be a checkpoint step of the base: the error names the sweep's key
 	_, _, err := FromWandb([]byte(src+"early_terminate:\n  type: hyperband\n  min_iter: 1\n"), []byte(wandbBase))
-	var e *Error
+	var e *fielderr.Error
 	if !errors.As(err, &e) || e.Field != "early_terminate.min_iter" || e.Line != 10 || !strings.Contains(e.Reason, "checkpoint_every = 60") {
 		t.Errorf("error %v, want line 10: early_terminate.min_iter: ... checkpoint_every = 60", err)
 	}

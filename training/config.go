@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -103,11 +103,6 @@ const (
 	SFAdamW = "sfadamw"
 	AdamW   = "adamw"
 )
-
-// ConfigError reports an invalid field of a run config: which field, its value and why.
-// It is sfadamw's, so that an optimizer's hyperparameter and the run's are one kind of
-// error to their callers.
-type ConfigError = sfadamw.ConfigError
 
 // backendNames lists the catalog's backends for an error: "cpu" (the native engine: ...), ...
 func backendNames() string {
@@ -200,20 +195,16 @@ func (c Config) ResolveModel() (model.Config, error) {
 	if c.ModelConfig != nil {
 		mc := c.ModelConfig.WithDefaults()
 		if err := mc.Validate(); err != nil {
-			var fe *model.FieldError
-			if errors.As(err, &fe) {
-				return mc, &ConfigError{Field: "model_config." + fe.Field, Value: fe.Value, Reason: fe.Reason}
-			}
-			return mc, err
+			return mc, fielderr.Under("model_config", err)
 		}
 		return mc, nil
 	}
 	if c.Model == "" {
-		return model.Config{}, &ConfigError{Field: "model", Value: `""`, Reason: fmt.Sprintf("must name a preset %v or give model_config", model.PresetNames())}
+		return model.Config{}, &fielderr.Error{Field: "model", Value: `""`, Reason: fmt.Sprintf("must name a preset %v or give model_config", model.PresetNames())}
 	}
 	mc, err := model.Preset(c.Model)
 	if err != nil {
-		return mc, &ConfigError{Field: "model", Value: c.Model, Reason: fmt.Sprintf("unknown preset; known: %v", model.PresetNames())}
+		return mc, &fielderr.Error{Field: "model", Value: c.Model, Reason: fmt.Sprintf("unknown preset; known: %v", model.PresetNames())}
 	}
 	return mc, nil
 }
@@ -224,7 +215,7 @@ func (c Config) Accum() int { return c.BatchTokens / (c.MicroBatch * c.SeqLen) }
 // WarmupSteps returns the warmup in steps: WarmupFrac of Steps, rounded down.
 func (c Config) WarmupSteps() int { return int(*c.Optimizer.WarmupFrac * float64(c.Steps)) }
 
-// Validate checks a Config with defaults applied; the error is a *ConfigError naming the
+// Validate checks a Config with defaults applied; the error is a *fielderr.Error naming the
 // first invalid field.
 func (c Config) Validate() error {
 	mc, err := c.ResolveModel()
@@ -232,7 +223,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, ok := backend.Lookup(c.Backend); !ok {
-		return &ConfigError{Field: "backend", Value: c.Backend, Reason: "must be one of " + backendNames()}
+		return &fielderr.Error{Field: "backend", Value: c.Backend, Reason: "must be one of " + backendNames()}
 	}
 	if c.Precision != "" {
 		_, err := backend.Resolve(c.Backend, c.Precision)
@@ -240,16 +231,16 @@ func (c Config) Validate() error {
 		if slices.Contains(backend.Precisions, c.Precision) && err != nil {
 			_, reason, _ = strings.Cut(err.Error(), ": ")
 		}
-		return &ConfigError{Field: "precision", Value: c.Precision, Reason: reason}
+		return &fielderr.Error{Field: "precision", Value: c.Precision, Reason: reason}
 	}
 	if c.Data.Path != "" && c.Data.Default != "" {
-		return &ConfigError{Field: "data.default", Value: c.Data.Default, Reason: "give data.path or data.default, not both"}
+		return &fielderr.Error{Field: "data.default", Value: c.Data.Default, Reason: "give data.path or data.default, not both"}
 	}
 	if c.Data.Default != "" && c.Data.Default != "byte" && c.Data.Default != "gpt2" {
-		return &ConfigError{Field: "data.default", Value: c.Data.Default, Reason: `must be a tokenizer: "byte" or "gpt2"`}
+		return &fielderr.Error{Field: "data.default", Value: c.Data.Default, Reason: `must be a tokenizer: "byte" or "gpt2"`}
 	}
 	if c.Data.MaxBytes < 0 {
-		return &ConfigError{Field: "data.max_bytes", Value: c.Data.MaxBytes, Reason: "must be ≥ 0"}
+		return &fielderr.Error{Field: "data.max_bytes", Value: c.Data.MaxBytes, Reason: "must be ≥ 0"}
 	}
 	pos := []struct {
 		name string
@@ -257,7 +248,7 @@ func (c Config) Validate() error {
 	}{{"steps", c.Steps}, {"batch_tokens", c.BatchTokens}, {"micro_batch", c.MicroBatch}, {"seq_len", c.SeqLen}, {"eval_seqs", c.EvalSeqs}, {"test_seqs", c.TestSeqs}}
 	for _, f := range pos {
 		if f.v < 1 {
-			return &ConfigError{Field: f.name, Value: f.v, Reason: "must be ≥ 1"}
+			return &fielderr.Error{Field: f.name, Value: f.v, Reason: "must be ≥ 1"}
 		}
 	}
 	for _, f := range []struct {
@@ -265,7 +256,7 @@ func (c Config) Validate() error {
 		v    int
 	}{{"eval_every", c.EvalEvery}, {"checkpoint_every", c.CheckpointEvery}, {"keep_checkpoints", c.KeepCheckpoints}} {
 		if f.v < 0 {
-			return &ConfigError{Field: f.name, Value: f.v, Reason: "must be ≥ 0"}
+			return &fielderr.Error{Field: f.name, Value: f.v, Reason: "must be ≥ 0"}
 		}
 	}
 	for _, f := range []struct {
@@ -273,21 +264,21 @@ func (c Config) Validate() error {
 		v    int
 	}{{"micro_batch", c.MicroBatch}, {"batch_tokens", c.BatchTokens}, {"steps", c.Steps}, {"eval_seqs", c.EvalSeqs}, {"test_seqs", c.TestSeqs}} {
 		if f.v > maxCount {
-			return &ConfigError{Field: f.name, Value: f.v, Reason: fmt.Sprintf("must be ≤ %d", maxCount)}
+			return &fielderr.Error{Field: f.name, Value: f.v, Reason: fmt.Sprintf("must be ≤ %d", maxCount)}
 		}
 	}
 	if c.SeqLen > mc.Context {
-		return &ConfigError{Field: "seq_len", Value: c.SeqLen, Reason: fmt.Sprintf("must be ≤ the model's context (%d)", mc.Context)}
+		return &fielderr.Error{Field: "seq_len", Value: c.SeqLen, Reason: fmt.Sprintf("must be ≤ the model's context (%d)", mc.Context)}
 	}
 	if seq := c.MicroBatch * c.SeqLen; c.BatchTokens%seq != 0 {
-		return &ConfigError{Field: "batch_tokens", Value: c.BatchTokens, Reason: fmt.Sprintf("must be a multiple of micro_batch × seq_len = %d × %d = %d", c.MicroBatch, c.SeqLen, seq)}
+		return &fielderr.Error{Field: "batch_tokens", Value: c.BatchTokens, Reason: fmt.Sprintf("must be a multiple of micro_batch × seq_len = %d × %d = %d", c.MicroBatch, c.SeqLen, seq)}
 	}
 	if math.IsNaN(c.EWADecay) || c.EWADecay <= 0 || c.EWADecay >= 1 {
-		return &ConfigError{Field: "ewa_decay", Value: c.EWADecay, Reason: "must be in (0, 1)"}
+		return &fielderr.Error{Field: "ewa_decay", Value: c.EWADecay, Reason: "must be in (0, 1)"}
 	}
 	o := c.Optimizer
 	if wf := *o.WarmupFrac; math.IsNaN(wf) || wf < 0 || wf >= 1 {
-		return &ConfigError{Field: "optimizer.warmup_frac", Value: wf, Reason: "must be in [0, 1)"}
+		return &fielderr.Error{Field: "optimizer.warmup_frac", Value: wf, Reason: "must be in [0, 1)"}
 	}
 	var oerr error
 	switch o.Name {
@@ -295,23 +286,19 @@ func (c Config) Validate() error {
 		oerr = c.SFAdamWConfig().Validate()
 	case AdamW:
 		if ff := *o.FinalFrac; math.IsNaN(ff) || ff < 0 || ff > 1 {
-			return &ConfigError{Field: "optimizer.final_frac", Value: ff, Reason: "must be in [0, 1]"}
+			return &fielderr.Error{Field: "optimizer.final_frac", Value: ff, Reason: "must be in [0, 1]"}
 		}
 		if o.Schedule == string(sfadamw.WSD) && (math.IsNaN(o.DecayFrac) || o.DecayFrac <= 0 || o.DecayFrac > 1) {
-			return &ConfigError{Field: "optimizer.decay_frac", Value: o.DecayFrac, Reason: "must be in (0, 1] for the wsd schedule"}
+			return &fielderr.Error{Field: "optimizer.decay_frac", Value: o.DecayFrac, Reason: "must be in (0, 1] for the wsd schedule"}
 		}
 		if o.C != 0 {
-			return &ConfigError{Field: "optimizer.c", Value: o.C, Reason: "applies to sfadamw only"}
+			return &fielderr.Error{Field: "optimizer.c", Value: o.C, Reason: "applies to sfadamw only"}
 		}
 		oerr = c.AdamWConfig().Validate()
 	default:
-		return &ConfigError{Field: "optimizer.name", Value: fmt.Sprintf("%q", o.Name), Reason: `must be "sfadamw" or "adamw"`}
+		return &fielderr.Error{Field: "optimizer.name", Value: fmt.Sprintf("%q", o.Name), Reason: `must be "sfadamw" or "adamw"`}
 	}
-	var se *sfadamw.ConfigError
-	if errors.As(oerr, &se) {
-		return &ConfigError{Field: "optimizer." + se.Field, Value: se.Value, Reason: se.Reason}
-	}
-	return oerr
+	return fielderr.Under("optimizer", oerr)
 }
 
 // SFAdamWConfig returns the SF-AdamW configuration of the run.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/training/data"
 )
@@ -16,13 +17,13 @@ func OpenData(ctx context.Context, cfg DataConfig, store blob.Store, cacheDir st
 	case cfg.Default != "":
 		return data.DefaultCorpus(ctx, cfg.Default, cacheDir, cfg.MaxBytes)
 	case cfg.Path == "":
-		return nil, &ConfigError{Field: "data", Value: "{}", Reason: "give data.path or data.default"}
+		return nil, &fielderr.Error{Field: "data", Value: "{}", Reason: "give data.path or data.default"}
 	}
 	if fi, err := os.Stat(cfg.Path); err == nil && fi.IsDir() {
 		return data.OpenDir(cfg.Path)
 	}
 	if store == nil {
-		return nil, &ConfigError{Field: "data.path", Value: cfg.Path, Reason: "not a local directory, and no object store to read it from"}
+		return nil, &fielderr.Error{Field: "data.path", Value: cfg.Path, Reason: "not a local directory, and no object store to read it from"}
 	}
 	return data.Open(ctx, store, cfg.Path)
 }

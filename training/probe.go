@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
@@ -49,10 +50,10 @@ type DecayProbeResult struct {
 // DecayProbe runs the decay probe on weights w of a run of cfg.
 func DecayProbe(ctx context.Context, cfg Config, w []float32, data Batches, pc DecayProbeConfig) (*DecayProbeResult, error) {
 	if pc.Steps < 1 {
-		return nil, &ConfigError{Field: "decay_probe.steps", Value: pc.Steps, Reason: "must be ≥ 1"}
+		return nil, &fielderr.Error{Field: "decay_probe.steps", Value: pc.Steps, Reason: "must be ≥ 1"}
 	}
 	if pc.FromStep < 0 {
-		return nil, &ConfigError{Field: "decay_probe.from_step", Value: pc.FromStep, Reason: "must be ≥ 0"}
+		return nil, &fielderr.Error{Field: "decay_probe.from_step", Value: pc.FromStep, Reason: "must be ≥ 0"}
 	}
 	ac := sfadamw.AdamWConfig{
 		Schedule: sfadamw.Schedule{Kind: sfadamw.WSD, Peak: pc.PeakLR, DecayStart: 1, DecaySteps: pc.Steps},
@@ -102,7 +103,7 @@ type LRDecayResult struct {
 // at fromStep to zero over frac·fromStep steps, on the batches the run would have read.
 func LRDecay(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep int, frac float64, data Batches) (*LRDecayResult, error) {
 	if math.IsNaN(frac) || frac <= 0 || frac > 1 {
-		return nil, &ConfigError{Field: "decay_branch.frac", Value: frac, Reason: "must be in (0, 1]"}
+		return nil, &fielderr.Error{Field: "decay_branch.frac", Value: frac, Reason: "must be in (0, 1]"}
 	}
 	res, _, err := decayBranch(ctx, cfg, w, st, fromStep, max(1, int(frac*float64(fromStep))), data, false)
 	return res, err
@@ -113,14 +114,14 @@ func LRDecay(ctx context.Context, cfg Config, w []float32, st sfadamw.State[floa
 // from t1 to t2).
 func LRDecayWeights(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches) (*LRDecayResult, []float32, error) {
 	if steps < 1 {
-		return nil, nil, &ConfigError{Field: "decay_branch.steps", Value: steps, Reason: "must be ≥ 1"}
+		return nil, nil, &fielderr.Error{Field: "decay_branch.steps", Value: steps, Reason: "must be ≥ 1"}
 	}
 	return decayBranch(ctx, cfg, w, st, fromStep, steps, data, true)
 }
 
 func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches, keep bool) (*LRDecayResult, []float32, error) {
 	if cfg.Optimizer.Name != AdamW {
-		return nil, nil, &ConfigError{Field: "optimizer.name", Value: cfg.Optimizer.Name, Reason: "the LR-decay branch continues an adamw run"}
+		return nil, nil, &fielderr.Error{Field: "optimizer.name", Value: cfg.Optimizer.Name, Reason: "the LR-decay branch continues an adamw run"}
 	}
 	ac := cfg.AdamWConfig()
 	startLR := ac.Schedule.At(fromStep)
@@ -198,7 +199,7 @@ func Interpolate(ctx context.Context, cfg Config, w1, w2 []float32, alphas []flo
 			return nil, err
 		}
 		if math.IsNaN(a) || math.IsInf(a, 0) {
-			return nil, &ConfigError{Field: "interpolate.alpha", Value: a, Reason: "must be finite"}
+			return nil, &fielderr.Error{Field: "interpolate.alpha", Value: a, Reason: "must be finite"}
 		}
 		for i := range w {
 			w[i] = float32(a*float64(w1[i]) + (1-a)*float64(w2[i]))

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training/backend"
@@ -235,7 +236,7 @@ func TestNewBatchesVocab(t *testing.T) {
 }
 
 // A result and every checkpoint record the engine that produced them and the whole config;
-// a checkpoint of another arithmetic is refused on resume (a *ConfigError naming both),
+// a checkpoint of another arithmetic is refused on resume (a *fielderr.Error naming both),
 // one of the same arithmetic resumes.
 func TestEngineProvenance(t *testing.T) {
 	cfg := testConfig(SFAdamW)
@@ -270,9 +271,9 @@ func TestEngineProvenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run(t, cfg, store, 0)
-	var ce *ConfigError
+	var ce *fielderr.Error
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "arithmetic cpu-fp32/0") || !strings.Contains(err.Error(), want.Arithmetic) {
-		t.Fatalf("resume from a foreign arithmetic: %v, want a *ConfigError naming both", err)
+		t.Fatalf("resume from a foreign arithmetic: %v, want a *fielderr.Error naming both", err)
 	}
 	ls.Engine.Arithmetic = want.Arithmetic
 	ck.State, _ = json.Marshal(ls)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/backend"
@@ -93,7 +94,7 @@ func (r *runner) resume(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("train: resume from step %d: the checkpoint belongs to config %.12s, this run is %.12s", ck.Step, ls.ConfigHash, r.hash)
 	}
 	if eng := backend.ProvenanceOf(r.cfg.Backend); ls.Engine != nil && !backend.SameArithmetic(ls.Engine.Arithmetic, eng.Arithmetic) {
-		return &ConfigError{Field: "backend", Value: r.cfg.Backend, Reason: fmt.Sprintf(
+		return &fielderr.Error{Field: "backend", Value: r.cfg.Backend, Reason: fmt.Sprintf(
 			"the checkpoint at step %d was written by an engine of arithmetic %s (code %s), this one computes %s: "+
 				"resumed, the run would not be the run of either; delete the trial's checkpoints to train it again with this engine, "+
 				"or declare the two arithmetics the same (training/backend, sameArithmetic) if they are", ck.Step, ls.Engine.Arithmetic, ls.Engine.Code, eng.Arithmetic)}

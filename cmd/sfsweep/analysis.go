@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/sfsweep/sfsweep/analysis"
-	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // The analysis commands reproduce the paper's analytical figures (package analysis): each
@@ -76,7 +76,7 @@ func checkPositiveFinite(v float64) error {
 	return nil
 }
 
-// flagOfField maps the fields of *sfadamw.ConfigError to the flags that set them.
+// flagOfField maps the fields of *fielderr.Error to the flags that set them.
 var flagOfField = map[string]string{
 	"lr": "lr", "beta1": "beta1", "beta2": "beta2", "eps": "eps", "weight_decay": "wd",
 	"warmup_steps": "warmup", "c": "c", "steps": "steps", "window": "window", "T": "T",
@@ -85,7 +85,7 @@ var flagOfField = map[string]string{
 // asFlagError turns a configuration error into a usage error naming the flag, its value
 // and the valid range; other errors pass through.
 func asFlagError(err error) error {
-	var ce *sfadamw.ConfigError
+	var ce *fielderr.Error
 	if errors.As(err, &ce) {
 		return flagError(flagOfField, ce.Field, ce.Value, ce.Reason, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/training/data"
 )
@@ -61,7 +62,7 @@ func (f *fractionsFlag) Set(s string) error {
 		fr[i] = v
 	}
 	if err := data.CheckFractions(fr); err != nil {
-		var fe *data.FieldError
+		var fe *fielderr.Error
 		if errors.As(err, &fe) {
 			return errors.New(fe.Reason)
 		}
@@ -71,7 +72,7 @@ func (f *fractionsFlag) Set(s string) error {
 	return nil
 }
 
-// flagOfDataField maps the fields of *data.FieldError to the flags that set them.
+// flagOfDataField maps the fields of *fielderr.Error to the flags that set them.
 var flagOfDataField = map[string]string{
 	"src": "src", "tokenizer": "tokenizer", "fractions": "split", "extensions": "ext",
 	"max_bytes": "max-bytes", "cache_dir": "out", "prefix": "out",
@@ -80,7 +81,7 @@ var flagOfDataField = map[string]string{
 // asDataFlagError turns an option error of package data into a usage error naming the flag,
 // its value and the reason; other errors pass through.
 func asDataFlagError(err error) error {
-	var fe *data.FieldError
+	var fe *fielderr.Error
 	if errors.As(err, &fe) {
 		return flagError(flagOfDataField, fe.Field, fe.Value, fe.Reason, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/sfsweep/sfsweep/sfadamw"
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // Figure is a grid of plots rendered together as one image, such as the two panels of the
@@ -71,10 +71,10 @@ const (
 // same figure twice writes the same bytes.
 func (f *Figure) Write(w io.Writer, format string) error {
 	if len(f.Plots) == 0 || len(f.Plots[0]) == 0 {
-		return fmt.Errorf("figure: write: %w", &sfadamw.ConfigError{Field: "Plots", Value: len(f.Plots), Reason: "no plots"})
+		return fmt.Errorf("figure: write: %w", &fielderr.Error{Field: "Plots", Value: len(f.Plots), Reason: "no plots"})
 	}
 	if f.Width <= 0 || f.Height <= 0 {
-		return fmt.Errorf("figure: write: %w", &sfadamw.ConfigError{Field: "Width × Height", Value: fmt.Sprintf("%v × %v", f.Width, f.Height), Reason: "must be > 0"})
+		return fmt.Errorf("figure: write: %w", &fielderr.Error{Field: "Width × Height", Value: fmt.Sprintf("%v × %v", f.Width, f.Height), Reason: "must be > 0"})
 	}
 	var c vg.CanvasWriterTo
 	switch format {
@@ -84,7 +84,7 @@ func (f *Figure) Write(w io.Writer, format string) error {
 		c = vgsvg.New(f.Width, f.Height)
 	default:
 		return fmt.Errorf("figure: write: %w",
-			&sfadamw.ConfigError{Field: "format", Value: strconv.Quote(format), Reason: "must be png or svg"})
+			&fielderr.Error{Field: "format", Value: strconv.Quote(format), Reason: "must be png or svg"})
 	}
 	dc := draw.New(c)
 	tiles := draw.Tiles{Rows: len(f.Plots), Cols: len(f.Plots[0]), PadX: vg.Millimeter * 3, PadY: vg.Millimeter * 3,

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
 
@@ -61,13 +62,13 @@ func DefaultCorpus(ctx context.Context, tokenizer string, cacheDir string, maxBy
 // LoadCorpus is DefaultCorpus with progress and with where the corpus came from.
 func LoadCorpus(ctx context.Context, opt CorpusOptions) (*Corpus, error) {
 	if _, ok := tokenizerShapes[opt.Tokenizer]; !ok {
-		return nil, &FieldError{"tokenizer", fmt.Sprintf("%q", opt.Tokenizer), fmt.Sprintf("unknown tokenizer (want one of %v)", TokenizerNames)}
+		return nil, &fielderr.Error{Field: "tokenizer", Value: fmt.Sprintf("%q", opt.Tokenizer), Reason: fmt.Sprintf("unknown tokenizer (want one of %v)", TokenizerNames)}
 	}
 	if opt.CacheDir == "" {
-		return nil, &FieldError{"cache_dir", `""`, "a cache directory is required"}
+		return nil, &fielderr.Error{Field: "cache_dir", Value: `""`, Reason: "a cache directory is required"}
 	}
 	if opt.MaxBytes < 0 {
-		return nil, &FieldError{"max_bytes", opt.MaxBytes, "must be ≥ 0 (0: the default cap)"}
+		return nil, &fielderr.Error{Field: "max_bytes", Value: opt.MaxBytes, Reason: "must be ≥ 0 (0: the default cap)"}
 	}
 	maxBytes := opt.MaxBytes
 	if maxBytes == 0 {

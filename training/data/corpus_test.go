@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 func TestDefaultCorpusCaches(t *testing.T) {
@@ -87,7 +89,7 @@ func TestDefaultCorpusCaches(t *testing.T) {
 
 func TestDefaultCorpusBadOptions(t *testing.T) {
 	ctx := context.Background()
-	var fe *FieldError
+	var fe *fielderr.Error
 	if _, err := DefaultCorpus(ctx, "words", t.TempDir(), 0); !errors.As(err, &fe) || fe.Field != "tokenizer" {
 		t.Errorf("unknown tokenizer: %v", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
 
@@ -62,26 +63,26 @@ type SplitMeta struct {
 	Documents int64  `json:"documents,omitempty"` // number of documents, where known
 }
 
-// Validate reports the first field of m that is out of range, as a *FieldError.
+// Validate reports the first field of m that is out of range, as a *fielderr.Error.
 func (m *Meta) Validate() error {
 	if m.Format != FormatVersion {
-		return &FieldError{"format", m.Format, "must be " + strconv.Itoa(FormatVersion)}
+		return &fielderr.Error{Field: "format", Value: m.Format, Reason: "must be " + strconv.Itoa(FormatVersion)}
 	}
 	if m.Vocab < 1 || m.Vocab > 1<<16 {
-		return &FieldError{"vocab", m.Vocab, "must be in [1, 65536] (tokens are uint16)"}
+		return &fielderr.Error{Field: "vocab", Value: m.Vocab, Reason: "must be in [1, 65536] (tokens are uint16)"}
 	}
 	if m.EOT < 0 || m.EOT >= m.Vocab {
-		return &FieldError{"eot", m.EOT, fmt.Sprintf("must be in [0, vocab = %d)", m.Vocab)}
+		return &fielderr.Error{Field: "eot", Value: m.EOT, Reason: fmt.Sprintf("must be in [0, vocab = %d)", m.Vocab)}
 	}
 	if shape, ok := tokenizerShapes[m.Tokenizer]; !ok {
-		return &FieldError{"tokenizer", fmt.Sprintf("%q", m.Tokenizer), fmt.Sprintf("unknown tokenizer (want one of %v)", TokenizerNames)}
+		return &fielderr.Error{Field: "tokenizer", Value: fmt.Sprintf("%q", m.Tokenizer), Reason: fmt.Sprintf("unknown tokenizer (want one of %v)", TokenizerNames)}
 	} else if shape != [2]int{m.Vocab, m.EOT} {
-		return &FieldError{"tokenizer", m.Tokenizer, fmt.Sprintf("has vocab %d and eot %d, meta.json says vocab %d and eot %d",
+		return &fielderr.Error{Field: "tokenizer", Value: m.Tokenizer, Reason: fmt.Sprintf("has vocab %d and eot %d, meta.json says vocab %d and eot %d",
 			shape[0], shape[1], m.Vocab, m.EOT)}
 	}
 	for _, name := range []string{Train, Val} {
 		if _, ok := m.Splits[name]; !ok {
-			return &FieldError{"splits", name, "required split is missing"}
+			return &fielderr.Error{Field: "splits", Value: name, Reason: "required split is missing"}
 		}
 	}
 	for _, name := range sortedKeys(m.Splits) {
@@ -89,30 +90,18 @@ func (m *Meta) Validate() error {
 		field := "splits." + name
 		switch {
 		case !isSplitName(name):
-			return &FieldError{"splits", name, fmt.Sprintf("unknown split (want one of %v)", SplitNames)}
+			return &fielderr.Error{Field: "splits", Value: name, Reason: fmt.Sprintf("unknown split (want one of %v)", SplitNames)}
 		case blob.ValidKey(s.File) != nil || path.Base(s.File) != s.File:
-			return &FieldError{field + ".file", s.File, "must be a plain file name"}
+			return &fielderr.Error{Field: field + ".file", Value: s.File, Reason: "must be a plain file name"}
 		case s.Tokens < 0:
-			return &FieldError{field + ".tokens", s.Tokens, "must be ≥ 0"}
+			return &fielderr.Error{Field: field + ".tokens", Value: s.Tokens, Reason: "must be ≥ 0"}
 		case len(s.SHA256) != 64 || !isLowerHex(s.SHA256):
-			return &FieldError{field + ".sha256", s.SHA256, "must be 64 lower-case hex digits"}
+			return &fielderr.Error{Field: field + ".sha256", Value: s.SHA256, Reason: "must be 64 lower-case hex digits"}
 		case s.Documents < 0:
-			return &FieldError{field + ".documents", s.Documents, "must be ≥ 0"}
+			return &fielderr.Error{Field: field + ".documents", Value: s.Documents, Reason: "must be ≥ 0"}
 		}
 	}
 	return nil
-}
-
-// FieldError reports an invalid field of meta.json or of PrepareOptions: its name, its value
-// and why it is invalid.
-type FieldError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("data: %s = %v: %s", e.Field, e.Value, e.Reason)
 }
 
 // VerifyError reports a split file that does not match meta.json: what differs (sha256, size

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
 
@@ -214,9 +215,9 @@ func TestOpenRejectsBadMeta(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = OpenDir(dir)
-			var fe *FieldError
+			var fe *fielderr.Error
 			if !errors.As(err, &fe) || fe.Field != tt.field {
-				t.Fatalf("error %v: want a *FieldError on %s", err, tt.field)
+				t.Fatalf("error %v: want a *fielderr.Error on %s", err, tt.field)
 			}
 		})
 	}

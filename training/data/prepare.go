@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
 
@@ -103,19 +104,19 @@ func (opt *PrepareOptions) check() (Tokenizer, []string, [3]float64, error) {
 		fr = DefaultFractions
 	}
 	if opt.Src == "" {
-		return nil, nil, fr, &FieldError{"src", `""`, "a source folder is required"}
+		return nil, nil, fr, &fielderr.Error{Field: "src", Value: `""`, Reason: "a source folder is required"}
 	}
 	if st, err := os.Stat(opt.Src); err != nil {
-		return nil, nil, fr, &FieldError{"src", opt.Src, fmt.Sprintf("cannot read: %v", err)}
+		return nil, nil, fr, &fielderr.Error{Field: "src", Value: opt.Src, Reason: fmt.Sprintf("cannot read: %v", err)}
 	} else if !st.IsDir() {
-		return nil, nil, fr, &FieldError{"src", opt.Src, "is not a directory"}
+		return nil, nil, fr, &fielderr.Error{Field: "src", Value: opt.Src, Reason: "is not a directory"}
 	}
 	if opt.Store == nil {
-		return nil, nil, fr, &FieldError{"store", nil, "an output store is required"}
+		return nil, nil, fr, &fielderr.Error{Field: "store", Value: nil, Reason: "an output store is required"}
 	}
 	if opt.Prefix != "" {
 		if err := blob.ValidKey(opt.Prefix); err != nil {
-			return nil, nil, fr, &FieldError{"prefix", opt.Prefix, err.Error()}
+			return nil, nil, fr, &fielderr.Error{Field: "prefix", Value: opt.Prefix, Reason: err.Error()}
 		}
 	}
 	tok, err := NewTokenizer(opt.Tokenizer)
@@ -128,28 +129,28 @@ func (opt *PrepareOptions) check() (Tokenizer, []string, [3]float64, error) {
 	}
 	for _, e := range exts {
 		if len(e) < 2 || e[0] != '.' || strings.ContainsAny(e[1:], "./\\") {
-			return nil, nil, fr, &FieldError{"extensions", fmt.Sprintf("%q", e), `must be a dot and a name, e.g. ".txt"`}
+			return nil, nil, fr, &fielderr.Error{Field: "extensions", Value: fmt.Sprintf("%q", e), Reason: `must be a dot and a name, e.g. ".txt"`}
 		}
 	}
 	if err := CheckFractions(fr); err != nil {
 		return nil, nil, fr, err
 	}
 	if opt.MaxBytes < 0 {
-		return nil, nil, fr, &FieldError{"max_bytes", opt.MaxBytes, "must be ≥ 0 (0: no cap)"}
+		return nil, nil, fr, &fielderr.Error{Field: "max_bytes", Value: opt.MaxBytes, Reason: "must be ≥ 0 (0: no cap)"}
 	}
 	return tok, exts, fr, nil
 }
 
-// CheckFractions reports, as a *FieldError, train/val/test fractions that are not all in
+// CheckFractions reports, as a *fielderr.Error, train/val/test fractions that are not all in
 // (0, 1) or do not sum to 1 (within 1e-9).
 func CheckFractions(fr [3]float64) error {
 	for i, f := range fr {
 		if !(f > 0 && f < 1) {
-			return &FieldError{"fractions", formatFractions(fr), fmt.Sprintf("%s fraction %v must be in (0, 1)", SplitNames[i], f)}
+			return &fielderr.Error{Field: "fractions", Value: formatFractions(fr), Reason: fmt.Sprintf("%s fraction %v must be in (0, 1)", SplitNames[i], f)}
 		}
 	}
 	if s := fr[0] + fr[1] + fr[2]; math.Abs(s-1) > 1e-9 {
-		return &FieldError{"fractions", formatFractions(fr), fmt.Sprintf("sum to %.6g, must sum to 1", s)}
+		return &fielderr.Error{Field: "fractions", Value: formatFractions(fr), Reason: fmt.Sprintf("sum to %.6g, must sum to 1", s)}
 	}
 	return nil
 }
@@ -200,14 +201,14 @@ func selectFiles(root string, exts []string, maxBytes int64) ([]sourceFile, int6
 		return nil, 0, fmt.Errorf("data: list %s: %w", root, err)
 	}
 	if len(files) == 0 {
-		return nil, 0, &FieldError{"src", root, fmt.Sprintf("holds no files with extensions %s", strings.Join(exts, ","))}
+		return nil, 0, &fielderr.Error{Field: "src", Value: root, Reason: fmt.Sprintf("holds no files with extensions %s", strings.Join(exts, ","))}
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
 	var total int64
 	for i, f := range files {
 		if maxBytes > 0 && total+f.size > maxBytes {
 			if i == 0 {
-				return nil, 0, &FieldError{"max_bytes", maxBytes, fmt.Sprintf("is smaller than the first file %s (%d bytes)", f.rel, f.size)}
+				return nil, 0, &fielderr.Error{Field: "max_bytes", Value: maxBytes, Reason: fmt.Sprintf("is smaller than the first file %s (%d bytes)", f.rel, f.size)}
 			}
 			files = files[:i]
 			break

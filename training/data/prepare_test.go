@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 )
 
@@ -319,9 +320,9 @@ func TestPrepareBadOptions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opt.Store = st
 			_, err := Prepare(context.Background(), tt.opt)
-			var fe *FieldError
+			var fe *fielderr.Error
 			if !errors.As(err, &fe) || fe.Field != tt.field {
-				t.Fatalf("Prepare = %v, want a *FieldError on %s", err, tt.field)
+				t.Fatalf("Prepare = %v, want a *fielderr.Error on %s", err, tt.field)
 			}
 		})
 	}

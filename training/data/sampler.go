@@ -3,6 +3,8 @@ package data
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // Sampler draws the training batches of a split. Row r of micro-batch micro of step step
@@ -21,7 +23,7 @@ type Sampler struct {
 // at least seqLen+1 tokens (the inputs and one more target).
 func NewSampler(tokens []uint16, seqLen int, seed uint64) (*Sampler, error) {
 	if seqLen < 1 {
-		return nil, &FieldError{"seq_len", seqLen, "must be ≥ 1"}
+		return nil, &fielderr.Error{Field: "seq_len", Value: seqLen, Reason: "must be ≥ 1"}
 	}
 	if len(tokens) < seqLen+1 {
 		return nil, fmt.Errorf("data: sampler: split has %d tokens, fewer than seq_len + 1 = %d", len(tokens), seqLen+1)
@@ -99,10 +101,10 @@ type EvalWindows struct {
 // error: the set holds those that fit, and Capped reports it.
 func Windows(tokens []uint16, seqLen, n int) (*EvalWindows, error) {
 	if seqLen < 1 {
-		return nil, &FieldError{"seq_len", seqLen, "must be ≥ 1"}
+		return nil, &fielderr.Error{Field: "seq_len", Value: seqLen, Reason: "must be ≥ 1"}
 	}
 	if n < 1 {
-		return nil, &FieldError{"windows", n, "must be ≥ 1"}
+		return nil, &fielderr.Error{Field: "windows", Value: n, Reason: "must be ≥ 1"}
 	}
 	if len(tokens) < seqLen+1 {
 		return nil, fmt.Errorf("data: eval windows: split has %d tokens, fewer than seq_len + 1 = %d", len(tokens), seqLen+1)

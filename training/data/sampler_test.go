@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // positions returns n tokens whose value is their index, so a row reveals its offset.
@@ -94,7 +96,7 @@ func TestNewSamplerShortSplit(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "16 tokens") || !strings.Contains(err.Error(), "17") {
 		t.Errorf("NewSampler(16 tokens, seqLen 16) = %v, want an error naming 16 and 17", err)
 	}
-	var fe *FieldError
+	var fe *fielderr.Error
 	if _, err := NewSampler(positions(16), 0, 1); !errors.As(err, &fe) || fe.Field != "seq_len" {
 		t.Errorf("NewSampler(seqLen 0) = %v", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // Tokenizer turns text into token ids and back.
@@ -46,7 +48,7 @@ func NewTokenizer(name string) (Tokenizer, error) {
 	case GPT2Tokenizer:
 		return gpt2Tables(), nil
 	}
-	return nil, &FieldError{"tokenizer", fmt.Sprintf("%q", name), fmt.Sprintf("unknown tokenizer (want one of %v)", TokenizerNames)}
+	return nil, &fielderr.Error{Field: "tokenizer", Value: fmt.Sprintf("%q", name), Reason: fmt.Sprintf("unknown tokenizer (want one of %v)", TokenizerNames)}
 }
 
 // byteTokenizer maps each byte to its value and adds EOT = 256.

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // GPT-2 token ids from tiktoken's own test suite (tests/test_encoding.py and
@@ -173,9 +175,9 @@ func TestByteTokenizer(t *testing.T) {
 
 func TestNewTokenizerUnknown(t *testing.T) {
 	_, err := NewTokenizer("sentencepiece")
-	var fe *FieldError
+	var fe *fielderr.Error
 	if !errors.As(err, &fe) || fe.Field != "tokenizer" || !strings.Contains(err.Error(), "sentencepiece") {
-		t.Errorf("NewTokenizer(sentencepiece) = %v, want a FieldError naming it", err)
+		t.Errorf("NewTokenizer(sentencepiece) = %v, want a fielderr.Error naming it", err)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // Arch is a model architecture.
@@ -93,47 +95,38 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// FieldError reports an invalid configuration field: its name, value and the reason.
-type FieldError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *FieldError) Error() string { return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Reason) }
-
-// Validate reports the first invalid field as a *FieldError.
+// Validate reports the first invalid field as a *fielderr.Error.
 func (c Config) Validate() error {
 	if c.Arch != LLaMA && c.Arch != GPT2 {
-		return &FieldError{"arch", c.Arch, `must be "llama" or "gpt2"`}
+		return &fielderr.Error{Field: "arch", Value: c.Arch, Reason: `must be "llama" or "gpt2"`}
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"vocab", c.Vocab}, {"dim", c.Dim}, {"layers", c.Layers}, {"heads", c.Heads}, {"context", c.Context}, {"hidden", c.Hidden}, {"batch", c.Batch}} {
 		if f.v < 1 {
-			return &FieldError{f.name, f.v, "must be ≥ 1"}
+			return &fielderr.Error{Field: f.name, Value: f.v, Reason: "must be ≥ 1"}
 		}
 	}
 	if c.Dim%c.Heads != 0 {
-		return &FieldError{"heads", c.Heads, fmt.Sprintf("must divide dim (%d)", c.Dim)}
+		return &fielderr.Error{Field: "heads", Value: c.Heads, Reason: fmt.Sprintf("must divide dim (%d)", c.Dim)}
 	}
 	if c.Arch == LLaMA && (c.Dim/c.Heads)%2 != 0 {
-		return &FieldError{"heads", c.Heads, fmt.Sprintf("head size dim/heads = %d must be even for RoPE", c.Dim/c.Heads)}
+		return &fielderr.Error{Field: "heads", Value: c.Heads, Reason: fmt.Sprintf("head size dim/heads = %d must be even for RoPE", c.Dim/c.Heads)}
 	}
 	if c.Vocab > 1<<16 {
-		return &FieldError{"vocab", c.Vocab, "must be ≤ 65536 (tokens are stored as uint16)"}
+		return &fielderr.Error{Field: "vocab", Value: c.Vocab, Reason: "must be ≤ 65536 (tokens are stored as uint16)"}
 	}
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"norm_eps", c.NormEps}, {"init_std", c.InitStd}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v <= 0 {
-			return &FieldError{f.name, f.v, "must be a finite number > 0"}
+			return &fielderr.Error{Field: f.name, Value: f.v, Reason: "must be a finite number > 0"}
 		}
 	}
 	if c.Arch == LLaMA && (math.IsNaN(c.RopeTheta) || math.IsInf(c.RopeTheta, 0) || c.RopeTheta <= 1) {
-		return &FieldError{"rope_theta", c.RopeTheta, "must be a finite number > 1"}
+		return &fielderr.Error{Field: "rope_theta", Value: c.RopeTheta, Reason: "must be a finite number > 1"}
 	}
 	return nil
 }

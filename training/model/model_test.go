@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // TestPresetSizes checks the parameter counts against independent arithmetic: tiny-llama is
@@ -132,7 +134,7 @@ func TestValidate(t *testing.T) {
 	for _, tc := range cases {
 		c := base
 		tc.mut(&c)
-		var fe *FieldError
+		var fe *fielderr.Error
 		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("%+v: got %v, want an error for %s", c, err, tc.field)
 		}
