@@ -12,7 +12,6 @@ import (
 	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
-	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/trial"
@@ -23,11 +22,9 @@ import (
 // the weights for AdamW) and stores its result; a result stored with the same probe
 // settings is returned as it is.
 func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInput) (training.DecayProbeResult, error) {
-	d := *probe.Set{Decay: &in.Decay}.WithDefaults().Decay
-	pc := training.DefaultDecayProbe(in.Step, d.Steps, "")
-	pc.PeakLR = d.PeakLR
-	want := pc
-	want.Iterate = in.Iterate // as asked: the stored result names the iterate it resolved to
+	want := training.DecayProbeFrom(in.Step, in.Decay) // as asked: a stored result names the iterate it resolved to
+	pc := want
+	pc.Iterate = "" // set to the iterate resolved, below
 	what := fmt.Sprintf("decay probe from step %d", in.Step)
 	return fromCheckpoint(ctx, a, in.TrialID, in.Step, in.StallTimeout, what,
 		record[training.DecayProbeResult]{

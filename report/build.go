@@ -275,7 +275,7 @@ func (sp *series) addProbes(ctx context.Context, store blob.Store, tp probe.Set,
 		*dst = append(*dst, pc)
 	}
 	if d := tp.Decay; d != nil {
-		rs, err := listed.DecayProbes(ctx, store, t.ID, decayRequest(d, 0))
+		rs, err := listed.DecayProbes(ctx, store, t.ID, training.DecayProbeFrom(0, *d))
 		if err != nil {
 			return err
 		}
@@ -308,11 +308,6 @@ func (sp *series) addProbes(ctx context.Context, store blob.Store, tp probe.Set,
 		}
 	}
 	return nil
-}
-
-// decayRequest is the decay probe d asks for from step.
-func decayRequest(d *probe.Decay, step int) training.DecayProbeConfig {
-	return training.DecayProbeConfig{FromStep: step, Steps: d.Steps, PeakLR: d.PeakLR, Iterate: d.Iterate}
 }
 
 // writeSearch writes the table of a search and its sensitivity plots (search-<param>),

@@ -84,7 +84,7 @@ func gatherEvidence(ctx context.Context, store blob.Store, m *sweeps.Manifest, r
 // checkpoint probed, and the plain (not decayed) interpolation.
 func (e *evidence) readProbes(ctx context.Context, store blob.Store, listed trial.Listing, tp probe.Set, id string) error {
 	if d := tp.Decay; d != nil && len(d.At) > 0 {
-		r, err := listed.DecayProbe(ctx, store, id, decayRequest(d, slices.Max(d.At)))
+		r, err := listed.DecayProbe(ctx, store, id, training.DecayProbeFrom(slices.Max(d.At), *d))
 		if err != nil {
 			return err
 		}

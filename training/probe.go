@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sfsweep/sfsweep/fielderr"
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/sfadamw"
 )
 
@@ -21,20 +22,26 @@ type DecayProbeConfig struct {
 	FromStep    int     `json:"from_step"`    // the checkpoint's step: the probe reads the batches of the steps after it
 	Iterate     string  `json:"iterate"`      // which iterate the weights are (x, y, w, ...), for the record
 	Steps       int     `json:"steps"`        // length of the decay
-	PeakLR      float64 `json:"peak_lr"`      // the paper: DefaultDecayPeakLR
+	PeakLR      float64 `json:"peak_lr"`      // the paper: probe.DefaultDecayPeakLR
 	Beta1       float64 `json:"beta1"`        // AdamW's betas; the paper's AdamW: (0.9, 0.95)
 	Beta2       float64 `json:"beta2"`        //
 	WeightDecay float64 `json:"weight_decay"` // 0.1
 	GradClip    float64 `json:"grad_clip"`    // 1.0
 }
 
-// DefaultDecayPeakLR is the decay probe's peak learning rate in the paper: 1e-4.
-const DefaultDecayPeakLR = 1e-4
-
 // DefaultDecayProbe returns the paper's decay probe from step fromStep: 1e-4 → 0 over
 // steps, AdamW (0.9, 0.95), weight decay 0.1, clipping 1.0.
 func DefaultDecayProbe(fromStep, steps int, iterate string) DecayProbeConfig {
-	return DecayProbeConfig{FromStep: fromStep, Iterate: iterate, Steps: steps, PeakLR: DefaultDecayPeakLR, Beta1: 0.9, Beta2: 0.95, WeightDecay: 0.1, GradClip: 1.0}
+	return DecayProbeConfig{FromStep: fromStep, Iterate: iterate, Steps: steps, PeakLR: probe.DefaultDecayPeakLR, Beta1: 0.9, Beta2: 0.95, WeightDecay: 0.1, GradClip: 1.0}
+}
+
+// DecayProbeFrom is the decay probe d, its defaults filled in (probe.Set.WithDefaults),
+// from checkpoint step fromStep: the paper's probe at d's length, peak LR and iterate.
+func DecayProbeFrom(fromStep int, d probe.Decay) DecayProbeConfig {
+	d = *probe.Set{Decay: &d}.WithDefaults().Decay
+	pc := DefaultDecayProbe(fromStep, d.Steps, d.Iterate)
+	pc.PeakLR = d.PeakLR
+	return pc
 }
 
 // DecayProbeResult is the validation loss before and after the decay.
@@ -105,7 +112,7 @@ func LRDecay(ctx context.Context, cfg Config, w []float32, st sfadamw.State[floa
 	if math.IsNaN(frac) || frac <= 0 || frac > 1 {
 		return nil, &fielderr.Error{Field: "decay_branch.frac", Value: frac, Reason: "must be in (0, 1]"}
 	}
-	res, _, err := decayBranch(ctx, cfg, w, st, fromStep, max(1, int(frac*float64(fromStep))), data, false)
+	res, _, err := decayBranch(ctx, cfg, w, st, fromStep, probe.LRDecay{Frac: frac}.BranchSteps(fromStep), data, false)
 	return res, err
 }
 
@@ -216,10 +223,10 @@ func Interpolate(ctx context.Context, cfg Config, w1, w2 []float32, alphas []flo
 	return out, nil
 }
 
-// probe is an engine loaded with weights, on the run's data.
-type probe struct{ *engine }
+// prober is an engine loaded with weights, on the run's data.
+type prober struct{ *engine }
 
-func newProbe(ctx context.Context, cfg Config, w []float32, data Batches) (*probe, error) {
+func newProbe(ctx context.Context, cfg Config, w []float32, data Batches) (*prober, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
@@ -237,14 +244,14 @@ func newProbe(ctx context.Context, cfg Config, w []float32, data Batches) (*prob
 		e.eng.Close()
 		return nil, err
 	}
-	return &probe{e}, nil
+	return &prober{e}, nil
 }
 
 // train runs AdamW (restored from st if given, at step count fromStep) for steps steps on
 // the batches of steps fromStep+1, ..., and returns the per-step curve and the step whose
 // loss was not finite (0 if none). It steps on the host: the curve records the learning
 // rate of every step, which the host's optimizer knows.
-func (p *probe) train(ctx context.Context, ac sfadamw.AdamWConfig, st *sfadamw.State[float32], fromStep, steps int) ([]ProbeStep, int, error) {
+func (p *prober) train(ctx context.Context, ac sfadamw.AdamWConfig, st *sfadamw.State[float32], fromStep, steps int) ([]ProbeStep, int, error) {
 	adamw, err := sfadamw.NewAdamW(ac, p.w)
 	if err != nil {
 		return nil, 0, fmt.Errorf("probe: %w", err)
