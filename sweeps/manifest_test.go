@@ -136,6 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{"steps: 10", "steps: 10\ncheckpoint_every: 5\nprobes: {lr_decay: {frac: 0.2, at: [5, 3]}}", "probes.lr_decay.at[1] = 3: must be a checkpoint step"},
 		{"steps: 10", "steps: 10\ncheckpoint_every: 5\nkeep_checkpoints: 1\nprobes: {decay: {steps: 2}}", "keep_checkpoints = 1: probes read the checkpoints after training"},
 		{"steps: 10", "steps: 10\ncheckpoint_every: 5\nprobes: {decay: {steps: 2, iterate: w}}", `probes.decay.iterate = "w": sfadamw trials have x, y, ewa_x, ewa_y`},
+		{"steps: 10", "steps: 10\ncheckpoint_every: 5\nprobes: {decay: {steps: 2, shape: cosine}}", `line 8: probes.decay.shape = "cosine": must be "linear" (the paper's) or "sqrt"`},
 		{"steps: 10", "steps: 10\ncheckpoint_every: 5\nprobes: {interpolate: {from: 5, to: 7}}", "probes.interpolate.to = 7: must be a checkpoint step"},
 		{"steps: 10", "steps: 10\ncheckpoint_every: 5\nprobes: {interpolate: {from: 5, to: 10}}", "probes.interpolate.to = 10: must be a checkpoint step in [1, steps = 10)"},
 		{"steps: 10", "steps: 20\ncheckpoint_every: 5\nprobes: {interpolate: {from: 10, to: 5}}", "probes.interpolate.to = 5: must come after from = 10"},

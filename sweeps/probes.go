@@ -52,6 +52,9 @@ func (m *Manifest) checkProbes() error {
 		if d.PeakLR < 0 || math.IsNaN(d.PeakLR) || math.IsInf(d.PeakLR, 0) {
 			return &fielderr.Error{Field: "probes.decay.peak_lr", Value: d.PeakLR, Reason: "must be a finite number > 0"}
 		}
+		if d.Shape != "" && d.Shape != probe.ShapeLinear && d.Shape != probe.ShapeSqrt {
+			return &fielderr.Error{Field: "probes.decay.shape", Value: fmt.Sprintf("%q", d.Shape), Reason: fmt.Sprintf("must be %q (the paper's) or %q", probe.ShapeLinear, probe.ShapeSqrt)}
+		}
 		if err := m.checkProbeSteps("probes.decay", d.At, nil); err != nil {
 			return err
 		}

@@ -27,6 +27,8 @@ type DecayProbeConfig struct {
 	Beta2       float64 `json:"beta2"`        //
 	WeightDecay float64 `json:"weight_decay"` // 0.1
 	GradClip    float64 `json:"grad_clip"`    // 1.0
+	// Shape is the decay's shape: "" for linear (the paper), probe.ShapeSqrt for 1 − sqrt.
+	Shape string `json:"shape,omitempty"`
 }
 
 // DefaultDecayProbe returns the paper's decay probe from step fromStep: 1e-4 → 0 over
@@ -40,7 +42,7 @@ func DefaultDecayProbe(fromStep, steps int, iterate string) DecayProbeConfig {
 func DecayProbeFrom(fromStep int, d probe.Decay) DecayProbeConfig {
 	d = *probe.Set{Decay: &d}.WithDefaults().Decay
 	pc := DefaultDecayProbe(fromStep, d.Steps, d.Iterate)
-	pc.PeakLR = d.PeakLR
+	pc.PeakLR, pc.Shape = d.PeakLR, d.Shape
 	return pc
 }
 
@@ -63,11 +65,12 @@ func DecayProbe(ctx context.Context, cfg Config, w []float32, data Batches, pc D
 		return nil, &fielderr.Error{Field: "decay_probe.from_step", Value: pc.FromStep, Reason: "must be ≥ 0"}
 	}
 	ac := sfadamw.AdamWConfig{
-		Schedule: sfadamw.Schedule{Kind: sfadamw.WSD, Peak: pc.PeakLR, DecayStart: 1, DecaySteps: pc.Steps},
+		Schedule: sfadamw.Schedule{Kind: sfadamw.WSD, Peak: pc.PeakLR, DecayStart: 1, DecaySteps: pc.Steps, DecayShape: pc.Shape},
 		Beta1:    pc.Beta1, Beta2: pc.Beta2, Eps: 1e-8, WeightDecay: pc.WeightDecay, GradClip: pc.GradClip,
 	}
 	// WSD with DecayStart 1 gives γ_t = peak·(1 − (t−1)/Steps): the peak at t = 1, down to
-	// peak/Steps at the last step, the discrete linear decay that reaches 0 at Steps+1.
+	// peak/Steps at the last step, the discrete linear decay that reaches 0 at Steps+1
+	// (with the sqrt shape, γ_t = peak·(1 − sqrt((t−1)/Steps))).
 	p, err := newProbe(ctx, cfg, w, data)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 )
 
@@ -57,6 +58,31 @@ func TestDecayProbe(t *testing.T) {
 	}
 	if _, err := DecayProbe(context.Background(), cfg, ck.Params, b, DefaultDecayProbe(30, 0, IterW)); err == nil {
 		t.Error("a probe of 0 steps was accepted")
+	}
+}
+
+// The sqrt shape decays as 1 − sqrt of the progress, from the same checkpoint and batches:
+// γ_k = 1e-4·(1 − sqrt((k−1)/8)), a different end than the linear probe's.
+func TestDecayProbeSqrt(t *testing.T) {
+	cfg := testConfig(AdamW)
+	cfg.Optimizer.Schedule = "constant"
+	ck, b := weightsAt(t, cfg, 30)
+	pc := DecayProbeFrom(30, probe.Decay{Steps: 8, Iterate: IterW, Shape: probe.ShapeSqrt})
+	res, err := DecayProbe(context.Background(), cfg, ck.Params, b, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, p := range res.Curve {
+		if want := 1e-4 * (1 - math.Sqrt(float64(k)/8)); math.Abs(p.LR-want) > 1e-18 {
+			t.Errorf("step %d: LR %g, want %g", p.Step, p.LR, want)
+		}
+	}
+	linear, err := DecayProbe(context.Background(), cfg, ck.Params, b, DecayProbeFrom(30, probe.Decay{Steps: 8, Iterate: IterW}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Shape != probe.ShapeSqrt || linear.Shape != "" || res.Before != linear.Before || res.After == linear.After {
+		t.Errorf("sqrt %q before %v after %v; linear %q before %v after %v", res.Shape, res.Before, res.After, linear.Shape, linear.Before, linear.After)
 	}
 }
 

@@ -16,12 +16,12 @@ import (
 )
 
 // Accepts is the rule by which a stored decay probe result r answers a request for want:
-// r was computed with want's steps and peak LR, from the iterate want asks for
+// r was computed with want's steps, peak LR and shape, from the iterate want asks for
 // (training.SameIterate: "" and "ewa" accept the iterate they resolve to). The checkpoint
 // step and the asked iterate are in the key. An LR-decay branch and an interpolation need
 // no rule: their keys name every setting they have, so any that decodes answers.
 func Accepts(r *training.DecayProbeResult, want training.DecayProbeConfig) bool {
-	return r.Steps == want.Steps && r.PeakLR == want.PeakLR && training.SameIterate(r.Iterate, want.Iterate)
+	return r.Steps == want.Steps && r.PeakLR == want.PeakLR && r.Shape == want.Shape && training.SameIterate(r.Iterate, want.Iterate)
 }
 
 // ReadDecayProbe reads trial id's decay probe from step want.FromStep (the iterate

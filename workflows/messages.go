@@ -116,6 +116,7 @@ type trialRefJSON struct {
 	DecaySteps   int     `json:"decay_steps,omitempty"`
 	DecayLR      float64 `json:"decay_lr,omitempty"`
 	DecayIterate string  `json:"decay_iterate,omitempty"`
+	DecayShape   string  `json:"decay_shape,omitempty"`
 	// The LR-decay branch (LRDecayFrac 0: none).
 	LRDecayAt   []int   `json:"branch_at,omitempty"`
 	LRDecayFrac float64 `json:"branch_frac,omitempty"`
@@ -127,7 +128,7 @@ type trialRefJSON struct {
 func (r TrialRef) MarshalJSON() ([]byte, error) {
 	j := trialRefJSON{ID: r.ID, Done: r.Done, Queue: r.Queue, Interp: r.Probes.Interpolate}
 	if d := r.Probes.Decay; d != nil {
-		j.DecayAt, j.DecaySteps, j.DecayLR, j.DecayIterate = d.At, d.Steps, d.PeakLR, d.Iterate
+		j.DecayAt, j.DecaySteps, j.DecayLR, j.DecayIterate, j.DecayShape = d.At, d.Steps, d.PeakLR, d.Iterate, d.Shape
 	}
 	if b := r.Probes.LRDecay; b != nil {
 		j.LRDecayAt, j.LRDecayFrac = b.At, b.Frac
@@ -143,7 +144,7 @@ func (r *TrialRef) UnmarshalJSON(b []byte) error {
 	}
 	*r = TrialRef{ID: j.ID, Done: j.Done, Queue: j.Queue, Probes: probe.Set{Interpolate: j.Interp}}
 	if j.DecaySteps > 0 {
-		r.Probes.Decay = &probe.Decay{At: j.DecayAt, Steps: j.DecaySteps, PeakLR: j.DecayLR, Iterate: j.DecayIterate}
+		r.Probes.Decay = &probe.Decay{At: j.DecayAt, Steps: j.DecaySteps, PeakLR: j.DecayLR, Iterate: j.DecayIterate, Shape: j.DecayShape}
 	}
 	if j.LRDecayFrac > 0 {
 		r.Probes.LRDecay = &probe.LRDecay{At: j.LRDecayAt, Frac: j.LRDecayFrac}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/sfsweep/sfsweep/internal/probe"
 )
 
 // The inputs recorded in a history decode into today's types and encode back to the same
@@ -77,5 +79,29 @@ func TestRecordedInputsRoundTrip(t *testing.T) {
 	want := map[string]int{"Trial": 1, ActivityDecayProbe: 1, ActivityLRDecay: 2, ActivityInterpolate: 2}
 	if !reflect.DeepEqual(seen, want) {
 		t.Errorf("inputs checked %v, want %v", seen, want)
+	}
+}
+
+// A plan entry's probes survive its JSON, the decay probe's shape included, and a plan
+// with no shape encodes as plans did before shapes existed.
+func TestTrialRefJSON(t *testing.T) {
+	ref := TrialRef{ID: "t", Queue: "train-cpu", Probes: probe.Set{
+		Decay:       &probe.Decay{At: []int{10}, Steps: 4, PeakLR: 1e-4, Shape: probe.ShapeSqrt},
+		LRDecay:     &probe.LRDecay{At: []int{10}, Frac: 0.2},
+		Interpolate: &probe.Interpolation{From: 10, To: 20, Points: 11},
+	}}
+	b, err := json.Marshal(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back TrialRef
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, ref) {
+		t.Errorf("round trip of %s: %+v (%v)", b, back, err)
+	}
+	ref.Probes.Decay.Shape = ""
+	b, _ = json.Marshal(ref)
+	want := `{"id":"t","queue":"train-cpu","decay_at":[10],"decay_steps":4,"decay_lr":0.0001,"branch_at":[10],"branch_frac":0.2,"interp":{"from":10,"to":20,"points":11}}`
+	if string(b) != want {
+		t.Errorf("encoded %s, want %s", b, want)
 	}
 }

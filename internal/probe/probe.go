@@ -30,7 +30,17 @@ type Decay struct {
 	// SF-AdamW, w for AdamW), "ewa" for its EWA (ewa_x, ewa_w), whatever the optimizer;
 	// x, y, ewa_x or ewa_y for SF-AdamW trials; w or ewa_w for AdamW trials.
 	Iterate string `yaml:"iterate,omitempty" json:"iterate,omitempty"`
+	// Shape is the decay's shape: "" or ShapeLinear for the paper's linear decay,
+	// ShapeSqrt for 1 − sqrt of its progress (the cooldown of WSD schedules).
+	Shape string `yaml:"shape,omitempty" json:"shape,omitempty"`
 }
+
+// The shapes of a decay probe. The linear one is the zero value once defaults are
+// filled in, so that results stored before shapes existed answer it.
+const (
+	ShapeLinear = "linear"
+	ShapeSqrt   = "sqrt"
+)
 
 // LRDecay is the LR-decay branch of the paper's fig:Obs1 (left): an AdamW trial continued
 // from a checkpoint, with its own optimizer state, on the batches it would have read next,
@@ -63,12 +73,15 @@ type Set struct {
 }
 
 // WithDefaults returns a copy of s with every default filled in: the decay probe's peak
-// LR and the interpolation's points. s is left as it is.
+// LR and shape (linear, spelled "") and the interpolation's points. s is left as it is.
 func (s Set) WithDefaults() Set {
 	if s.Decay != nil {
 		d := *s.Decay
 		d.At = slices.Clone(d.At)
 		d.PeakLR = cmp.Or(d.PeakLR, DefaultDecayPeakLR)
+		if d.Shape == ShapeLinear {
+			d.Shape = ""
+		}
 		s.Decay = &d
 	}
 	if s.LRDecay != nil {

@@ -59,10 +59,15 @@ func TestFor(t *testing.T) {
 	if !reflect.DeepEqual(s, before) {
 		t.Errorf("For changed the manifest's probes: %+v", s)
 	}
-	// a step list given is kept; a peak LR given is kept
-	s.Decay.At, s.Decay.PeakLR = []int{10}, 3e-4
-	if d := s.For(false, checkpoints).Decay; !slices.Equal(d.At, []int{10}) || d.PeakLR != 3e-4 {
-		t.Errorf("decay with at and peak_lr: %+v", d)
+	// a step list given is kept; a peak LR given is kept; linear spelled out is the
+	// paper's shape, the zero value; sqrt is kept
+	s.Decay.At, s.Decay.PeakLR, s.Decay.Shape = []int{10}, 3e-4, ShapeLinear
+	if d := s.For(false, checkpoints).Decay; !slices.Equal(d.At, []int{10}) || d.PeakLR != 3e-4 || d.Shape != "" {
+		t.Errorf("decay with at, peak_lr and shape linear: %+v", d)
+	}
+	s.Decay.Shape = ShapeSqrt
+	if d := s.For(false, checkpoints).Decay; d.Shape != ShapeSqrt {
+		t.Errorf("decay with shape sqrt: %+v", d)
 	}
 	if !(Set{}).For(true, checkpoints).Empty() {
 		t.Errorf("no probes resolved to some")
