@@ -7,8 +7,6 @@ import (
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/data"
-	"github.com/sfsweep/sfsweep/training/model"
-	_ "github.com/sfsweep/sfsweep/training/native"
 )
 
 // TestTrainerWriters trains a tiny run with training.Run and writes its config, curves and
@@ -20,11 +18,7 @@ func TestTrainerWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := training.Config{
-		Setup:       training.Setup{ModelConfig: &model.Config{Arch: model.LLaMA, Vocab: 257, Dim: 16, Layers: 1, Heads: 2, Context: 16, Hidden: 32, Batch: 2}},
-		Optimizer:   training.OptimizerConfig{Name: training.SFAdamW, LR: 3e-3, Beta1: 0.9, Beta2: 0.99},
-		BatchTokens: 32, Loop: training.Loop{Steps: 6, EvalEvery: 2, EvalSeqs: 4, TestSeqs: 4}, Seed: 1,
-	}.WithDefaults()
+	cfg := tinyConfig(training.SFAdamW)
 	b, err := training.NewBatches(cfg, ds)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,125 @@
+package trial
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/data"
+	"github.com/sfsweep/sfsweep/training/model"
+	_ "github.com/sfsweep/sfsweep/training/native"
+)
+
+// runGoldens are the sha256s of the objects a tiny training.Run leaves under its prefix,
+// as the trainer wrote them when it encoded them itself (training/record.go, before the
+// trial record took them over): the record must go on writing these bytes, so that a
+// store an older build wrote reads the same. The wall time and the code version in
+// result.json and model.json vary from run to run; they are zeroed (sameBytes) first.
+var runGoldens = map[string]map[string]string{
+	"sfadamw": {
+		keys.ConfigName:    "7085c92a447b5d101a831d9bf86abad7e59180176066ea9ba20dfdd91f5f0e3a",
+		keys.CurvesName:    "8adc967b7a417d347c79cb8b08b905de7a57d590ea09647797fa4ed5a041ba4c",
+		keys.ResultName:    "989bb2cc291b8e1dc2fcd3dbadf21bafa32f0ab91366d009373883b1c7534dfe",
+		keys.ModelName:     "9dc22b5f9e230b7e2cc0ff024dfc61dad0bc8f2eda8731b2fd4122b9edfeddf9",
+		keys.ModelCardName: "ca063974a16b8a1941b446658502c847483464f01cdaf241430900d8879d5b71",
+	},
+	// A test loss past 709 nats has an infinite perplexity, which JSON cannot hold: the
+	// result does not encode and result.json is written empty (it reads as none).
+	"adamw not finite": {
+		keys.ConfigName:    "b0b669ce648d718341394d2d977e5971cafe4ca7c15f660e9e5e5533101b780e",
+		keys.CurvesName:    "fa3e20fe4441a288388ca946d2c41f1d13bfb0a0c0c20ff4e63db435ce0a458a",
+		keys.ResultName:    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		keys.ModelName:     "054e434c39dcd110569589e67cef3467bc1bb5110cee6344eb45a692dcea574a",
+		keys.ModelCardName: "f31ecde1a9768f809a669daa15d7b34d3f24af84c6de284d8cfe288e427c394b",
+	},
+	"adamw diverged": {
+		keys.ConfigName: "74fb980765937c1a92493640bdd12a5ad9842c16b5d8173c5d97da13a19cd9aa",
+		keys.CurvesName: "ee3531f6c505a97b7382a4260410b6f9cf6eb9142cd1fa387050fd9023e49476",
+		keys.ResultName: "be20d9addc59d4d2586eb08494631a9fc718efec6c6928219a639888b41bdbd6",
+	},
+}
+
+var (
+	secondsField = regexp.MustCompile(`"seconds": [^,\n]*`)
+	codeField    = regexp.MustCompile(`"code": "[^"]*"`)
+)
+
+// sameBytes is b with what varies between two runs of the same config zeroed.
+func sameBytes(b []byte) []byte {
+	b = secondsField.ReplaceAll(b, []byte(`"seconds": 0`))
+	return codeField.ReplaceAll(b, []byte(`"code": ""`))
+}
+
+// tinyConfig is a run that trains in a moment: a one-layer LLaMA on bytes.
+func tinyConfig(optimizer string) training.Config {
+	cfg := training.Config{
+		Setup:       training.Setup{ModelConfig: &model.Config{Arch: model.LLaMA, Vocab: 257, Dim: 16, Layers: 1, Heads: 2, Context: 16, Hidden: 32, Batch: 2}},
+		Optimizer:   training.OptimizerConfig{Name: optimizer, LR: 3e-3, Beta1: 0.9, Beta2: 0.99},
+		BatchTokens: 32, Loop: training.Loop{Steps: 6, EvalEvery: 2, EvalSeqs: 4, TestSeqs: 4, CheckpointEvery: 2}, Seed: 1,
+	}
+	return cfg.WithDefaults()
+}
+
+// adamwAt is tinyConfig's AdamW run at learning rate lr without warmup: at 10 it
+// trains to its end with losses that are not finite, at 100 it diverges.
+func adamwAt(lr float64) training.Config {
+	cfg := tinyConfig(training.AdamW)
+	zero := 0.0
+	cfg.Optimizer.LR, cfg.Optimizer.WarmupFrac = lr, &zero
+	return cfg
+}
+
+// TestRunGoldens trains tiny runs with training.Run and compares what they leave in the
+// store with runGoldens.
+func TestRunGoldens(t *testing.T) {
+	ctx := context.Background()
+	ds, err := data.DefaultCorpus(ctx, "byte", t.TempDir(), 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range map[string]training.Config{
+		"sfadamw":          tinyConfig(training.SFAdamW),
+		"adamw not finite": adamwAt(10),
+		"adamw diverged":   adamwAt(100),
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := training.NewBatches(cfg, ds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, prefix := newStore(t), "runs/golden"
+			if _, err := training.Run(ctx, cfg, training.Options{Store: store, Prefix: prefix, Data: b}); err != nil {
+				t.Fatal(err)
+			}
+			written, err := store.List(ctx, prefix+"/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := runGoldens[name]
+			n := 0
+			for _, key := range written {
+				name := key[len(prefix)+1:]
+				if strings.HasPrefix(key, keys.Checkpoints(prefix)+"/") {
+					continue
+				}
+				n++
+				b, err := store.Get(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum := sha256.Sum256(sameBytes(b))
+				if got := hex.EncodeToString(sum[:]); got != want[name] {
+					t.Errorf("%s: sha256 %s, want %s", name, got, want[name])
+				}
+			}
+			if n != len(want) {
+				t.Errorf("%d objects besides the checkpoints %v, want %d", n, written, len(want))
+			}
+		})
+	}
+}
