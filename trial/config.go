@@ -41,15 +41,11 @@ func ReadConfig(ctx context.Context, store blob.Store, id string) (training.Conf
 	return cfg, nil
 }
 
-// WriteConfig writes cfg as trial id's config.json (indented, as every config is written).
-// The planner writes a trial's canonical config before it trains; a trainer writes it
-// again at its start.
+// WriteConfig writes cfg as trial id's config.json (Recorder.WriteConfig). The planner
+// writes a trial's canonical config before it trains; a trainer writes it again at its
+// start.
 func WriteConfig(ctx context.Context, store blob.Store, id string, cfg training.Config) error {
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	return store.Put(ctx, keys.RunConfig(keys.Trial(id)), b)
+	return of(store, id).WriteConfig(ctx, cfg)
 }
 
 // EnsureConfig writes cfg as trial id's config.json unless the trial has one.

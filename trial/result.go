@@ -1,7 +1,7 @@
 package trial
 
-// What a trainer leaves of a run: its evaluations as they land (curves.jsonl) and its
-// result (result.json).
+// A trial's evaluations as they land (curves.jsonl) and its result (result.json), read
+// back; and written, for a trial, through its Recorder.
 
 import (
 	"bytes"
@@ -20,10 +20,10 @@ func ReadResult(ctx context.Context, store blob.Store, id string) (*training.Res
 	return readJSON[training.Result](ctx, store, keys.RunResult(keys.Trial(id)))
 }
 
-// WriteResult writes r as trial id's result.json, indented. A trainer writes it once, at
-// the end of its run, after its curves.
+// WriteResult writes r as trial id's result.json (Recorder.WriteResult). A trainer
+// writes it once, at the end of its run, after its curves.
 func WriteResult(ctx context.Context, store blob.Store, id string, r *training.Result) error {
-	return putIndented(ctx, store, keys.RunResult(keys.Trial(id)), r)
+	return of(store, id).WriteResult(ctx, r)
 }
 
 // ReadCurves reads trial id's evaluations so far: nil if it has none. A line that does
@@ -46,16 +46,10 @@ func ReadCurves(ctx context.Context, store blob.Store, id string) ([]training.Cu
 	return out, nil
 }
 
-// WriteCurves writes points as trial id's curves.jsonl: one JSON object a line, an
-// evaluation that does not encode (a loss that is not finite) as an empty line. A trainer
+// WriteCurves writes points as trial id's curves.jsonl (Recorder.WriteCurves). A trainer
 // writes all its evaluations so far at each evaluation.
 func WriteCurves(ctx context.Context, store blob.Store, id string, points []training.CurvePoint) error {
-	var b []byte
-	for _, c := range points {
-		line, _ := json.Marshal(c)
-		b = append(append(b, line...), '\n')
-	}
-	return store.Put(ctx, keys.RunCurves(keys.Trial(id)), b)
+	return of(store, id).WriteCurves(ctx, points)
 }
 
 // readJSON reads the object under key: nil if it is missing or does not decode.
