@@ -38,8 +38,10 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	if err != nil {
 		return workflows.TrainOutput{}, err
 	}
+	prefix := keys.Trial(in.TrialID)
 	opt := training.Options{
-		Store: a.Store, Prefix: keys.Trial(in.TrialID), Data: b, Log: a.log().With("trial", in.TrialID), Until: in.Until,
+		Store: a.Store, Prefix: prefix, Record: trial.Recorder{Store: a.Store, Prefix: prefix},
+		Data: b, Log: a.log().With("trial", in.TrialID), Until: in.Until,
 		Progress: func(p training.Progress) {
 			mu.Lock()
 			last = workflows.TrainHeartbeat{Step: p.Step, Loss: p.TrainLoss}

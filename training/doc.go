@@ -6,8 +6,8 @@
 // The loop and the probes that train share one training step (step.go): the engine's
 // micro-batches, the mean of their gradients and the optimizer's update, on the host or,
 // on an engine that keeps the step on its device (backend.DeviceLoop), there, with a copy
-// on the host (mirror.go). A run's record, what it writes to the store, is in result.go
-// and record.go.
+// on the host (mirror.go). A run's record (record.go) is what it hands its Record: its
+// config, curves, final model and result (result.go); package trial stores them.
 //
 // The models and their compute are in the subpackages: model (configs, layout), backend
 // (the engine interface), native (the CPU engine), oracle (the gorgonia gradient oracle),

@@ -2,62 +2,25 @@ package training
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
-	"github.com/sfsweep/sfsweep/internal/blob"
-	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 )
 
-// The objects a run writes under its prefix, besides its checkpoints (state.go): its
-// config, its curves, its result and its final model with the model's card.
-
-// putConfig writes config.json: the canonical config, which the result's ConfigHash
-// identifies.
-func putConfig(ctx context.Context, store blob.Store, prefix string, cfg Config) error {
-	b, _ := json.MarshalIndent(cfg.Canonical(), "", "  ")
-	if err := store.Put(ctx, keys.RunConfig(prefix), b); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	return nil
-}
-
-// putCurves writes curves.jsonl: one evaluation a line.
-func putCurves(ctx context.Context, store blob.Store, prefix string, curves []CurvePoint) error {
-	var b []byte
-	for _, c := range curves {
-		line, _ := json.Marshal(c)
-		b = append(append(b, line...), '\n')
-	}
-	if err := store.Put(ctx, keys.RunCurves(prefix), b); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	return nil
-}
-
-// putResult writes result.json.
-func putResult(ctx context.Context, store blob.Store, prefix string, res *Result) error {
-	b, _ := json.MarshalIndent(res, "", "  ")
-	if err := store.Put(ctx, keys.RunResult(prefix), b); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	return nil
-}
-
-// putModel writes model.safetensors, the weights ck.Params under the layout's PyTorch
-// names, and its card.
-func putModel(ctx context.Context, store blob.Store, prefix string, ck *checkpoint.Checkpoint, card ModelCard) error {
-	b, err := ck.Encode()
-	if err != nil {
-		return fmt.Errorf("train: model: %w", err)
-	}
-	if err := store.Put(ctx, keys.RunModel(prefix), b); err != nil {
-		return fmt.Errorf("train: model: %w", err)
-	}
-	c, _ := json.MarshalIndent(card, "", "  ")
-	if err := store.Put(ctx, keys.RunModelCard(prefix), c); err != nil {
-		return fmt.Errorf("train: model: %w", err)
-	}
-	return nil
+// Record receives what a run leaves besides its checkpoints (state.go): its config, its
+// evaluations, its final model and its result. The run says what to record and when; how
+// each is stored, and in what format, is the recorder's (package trial's Recorder), so
+// that every trainer's runs read alike.
+type Record interface {
+	// WriteConfig receives the run's canonical config, the one its result's ConfigHash
+	// identifies, once, before the run resumes or trains.
+	WriteConfig(ctx context.Context, cfg Config) error
+	// WriteCurves receives every evaluation of the run so far: after each evaluation,
+	// and once more when the run ends.
+	WriteCurves(ctx context.Context, curves []CurvePoint) error
+	// WriteModel receives a completed run's final model, the weights at the iterate it
+	// reports under the layout's names, and the model's card, before its result.
+	WriteModel(ctx context.Context, model *checkpoint.Checkpoint, card ModelCard) error
+	// WriteResult receives the result of a run that ended, completed or diverged (not
+	// one paused at Options.Until), last.
+	WriteResult(ctx context.Context, res *Result) error
 }

@@ -28,10 +28,14 @@ type Batches interface {
 
 // Options are how a run is carried out, as opposed to what it computes (Config).
 type Options struct {
-	// Store receives config.json, curves.jsonl, the checkpoints and result.json under
-	// Prefix; nil writes nothing and cannot resume.
+	// Store holds the run's checkpoints under Prefix, and the run resumes from the
+	// newest; nil keeps none and cannot resume.
 	Store  blob.Store
 	Prefix string
+	// Record receives the run's config, curves, final model and result; nil records
+	// none. Callers keep a run's record beside its checkpoints, under Prefix
+	// (trial.Recorder).
+	Record Record
 	// Data is the run's data; the caller opens it (OpenData) so runs can share it.
 	Data Batches
 	// Progress, if set, is called after every step and at each evaluation.
@@ -45,7 +49,7 @@ type Options struct {
 	// returning an error stops the run with it (tests use it to interrupt runs).
 	AfterStep func(step int) error
 	// Until, if in (0, Steps), stops the run after that step (a search's rung: an
-	// evaluation and checkpoint step) without a result.json; a later Run with a larger
+	// evaluation and checkpoint step) without recording a result; a later Run with a larger
 	// Until, or none, resumes from the checkpoint there. The Result then has an empty
 	// Status, Steps = Until and the curves so far. A run whose checkpoints are already
 	// past Until returns at once.
@@ -76,10 +80,12 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 		return nil, err
 	}
 	defer r.engine.eng.Close()
-	if opt.Store != nil {
-		if err := putConfig(ctx, opt.Store, opt.Prefix, cfg); err != nil {
-			return nil, err
+	if opt.Record != nil {
+		if err := opt.Record.WriteConfig(ctx, cfg.Canonical()); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
 		}
+	}
+	if opt.Store != nil {
 		if err := r.resume(ctx, log); err != nil {
 			return nil, err
 		}
@@ -139,7 +145,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 		}
 	}
 	if res.Status == "" && r.step < cfg.Steps {
-		// stopped at opt.Until: the curves so far, no result.json
+		// stopped at opt.Until: the curves so far, no result recorded
 		res.Steps, res.Tokens, res.EvalSeqs, res.Curves = r.step, int64(r.step)*tokensPerStep, r.evalSeqs, r.curves
 		res.Seconds = time.Since(start).Seconds()
 		log.Info("paused", "step", r.step, "until", opt.Until)
@@ -167,7 +173,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	}
 	res.ParamsHash = hashFloats(r.engine.w)
 	res.Seconds = time.Since(start).Seconds()
-	if opt.Store != nil {
+	if opt.Record != nil {
 		if err := r.writeCurves(ctx); err != nil {
 			return nil, err
 		}
@@ -176,8 +182,8 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 				return nil, err
 			}
 		}
-		if err := putResult(ctx, opt.Store, opt.Prefix, res); err != nil {
-			return nil, err
+		if err := opt.Record.WriteResult(ctx, res); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
 		}
 	}
 	log.Info("finished", "status", res.Status, "step", r.step, "seconds", res.Seconds)
@@ -275,7 +281,7 @@ func (r *runner) evalSplit(split string, maxSeqs int) (map[string]float64, int, 
 	return out, nb * r.cfg.MicroBatch, nil
 }
 
-// writeModel stores the final model at the iterate the run reports (res.Primary: x for
+// writeModel records the final model at the iterate the run reports (res.Primary: x for
 // SF-AdamW, w for AdamW) and its card.
 func (r *runner) writeModel(ctx context.Context, res *Result) error {
 	w := r.engine.w
@@ -285,12 +291,18 @@ func (r *runner) writeModel(ctx context.Context, res *Result) error {
 	}
 	ck := &checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: w}
 	card := ModelCard{Model: r.mc, Iterate: res.Primary, Step: r.step, ConfigHash: r.hash, Engine: res.Engine}
-	return putModel(ctx, r.opt.Store, r.opt.Prefix, ck, card)
+	if err := r.opt.Record.WriteModel(ctx, ck, card); err != nil {
+		return fmt.Errorf("train: model: %w", err)
+	}
+	return nil
 }
 
 func (r *runner) writeCurves(ctx context.Context) error {
-	if r.opt.Store == nil {
+	if r.opt.Record == nil {
 		return nil
 	}
-	return putCurves(ctx, r.opt.Store, r.opt.Prefix, r.curves)
+	if err := r.opt.Record.WriteCurves(ctx, r.curves); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
 }

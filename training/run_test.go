@@ -4,14 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
-	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +17,6 @@ import (
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 	"github.com/sfsweep/sfsweep/training/data"
 	"github.com/sfsweep/sfsweep/training/model"
-	"github.com/sfsweep/sfsweep/training/native"
 	_ "github.com/sfsweep/sfsweep/training/native"
 )
 
@@ -84,6 +77,21 @@ func run(t *testing.T, cfg Config, store blob.Store, stopAt int) (*Result, error
 	return Run(context.Background(), cfg, opt)
 }
 
+// recorded trains cfg to its end with a memRecord, which it returns with the result.
+func recorded(t *testing.T, cfg Config, store blob.Store) (*Result, *memRecord) {
+	t.Helper()
+	b, err := NewBatches(cfg, testCorpus(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &memRecord{}
+	res, err := Run(context.Background(), cfg, Options{Store: store, Prefix: "trials/t", Record: rec, Data: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, rec
+}
+
 var errKilled = errors.New("killed")
 
 func newStore(t *testing.T) *blob.Dir {
@@ -99,10 +107,7 @@ func TestRunLearns(t *testing.T) {
 		t.Run(opt, func(t *testing.T) {
 			cfg := testConfig(opt)
 			store := newStore(t)
-			res, err := run(t, cfg, store, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, rec := recorded(t, cfg, store)
 			if res.Status != status.Completed || res.Steps != 40 || res.Tokens != 40*256 || len(res.Curves) != 4 {
 				t.Fatalf("result %+v", res)
 			}
@@ -123,19 +128,31 @@ func TestRunLearns(t *testing.T) {
 			if v := last.Val[iters[0]]; !(v < 4.2) || !(v < first.Val[iters[0]]-0.5) {
 				t.Errorf("validation loss at %s: %.3f after 10 steps, %.3f after 40", iters[0], first.Val[iters[0]], v)
 			}
-			for _, k := range []string{"trials/t/config.json", "trials/t/curves.jsonl", "trials/t/result.json"} {
-				if _, err := store.Get(context.Background(), k); err != nil {
-					t.Error(err)
-				}
+			if rec.config == nil || !reflect.DeepEqual(*rec.config, cfg.Canonical()) {
+				t.Errorf("recorded config %+v, want the canonical config", rec.config)
 			}
-			b, _ := store.Get(context.Background(), "trials/t/result.json")
-			var stored Result
-			if err := json.Unmarshal(b, &stored); err != nil || stored.ParamsHash != res.ParamsHash {
-				t.Errorf("result.json: %v, hash %s vs %s", err, stored.ParamsHash, res.ParamsHash)
+			if !reflect.DeepEqual(rec.curves, res.Curves) {
+				t.Errorf("recorded curves %+v, want %+v", rec.curves, res.Curves)
+			}
+			if rec.result == nil || rec.result.ParamsHash != res.ParamsHash {
+				t.Errorf("recorded result %+v, want hash %s", rec.result, res.ParamsHash)
 			}
 			infos, err := checkpoint.List(context.Background(), store, "trials/t/checkpoints")
 			if err != nil || len(infos) != 3 {
 				t.Errorf("%d checkpoints (%v), want steps 10, 20, 30", len(infos), err)
+			}
+			// the record goes to the Record, the store keeps only the checkpoints
+			all, err := store.List(context.Background(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 2*len(infos) { // a checkpoint is two objects
+				t.Errorf("the store holds %v", all)
+			}
+			for _, k := range all {
+				if !strings.HasPrefix(k, "trials/t/checkpoints/") {
+					t.Errorf("the run stored %s besides its checkpoints", k)
+				}
 			}
 		})
 	}
@@ -213,16 +230,15 @@ func TestDiverged(t *testing.T) {
 	cfg := testConfig(SFAdamW)
 	cfg.Optimizer.LR = 1e6
 	cfg.Optimizer.WarmupFrac = ptr(0)
-	store := newStore(t)
-	res, err := run(t, cfg, store, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, rec := recorded(t, cfg, newStore(t))
 	if res.Status != status.Diverged || res.DivergedAt < 1 || res.DivergedAt > 40 || res.Steps != res.DivergedAt {
 		t.Fatalf("status %q at step %d after %d steps", res.Status, res.DivergedAt, res.Steps)
 	}
-	if _, err := store.Get(context.Background(), "trials/t/result.json"); err != nil {
-		t.Error("no result.json for a diverged run:", err)
+	if rec.result == nil || rec.result.Status != status.Diverged {
+		t.Errorf("recorded result %+v for a diverged run", rec.result)
+	}
+	if rec.model != nil {
+		t.Error("a diverged run recorded a model")
 	}
 }
 
@@ -286,19 +302,17 @@ func TestEngineProvenance(t *testing.T) {
 	}
 }
 
-// A finished run writes its model at the iterate it reports (x for SF-AdamW, w for AdamW)
-// as safetensors under the layout's PyTorch names, with a card: loaded into a fresh engine
-// it gives the run's test loss at that iterate exactly.
+// A finished run records its model at the iterate it reports (x for SF-AdamW, w for
+// AdamW) with a card: encoded as safetensors under the layout's PyTorch names and loaded
+// into a fresh engine, it gives the run's test loss at that iterate exactly.
 func TestFinalModel(t *testing.T) {
 	for _, opt := range []string{SFAdamW, AdamW} {
 		cfg := testConfig(opt)
-		store := newStore(t)
-		res, err := run(t, cfg, store, 0)
-		if err != nil {
-			t.Fatal(err)
+		res, rec := recorded(t, cfg, newStore(t))
+		if rec.model == nil || rec.card == nil {
+			t.Fatalf("%s: no model recorded", opt)
 		}
-		ctx := context.Background()
-		b, err := store.Get(ctx, "trials/t/model.safetensors")
+		b, err := rec.model.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,13 +320,9 @@ func TestFinalModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var card ModelCard
-		cb, err := store.Get(ctx, "trials/t/model.json")
-		if err == nil {
-			err = json.Unmarshal(cb, &card)
-		}
-		if err != nil || card.Iterate != res.Primary || card.Step != cfg.Steps || card.ConfigHash != cfg.Hash() || card.Engine != res.Engine || card.Model != m.Model {
-			t.Fatalf("%s: card %+v (%v)", opt, card, err)
+		card := *rec.card
+		if card.Iterate != res.Primary || card.Step != cfg.Steps || card.ConfigHash != cfg.Hash() || card.Engine != res.Engine || card.Model != m.Model {
+			t.Fatalf("%s: card %+v", opt, card)
 		}
 		mc, _ := cfg.ResolveModel()
 		eng, err := backend.New("cpu", mc, cfg.MicroBatch, cfg.SeqLen)
@@ -334,76 +344,6 @@ func TestFinalModel(t *testing.T) {
 	}
 }
 
-// A finished run's model file loads by name, strictly, into the PyTorch LLaMA of
-// bench/torch/torch_llama.py and gives, in float64, the native engine's float64 loss on the
-// same tokens to 1e-8 relative (PyTorch's RoPE tables are float32, hence not closer).
-// Needs Debian's python3-torch and python3-numpy (.ci/run installs them).
-func TestFinalModelPyTorch(t *testing.T) {
-	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import torch, numpy").Run(); err != nil {
-		t.Skipf("%s cannot import torch and numpy (apt-get install python3-torch python3-numpy): %v", python, err)
-	}
-	cfg := testConfig(SFAdamW)
-	store := newStore(t)
-	if _, err := run(t, cfg, store, 0); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	files := map[string][]byte{}
-	for _, name := range []string{"model.safetensors", "model.json"} {
-		b, err := store.Get(context.Background(), "trials/t/"+name)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
-	}
-	ck, err := checkpoint.Decode(files["model.safetensors"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc := ck.Model
-	if mc.RopeTheta != 10000 || mc.NormEps != 1e-5 {
-		t.Fatalf("model %+v: torch_llama.py fixes rope θ = 10000 and ε = 1e-5", mc)
-	}
-	// the native engine's loss in float64 on random tokens, which the script reads
-	m, err := native.New[float64](mc, 2, mc.Context)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range ck.Params {
-		m.Params()[i] = float64(v)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	tok, tgt := make([]int32, 2*mc.Context), make([]int32, 2*mc.Context)
-	var lines strings.Builder
-	for i := range tok {
-		tok[i], tgt[i] = int32(rng.IntN(mc.Vocab)), int32(rng.IntN(mc.Vocab))
-		fmt.Fprintln(&lines, tok[i], tgt[i])
-	}
-	tokens := filepath.Join(dir, "tokens.txt")
-	if err := os.WriteFile(tokens, []byte(lines.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want, err := m.Forward(tok, tgt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(python, "model_loss.py", filepath.Join(dir, "model.safetensors"), filepath.Join(dir, "model.json"), tokens)
-	cmd.Dir = filepath.Join("..", "bench", "torch")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("model_loss.py: %v\n%s", err, out)
-	}
-	got, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
-	if err != nil || math.Abs(got-want) > 1e-8*want {
-		t.Errorf("PyTorch loss %v (%v), native float64 loss %v", got, err, want)
-	}
-	t.Logf("PyTorch %.17g, native %.17g: relative %.2g", got, want, math.Abs(got-want)/want)
-}
-
 // A run paused at rungs (Until 10, then 30) and promoted to its end is bitwise the run
 // trained without pause; a paused run writes no result, and one asked for a rung it is
 // already past returns the curves at once.
@@ -411,12 +351,15 @@ func TestUntilRungs(t *testing.T) {
 	cfg := testConfig(SFAdamW)
 	whole, store, b := pausable(t, cfg)
 	for _, until := range []int{10, 30, 10, 0} {
-		res, err := Run(context.Background(), cfg, Options{Store: store, Prefix: "trials/t", Data: b, Until: until})
+		rec := &memRecord{}
+		res, err := Run(context.Background(), cfg, Options{Store: store, Prefix: "trials/t", Record: rec, Data: b, Until: until})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, rerr := store.Get(context.Background(), "trials/t/result.json")
 		if until == 0 {
+			if rec.result == nil {
+				t.Error("promoted to the end: no result recorded")
+			}
 			if res.Status != status.Completed || res.ParamsHash != whole.ParamsHash || !reflect.DeepEqual(res.Curves, whole.Curves) || !reflect.DeepEqual(res.Test, whole.Test) {
 				t.Errorf("promoted to the end: %s %v, want %s %v", res.ParamsHash, res.Test, whole.ParamsHash, whole.Test)
 			}
@@ -425,8 +368,8 @@ func TestUntilRungs(t *testing.T) {
 			}
 			continue
 		}
-		if res.Status != "" || !errors.Is(rerr, blob.ErrNotFound) {
-			t.Errorf("until %d: status %q, result.json %v: want a pause without a result", until, res.Status, rerr)
+		if res.Status != "" || rec.result != nil {
+			t.Errorf("until %d: status %q, recorded result %+v: want a pause without a result", until, res.Status, rec.result)
 		}
 		want := max(until, 30*min(1, res.Resumed/30)) // the rung asked for, or the step already reached
 		if res.Steps != want || len(res.Curves) != want/10 || !reflect.DeepEqual(res.Curves, whole.Curves[:want/10]) {

@@ -1,8 +1,10 @@
 // Package trial is what a trial leaves in the object store, read and written in one place:
-// its config, its evaluations (curves), its result, why it failed, the attempts of its
-// training and its probe results (decay probe, LR-decay branch, interpolation), at the keys
-// of internal/keys; the rule by which a stored probe result answers a request (Accepts);
-// a trial's outcome; and which of its probes are still missing.
+// its config, its evaluations (curves), its final model, its result, why it failed, the
+// attempts of its training and its probe results (decay probe, LR-decay branch,
+// interpolation), at the keys of internal/keys; the Recorder a trainer writes its runs
+// through (training.Run's Record, for a trial or a run outside a sweep); the rule by
+// which a stored probe result answers a request (Accepts); a trial's outcome; and which
+// of its probes are still missing.
 //
 // What it promises:
 //   - A trial's ID is the hash of its config, and its result.json is written once, at the
@@ -16,6 +18,7 @@
 //     indentation), so that a store an older build wrote reads the same.
 //
 // What it does not do: build keys (internal/keys does), train or probe (training does), or
-// decide how an outcome is shown (report does). It sits above training, internal/blob,
-// internal/keys and internal/status, and below activities, report and web.
+// decide how an outcome is shown (report does). It sits above training,
+// training/checkpoint (whose encoding the model file has), internal/blob, internal/keys
+// and internal/status, and below activities, report and web.
 package trial

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/data"
@@ -65,6 +66,25 @@ func tinyConfig(optimizer string) training.Config {
 	return cfg.WithDefaults()
 }
 
+// trainRecorded trains cfg on a small default corpus with training.Run, its checkpoints
+// and its record (a Recorder) under prefix in store.
+func trainRecorded(t *testing.T, cfg training.Config, store blob.Store, prefix string) *training.Result {
+	t.Helper()
+	ds, err := data.DefaultCorpus(context.Background(), "byte", t.TempDir(), 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := training.NewBatches(cfg, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := training.Run(context.Background(), cfg, training.Options{Store: store, Prefix: prefix, Record: Recorder{Store: store, Prefix: prefix}, Data: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // adamwAt is tinyConfig's AdamW run at learning rate lr without warmup: at 10 it
 // trains to its end with losses that are not finite, at 100 it diverges.
 func adamwAt(lr float64) training.Config {
@@ -74,28 +94,18 @@ func adamwAt(lr float64) training.Config {
 	return cfg
 }
 
-// TestRunGoldens trains tiny runs with training.Run and compares what they leave in the
-// store with runGoldens.
+// TestRunGoldens trains tiny runs with training.Run, recorded by a Recorder, and compares
+// what they leave in the store with runGoldens.
 func TestRunGoldens(t *testing.T) {
 	ctx := context.Background()
-	ds, err := data.DefaultCorpus(ctx, "byte", t.TempDir(), 100_000)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for name, cfg := range map[string]training.Config{
 		"sfadamw":          tinyConfig(training.SFAdamW),
 		"adamw not finite": adamwAt(10),
 		"adamw diverged":   adamwAt(100),
 	} {
 		t.Run(name, func(t *testing.T) {
-			b, err := training.NewBatches(cfg, ds)
-			if err != nil {
-				t.Fatal(err)
-			}
 			store, prefix := newStore(t), "runs/golden"
-			if _, err := training.Run(ctx, cfg, training.Options{Store: store, Prefix: prefix, Data: b}); err != nil {
-				t.Fatal(err)
-			}
+			trainRecorded(t, cfg, store, prefix)
 			written, err := store.List(ctx, prefix+"/")
 			if err != nil {
 				t.Fatal(err)

@@ -15,12 +15,14 @@ import (
 )
 
 // Recorder writes the record of the run under Prefix in Store: a trial's (keys.Trial of
-// its ID) or that of a run outside a sweep. Every writer of a run's config, curves, model
-// and result goes through it.
+// its ID) or that of a run outside a sweep. It is the training.Record a trainer is given,
+// and every writer of a run's config, curves, model and result goes through it.
 type Recorder struct {
 	Store  blob.Store
 	Prefix string
 }
+
+var _ training.Record = Recorder{}
 
 // of is the recorder of trial id.
 func of(store blob.Store, id string) Recorder { return Recorder{Store: store, Prefix: keys.Trial(id)} }

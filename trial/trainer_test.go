@@ -6,28 +6,16 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/training"
-	"github.com/sfsweep/sfsweep/training/data"
 )
 
-// TestTrainerWriters trains a tiny run with training.Run and writes its config, curves and
-// result again through this package's writers: the bytes must be those training.Run
-// wrote, so that another trainer's trials read as ours do.
+// TestTrainerWriters trains a tiny run with training.Run, recorded as trial "t", and writes
+// its config, curves and result again through the writers by trial ID: the bytes must be
+// those the run's Recorder wrote, so that another trainer's trials read as ours do.
 func TestTrainerWriters(t *testing.T) {
 	ctx := context.Background()
-	ds, err := data.DefaultCorpus(ctx, "byte", t.TempDir(), 100_000)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := tinyConfig(training.SFAdamW)
-	b, err := training.NewBatches(cfg, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ours, theirs := newStore(t), newStore(t)
-	res, err := training.Run(ctx, cfg, training.Options{Store: ours, Prefix: keys.Trial("t"), Data: b})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := trainRecorded(t, cfg, ours, keys.Trial("t"))
 	if len(res.Curves) == 0 {
 		t.Fatal("the run has no evaluations")
 	}

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
 // overheadManifest is a sweep of n one-step trials of a minute model: what remains of a
@@ -72,7 +74,7 @@ func BenchmarkSweepOverhead(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := training.Run(context.Background(), t.Config, training.Options{Store: store, Prefix: "trials/" + t.ID, Data: bt}); err != nil {
+					if _, err := training.Run(context.Background(), t.Config, training.Options{Store: store, Prefix: keys.Trial(t.ID), Record: trial.Recorder{Store: store, Prefix: keys.Trial(t.ID)}, Data: bt}); err != nil {
 						b.Fatal(err)
 					}
 				}

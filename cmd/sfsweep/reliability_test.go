@@ -28,6 +28,7 @@ import (
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
+	"github.com/sfsweep/sfsweep/trial"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -459,21 +460,21 @@ func onlyTrial(t *testing.T, src string) sweeps.Trial {
 }
 
 // trainDirect trains a trial with training.Run alone, uninterrupted, into a local store.
-func trainDirect(ctx context.Context, t *testing.T, trial sweeps.Trial, dir, cache string) (blob.Store, *training.Result) {
+func trainDirect(ctx context.Context, t *testing.T, tr sweeps.Trial, dir, cache string) (blob.Store, *training.Result) {
 	t.Helper()
 	store, err := blob.NewDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := training.OpenData(ctx, trial.Config.Data, store, cache)
+	ds, err := training.OpenData(ctx, tr.Config.Data, store, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := training.NewBatches(trial.Config, ds)
+	b, err := training.NewBatches(tr.Config, ds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := training.Run(ctx, trial.Config, training.Options{Store: store, Prefix: "trials/" + trial.ID, Data: b})
+	res, err := training.Run(ctx, tr.Config, training.Options{Store: store, Prefix: keys.Trial(tr.ID), Record: trial.Recorder{Store: store, Prefix: keys.Trial(tr.ID)}, Data: b})
 	if err != nil {
 		t.Fatal(err)
 	}

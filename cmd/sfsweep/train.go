@@ -17,6 +17,7 @@ import (
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -66,7 +67,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	prefix := "runs/" + cfg.Hash()[:16]
 	live := isTerminal(stderr)
-	opt := training.Options{Store: store, Prefix: prefix, Data: batches, Progress: progressPrinter(stderr, live)}
+	opt := training.Options{Store: store, Prefix: prefix, Record: trial.Recorder{Store: store, Prefix: prefix}, Data: batches, Progress: progressPrinter(stderr, live)}
 	if !live {
 		opt.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
