@@ -11,12 +11,13 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/sfsweep/sfsweep/internal/peak"
 )
 
 // Benchmarks report GFLOP/s (2·m·n·k per call) and, as peak%, the fraction of the machine's
-// fp32 peak: SFSWEEP_PEAK_GFLOPS when set (570 for the nominal 2-core Zen 5), else
-// measured once per run with a loop of independent fused multiply-adds on every worker
-// (where the CPU has AVX-512).
+// fp32 peak: SFSWEEP_PEAK_GFLOPS when set, else measured once per run by internal/peak on
+// as many threads as the pool has workers (where the CPU has an FMA loop).
 //
 //	go test ./training/gemm -run '^$' -bench 'Gemm$' -count 3
 //	go test ./training/gemm -run '^$' -bench 'Vs' -benchtime 5x -count 3
@@ -124,22 +125,16 @@ func benchOperands(s benchShape) (a, b, c []float32, lda, ldb int) {
 	return fill(s.m * s.k), fill(s.k * s.n), fill(s.m * s.n), lda, ldb
 }
 
-var (
-	peakOnce sync.Once
-	peak     float64 // GFLOP/s; 0 when unknown
-)
-
-// peakGFLOPS returns the machine's fp32 peak (see the comment at the top of the file).
-func peakGFLOPS() float64 {
-	peakOnce.Do(func() {
-		if s := os.Getenv("SFSWEEP_PEAK_GFLOPS"); s != "" {
-			peak, _ = strconv.ParseFloat(s, 64)
-			return
-		}
-		peak = measurePeak(pool().Workers())
-	})
-	return peak
-}
+// peakGFLOPS returns the machine's fp32 peak in GFLOP/s, 0 when unknown (see the comment
+// at the top of the file).
+var peakGFLOPS = sync.OnceValue(func() float64 {
+	if s := os.Getenv("SFSWEEP_PEAK_GFLOPS"); s != "" {
+		g, _ := strconv.ParseFloat(s, 64)
+		return g
+	}
+	p, _ := peak.Measure(pool().Workers())
+	return p.GFLOPS
+})
 
 func report(b *testing.B, flops float64, d time.Duration) {
 	g := flops / d.Seconds() / 1e9

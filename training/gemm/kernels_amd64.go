@@ -63,12 +63,6 @@ func copyRowsAVX512(src *float32, lds int, dst *float32, ldd int, rows int, lmas
 //go:noescape
 func scatterRowsAVX512(src *float32, lds int, rows int, dst *float32, sstride int, chunks int, lastMask int)
 
-// fmaPeakAVX512 runs n iterations of 24 independent 16-lane fused multiply-adds (for
-// measuring the machine's peak in benchmarks).
-//
-//go:noescape
-func fmaPeakAVX512(n int)
-
 func b2i(b bool) int {
 	if b {
 		return 1

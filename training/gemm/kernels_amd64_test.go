@@ -5,9 +5,7 @@ package gemm
 import (
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/cpu"
 )
@@ -90,30 +88,6 @@ func TestPackAVX512(t *testing.T) {
 			}
 		}
 	}
-}
-
-// measurePeak returns the fp32 multiply-add peak of workers goroutines in GFLOP/s, the best
-// of three short runs, or 0 without AVX-512.
-func measurePeak(workers int) float64 {
-	if !cpu.X86.HasAVX512F {
-		return 0
-	}
-	const n = 20_000_000 // iterations of 24 16-lane FMAs
-	best := 0.0
-	for range 3 {
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				fmaPeakAVX512(n)
-			}()
-		}
-		wg.Wait()
-		best = max(best, float64(workers)*n*24*32/time.Since(start).Seconds()/1e9)
-	}
-	return best
 }
 
 // TestKernelsBitwise checks that every float32 kernel the CPU runs (AVX-512, AVX2, the

@@ -27,7 +27,6 @@ func main() {
 	transpose16()
 	copyRows()
 	scatterRows()
-	fmaPeak()
 	if err := os.WriteFile("kernels_amd64.s", out.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -320,25 +319,4 @@ func scatterRows() {
 	p("\tVZEROUPPER")
 	p("\tRET")
 	p("")
-}
-
-// fmaPeak emits func fmaPeakAVX512(n int): n iterations of 24 independent 16-lane fused
-// multiply-adds, for measuring the machine's peak in benchmarks.
-func fmaPeak() {
-	p("// func fmaPeakAVX512(n int)")
-	p("TEXT ·fmaPeakAVX512(SB), NOSPLIT, $0-8")
-	p("\tMOVQ n+0(FP), CX")
-	p("\tVXORPS Z30, Z30, Z30")
-	p("\tVXORPS Z31, Z31, Z31")
-	p("\tTESTQ CX, CX")
-	p("\tJZ peak_done")
-	p("peak_loop:")
-	for i := 0; i < 24; i++ {
-		p("\tVFMADD231PS Z30, Z31, Z%d", i)
-	}
-	p("\tDECQ CX")
-	p("\tJNZ peak_loop")
-	p("peak_done:")
-	p("\tVZEROUPPER")
-	p("\tRET")
 }
