@@ -76,7 +76,7 @@ func (a *Activities) Interpolate(ctx context.Context, in workflows.InterpolateIn
 	if in.Decayed {
 		what += " (decayed)"
 	}
-	ip := trial.Interp{From: in.From, To: in.To, Points: in.Points, Decayed: in.Decayed}
+	ip := in.Interpolation
 	return fromCheckpoint(ctx, a, in.TrialID, in.From, in.StallTimeout, what,
 		record[training.InterpolationResult]{
 			read: func(ctx context.Context) (*training.InterpolationResult, error) {

@@ -290,7 +290,8 @@ func (sp *series) addProbes(ctx context.Context, store blob.Store, tp probe.Set,
 	}
 	if ip := tp.Interpolate; ip != nil {
 		for _, decayed := range []bool{false, true} {
-			which := trial.Interp{From: ip.From, To: ip.To, Points: ip.Points, Decayed: decayed}
+			which := *ip
+			which.Decayed = decayed
 			res, err := listed.Interpolation(ctx, store, t.ID, which)
 			if err != nil {
 				return err

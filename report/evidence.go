@@ -102,7 +102,7 @@ func (e *evidence) readProbes(ctx context.Context, store blob.Store, listed tria
 		}
 	}
 	if ip := tp.Interpolate; ip != nil {
-		r, err := listed.Interpolation(ctx, store, id, trial.Interp{From: ip.From, To: ip.To, Points: ip.Points})
+		r, err := listed.Interpolation(ctx, store, id, probe.Interpolation{From: ip.From, To: ip.To, Points: ip.Points})
 		if err != nil {
 			return err
 		}

@@ -50,26 +50,21 @@ func WriteLRDecay(ctx context.Context, store blob.Store, id string, step int, fr
 	return putIndented(ctx, store, keys.LRDecay(id, step, frac), r)
 }
 
-// Interp names an interpolation of a trial: between its checkpoints at From and To (or,
-// Decayed, from From to the end of an LR-decay branch over To − From steps) at Points
-// values of α.
-type Interp struct {
-	From, To, Points int
-	Decayed          bool
-}
-
-func (ip Interp) key(id string) string {
+// interpKey is the key of trial id's interpolation segment ip: between its checkpoints at
+// From and To (or, Decayed, from From to the end of an LR-decay branch over To − From
+// steps) at Points values of α.
+func interpKey(id string, ip probe.Interpolation) string {
 	return keys.Interpolation(id, ip.From, ip.To, ip.Points, ip.Decayed)
 }
 
 // ReadInterpolation reads trial id's interpolation ip: nil if there is none.
-func ReadInterpolation(ctx context.Context, store blob.Store, id string, ip Interp) (*training.InterpolationResult, error) {
-	return readJSON[training.InterpolationResult](ctx, store, ip.key(id))
+func ReadInterpolation(ctx context.Context, store blob.Store, id string, ip probe.Interpolation) (*training.InterpolationResult, error) {
+	return readJSON[training.InterpolationResult](ctx, store, interpKey(id, ip))
 }
 
 // WriteInterpolation writes r as trial id's interpolation ip.
-func WriteInterpolation(ctx context.Context, store blob.Store, id string, ip Interp, r *training.InterpolationResult) error {
-	return putIndented(ctx, store, ip.key(id), r)
+func WriteInterpolation(ctx context.Context, store blob.Store, id string, ip probe.Interpolation, r *training.InterpolationResult) error {
+	return putIndented(ctx, store, interpKey(id, ip), r)
 }
 
 // DecayProbe reads trial id's decay probe for want (ReadDecayProbe) if the listing has it.
@@ -91,8 +86,8 @@ func (l Listing) LRDecay(ctx context.Context, store blob.Store, id string, step 
 
 // Interpolation reads trial id's interpolation ip (ReadInterpolation) if the listing has
 // it.
-func (l Listing) Interpolation(ctx context.Context, store blob.Store, id string, ip Interp) (*training.InterpolationResult, error) {
-	if !l.Has(ip.key(id)) {
+func (l Listing) Interpolation(ctx context.Context, store blob.Store, id string, ip probe.Interpolation) (*training.InterpolationResult, error) {
+	if !l.Has(interpKey(id, ip)) {
 		return nil, nil
 	}
 	return ReadInterpolation(ctx, store, id, ip)

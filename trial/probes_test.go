@@ -90,7 +90,7 @@ func TestLRDecayAndInterpolation(t *testing.T) {
 	if got, err := ReadLRDecay(ctx, s, "t1", 40, 0.5); got != nil || err != nil {
 		t.Errorf("another fraction answered: %+v, %v", got, err)
 	}
-	ip := Interp{From: 20, To: 40, Points: 3, Decayed: true}
+	ip := probe.Interpolation{From: 20, To: 40, Points: 3, Decayed: true}
 	res := &training.InterpolationResult{From: 20, To: 40, Decayed: true, Iterate: training.IterW, Points: []training.InterpolationPoint{{Alpha: 0, Loss: 3}, {Alpha: 0.5, Loss: 2}, {Alpha: 1, Loss: 4}}}
 	if err := WriteInterpolation(ctx, s, "t1", ip, res); err != nil {
 		t.Fatal(err)
