@@ -17,7 +17,7 @@ import (
 type Progress struct {
 	Step, Steps  int
 	TrainLoss    float64
-	TokensPerSec float64
+	TokensPerSec float64 // steady state: over the steps after the attempt's first (throughput)
 	ETA          time.Duration
 	Eval         *CurvePoint // set on an evaluation
 }

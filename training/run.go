@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 	}
 	res := &Result{ConfigHash: r.hash, Primary: Iterates(cfg.Optimizer.Name)[0], Resumed: r.step, Engine: backend.ProvenanceOf(cfg.Backend)}
 	tokensPerStep := int64(cfg.BatchTokens)
-	stepStart, stepsTimed := time.Now(), 0
+	speed := newThroughput(tokensPerStep, cfg.Steps, time.Now())
 	end := cfg.Steps
 	if opt.Until > 0 && opt.Until < end {
 		end = opt.Until
@@ -112,11 +112,8 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Result, error) {
 			res.Status, res.DivergedAt = status.Diverged, step
 			break
 		}
-		stepsTimed++
-		el := time.Since(stepStart)
-		p := Progress{Step: step, Steps: cfg.Steps, TrainLoss: loss,
-			TokensPerSec: float64(int64(stepsTimed)*tokensPerStep) / el.Seconds(),
-			ETA:          time.Duration(float64(el) / float64(stepsTimed) * float64(cfg.Steps-step))}
+		p := Progress{Step: step, Steps: cfg.Steps, TrainLoss: loss}
+		p.TokensPerSec, p.ETA = speed.step(step, time.Now())
 		if (cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0) || step == cfg.Steps {
 			pt, err := r.evaluate(step, loss)
 			if err != nil {
