@@ -28,8 +28,13 @@ type Info struct {
 	// engine receives when it is made.
 	Precision Precision
 	// Arithmetic names the engine's floating-point arithmetic, with a version: two
-	// engines of one arithmetic give the same bits from the same inputs, whatever machine
-	// they run on. A kernel change that alters any result bumps the version.
+	// engines of one arithmetic give the same bits from the same inputs. For the cpu
+	// family that holds whatever machine they run on (AVX-512, AVX2, portable Go). For the
+	// cuda family it holds on one kind of GPU with one toolkit: cuBLAS promises the same
+	// bits only for the same architecture, SM count and library version (an H100 SXM and
+	// an H100 PCIe differ), and the PTX generator's libdevice is part of the arithmetic
+	// (docs/gpu.md, "What the bits depend on"). A kernel change that alters any result
+	// bumps the version.
 	Arithmetic string
 }
 
