@@ -2,7 +2,8 @@
 // training/native run on an NVIDIA GPU, registered as the backends of the catalog's "cuda" family
 // (training/backend), one for each precision of its matrix products.
 //
-// Everything but this file is behind the cuda build tag, so the default build needs only Go;
+// Everything but this file and the bookkeeping of the timing mode (profile.go) is behind the
+// cuda build tag, so the default build needs only Go;
 // with the tag the package uses cgo, the CUDA driver API and cuBLAS through
 // gorgonia.org/cu, and kernels of its own (kernels.cu) compiled to PTX and embedded in the
 // binary. docs/gpu.md has the build recipe.
