@@ -21,5 +21,10 @@
 // exact GELU, learned positions, tied LM head). Every reduction has a fixed order, so a run
 // is reproducible bit for bit.
 //
+// A timing mode (ProfileEnv) charges each device operation to a category (attention,
+// head/CE, norms, elementwise, GEMMs, rounding to bfloat16, embedding, optimizer, transfers)
+// and times runs of operations of one category with CUDA events: the measured form of the
+// cost model in docs/gpu.md. Off, it records nothing and changes no bit.
+//
 // CUDA and cuBLAS failures are returned as errors that name the operation.
 package cuda

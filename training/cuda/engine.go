@@ -68,6 +68,8 @@ type Engine struct {
 	counting bool // NeedBytes: mk adds up sizes and allocates nothing
 
 	bf bf16
+
+	prof *profiler // the timing mode (ProfileEnv), nil when off
 }
 
 var _ backend.Engine = (*Engine)(nil)
@@ -115,6 +117,7 @@ func New(cfg model.Config, batch, seqLen int, p backend.Precision) (*Engine, err
 		e.free()
 		return nil, e.oom(err)
 	}
+	e.startProfile()
 	return e, nil
 }
 
@@ -180,6 +183,7 @@ func (e *Engine) ZeroGrad() {
 	}
 	unlock := e.d.lock()
 	defer unlock()
+	defer e.call(PhaseUpdate, Optimizer, false)()
 	_ = e.zero(e.grads, e.layout.Size)
 }
 
@@ -196,6 +200,7 @@ func (e *Engine) Close() error {
 		e.free()
 		return fmt.Errorf("cuda: Close: %w", err)
 	}
+	e.endProfile()
 	e.free()
 	return nil
 }
@@ -212,6 +217,7 @@ func (e *Engine) Forward(tokens, targets []int32) (float64, error) {
 	}
 	unlock := e.d.lock()
 	defer unlock()
+	defer e.call(PhaseForward, numCategories, true)()
 	copy(e.hostTokens, tokens)
 	copy(e.hostTargets, targets)
 	forward := e.forward
@@ -241,6 +247,7 @@ func (e *Engine) Backward() error {
 	e.ready = false
 	unlock := e.d.lock()
 	defer unlock()
+	defer e.call(PhaseBackward, numCategories, true)()
 	backward := e.backward
 	if e.gpt2 {
 		backward = e.backwardGPT2

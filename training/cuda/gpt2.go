@@ -23,7 +23,7 @@ func (e *Engine) forwardGPT2() error {
 		r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
 		r.launch("bias_forward", lin(n*3*c), blk, la.qkv, w.qkvB, n, 3*c)
 		e.attentionForward(r, la)
-		r.do(func() error { return dtod(mid, x, n*c) })
+		r.doAs(Elementwise, func() error { return dtod(mid, x, n*c) })
 		r.gemm(false, true, n, c, c, 1, la.y, c, w.wo, c, 1, mid, c)
 		r.launch("bias_forward", lin(n*c), blk, mid, w.woB, n, c)
 		// MLP: out = mid + c_proj(GELU(c_fc(ln_2(mid))))
@@ -31,14 +31,14 @@ func (e *Engine) forwardGPT2() error {
 		r.gemm(false, true, n, f, c, 1, la.n2Out, c, w.w13, c, 0, la.gu, f)
 		r.launch("bias_forward", lin(n*f), blk, la.gu, w.fcB, n, f)
 		r.launch("gelu_forward", lin(n*f), blk, la.h, la.gu, int64(n*f))
-		r.do(func() error { return dtod(out, mid, n*c) })
+		r.doAs(Elementwise, func() error { return dtod(out, mid, n*c) })
 		r.gemm(false, true, n, c, f, 1, la.h, f, w.w2, f, 1, out, c)
 		r.launch("bias_forward", lin(n*c), blk, out, w.projB, n, c)
 	}
 	r.launch("layernorm_forward", rows(n), blk, s.nfOut, s.nfMean, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, e.p.normB, n, c, eps)
 	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
 	r.launch("crossentropy_forward", dim{x: n}, dim{x: 512}, s.logits, e.losses, e.targets, n, v)
-	r.do(func() error { return dtoh(e.lossHost, e.losses) })
+	r.doAs(Transfer, func() error { return dtoh(e.lossHost, e.losses) })
 	return r.err
 }
 

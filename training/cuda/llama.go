@@ -28,19 +28,19 @@ func (e *Engine) forward() error {
 		r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
 		e.rope(r, la.qkv, e.sin)
 		e.attentionForward(r, la)
-		r.do(func() error { return dtod(mid, x, n*c) })
+		r.doAs(Elementwise, func() error { return dtod(mid, x, n*c) })
 		r.gemm(false, true, n, c, c, 1, la.y, c, w.wo, c, 1, mid, c)
 		// MLP: out = mid + W2·swiglu(W13·n2(mid))
 		r.launch("rmsnorm_forward", rows(n), blk, la.n2Out, la.n2Rstd, mid, w.n2, n, c, eps)
 		r.gemm(false, true, n, 2*f, c, 1, la.n2Out, c, w.w13, c, 0, la.gu, 2*f)
 		r.launch("swiglu_forward", lin(n*f), blk, la.h, la.gu, n, f)
-		r.do(func() error { return dtod(out, mid, n*c) })
+		r.doAs(Elementwise, func() error { return dtod(out, mid, n*c) })
 		r.gemm(false, true, n, c, f, 1, la.h, f, w.w2, f, 1, out, c)
 	}
 	r.launch("rmsnorm_forward", rows(n), blk, s.nfOut, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, n, c, eps)
 	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
 	r.launch("crossentropy_forward", dim{x: n}, dim{x: 512}, s.logits, e.losses, e.targets, n, v)
-	r.do(func() error { return dtoh(e.lossHost, e.losses) })
+	r.doAs(Transfer, func() error { return dtoh(e.lossHost, e.losses) })
 	return r.err
 }
 
@@ -56,6 +56,7 @@ func (e *Engine) attentionForward(r *run, la *layerActs) {
 	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
 	bh, td, tt := b*nh, t*d, t*t
 	scale := float32(1 / math.Sqrt(float64(d)))
+	defer r.within(Attention)()
 	r.launch("permute", lin(e.n*e.cfg.Dim), blk, s.q, s.k, s.v, la.qkv, b, t, nh, d)
 	r.gemmBatched(false, true, t, t, d, scale, s.q, d, td, s.k, d, td, 0, la.att, t, tt, bh)
 	r.launch("softmax_causal", rows(bh*t), blk, la.att, bh*t, t)
@@ -70,6 +71,7 @@ func (e *Engine) attentionBackward(r *run, la *layerActs) {
 	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
 	bh, td, tt := b*nh, t*d, t*t
 	scale := float32(1 / math.Sqrt(float64(d)))
+	defer r.within(Attention)()
 	r.launch("permute", lin(e.n*e.cfg.Dim), blk, s.q, s.k, s.v, la.qkv, b, t, nh, d)
 	r.launch("unpermute", lin(e.n*e.cfg.Dim), blk, s.hy, s.dy, b, t, nh, d, 1)
 	// dP = dY·Vᵀ, dV = Pᵀ·dY
@@ -102,7 +104,7 @@ func (e *Engine) headBackward(r *run) {
 	r.launch("crossentropy_backward", lin(n*v), blk, s.logits, e.targets, n, v, float32(1/float64(n)))
 	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
 	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)
-	r.do(func() error { return e.zero(s.dresid, n*c) })
+	r.doAs(Elementwise, func() error { return e.zero(s.dresid, n*c) })
 }
 
 func (e *Engine) backward() error {

@@ -50,6 +50,7 @@ func (e *Engine) ScaleGrads(s float32) error {
 	}
 	unlock := e.d.lock()
 	defer unlock()
+	defer e.call(PhaseUpdate, Optimizer, false)()
 	n := e.layout.Size
 	return e.d.launch("scale", lin(n), blk, e.grads, s, int64(n))
 }
@@ -219,6 +220,7 @@ func (s *SFAdamW) Step() error {
 	}
 	unlock := s.e.d.lock()
 	defer unlock()
+	defer s.e.call(PhaseUpdate, Optimizer, true)()
 	gs, err := s.scale()
 	if err != nil {
 		return fmt.Errorf("cuda: sfadamw step: %w", err)
@@ -306,6 +308,7 @@ func (s *SFAdamW) UpdateAverages() error {
 	}
 	unlock := s.e.d.lock()
 	defer unlock()
+	defer s.e.call(PhaseUpdate, Optimizer, false)()
 	n := s.e.layout.Size
 	b := float32(s.cfg.Beta1)
 	omb := 1 - b
@@ -372,6 +375,7 @@ func (a *AdamW) Step() error {
 	}
 	unlock := a.e.d.lock()
 	defer unlock()
+	defer a.e.call(PhaseUpdate, Optimizer, true)()
 	gs, err := a.scale()
 	if err != nil {
 		return fmt.Errorf("cuda: adamw step: %w", err)
@@ -444,5 +448,6 @@ func (a *AdamW) UpdateAverages() error {
 	}
 	unlock := a.e.d.lock()
 	defer unlock()
+	defer a.e.call(PhaseUpdate, Optimizer, false)()
 	return a.fold(0, a.e.params)
 }

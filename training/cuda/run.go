@@ -15,6 +15,9 @@ type run struct {
 	d   *device
 	e   *Engine
 	err error
+
+	region   Category // in the timing mode, what the operations are charged to while inRegion
+	inRegion bool
 }
 
 // newRun starts a sequence of operations of the engine; in bf16 mode it first brings the
@@ -22,7 +25,11 @@ type run struct {
 func (e *Engine) newRun() *run {
 	r := &run{d: e.d, e: e}
 	if e.bf.on && e.bf.stale {
-		r.launch("to_bf16", lin(e.layout.Size), blk, e.bf.params, e.params, int64(e.layout.Size))
+		// remade once per step, after the optimizer changed the parameters
+		r.charge(Optimizer)
+		r.do(func() error {
+			return r.d.launch("to_bf16", lin(e.layout.Size), blk, e.bf.params, e.params, int64(e.layout.Size))
+		})
 		e.bf.stale = r.err != nil
 	}
 	return r
@@ -33,12 +40,13 @@ func (e *Engine) newRun() *run {
 func (e *Engine) forwardRun() *run {
 	r := e.newRun()
 	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
-	r.do(func() error { return htod(e.tokens, e.hostTokens) })
-	r.do(func() error { return htod(e.targets, e.hostTargets) })
+	r.doAs(Transfer, func() error { return htod(e.tokens, e.hostTokens) })
+	r.doAs(Transfer, func() error { return htod(e.targets, e.hostTargets) })
 	return r
 }
 
 func (r *run) launch(name string, grid, block dim, args ...any) {
+	r.charge(categoryOf(name))
 	if r.err == nil {
 		r.err = r.d.launch(name, grid, block, args...)
 	}
@@ -49,6 +57,7 @@ func (r *run) gemm(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda 
 		r.gemmBatched(tA, tB, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1)
 		return
 	}
+	r.charge(GEMM)
 	if r.err == nil {
 		r.err = r.d.gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
@@ -65,11 +74,13 @@ func (r *run) gemmBatched(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePt
 		}
 		a = r.operand(a, (count-1)*sa+ar*lda, r.e.bf.a)
 		b = r.operand(b, (count-1)*sb+br*ldb, r.e.bf.b)
+		r.charge(GEMM)
 		if r.err == nil {
 			r.err = r.d.gemmBF16(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
 		}
 		return
 	}
+	r.charge(GEMM)
 	if r.err == nil {
 		r.err = r.d.gemmBatched(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
 	}
