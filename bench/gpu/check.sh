@@ -11,11 +11,11 @@
 #   .gpubin/data/go-byte     sfsweep data default -max-bytes 400000
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
-# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed unit loop kill sweep
-# curve; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit loop kill
+# sweep curve; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed unit loop kill sweep curve}
+STAGES=${2:-ptx speed profile unit loop kill sweep curve}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -70,6 +70,25 @@ if has speed; then
 		timeout 240 python3 "$ROOT/bench/torch/torch_llama_cuda.py" --batch 16 --seq 512 --accum 64 --steps 3 --warmup 1 --bf16 --sdpa --compile >"$OUT/speed-torch-$i.json" 2>"$OUT/speed-torch-$i.log"
 	done
 	python3 "$ROOT/bench/gpu/speed_table.py" "$OUT/speed-sfsweep.log" "$OUT"/speed-torch-[12].json | tee "$OUT/speed.txt"
+fi
+
+if has profile; then
+	# the speed stage's model and micro-batch, one micro-batch per step, its device time by
+	# category (attention, head/CE, norms, ...) from CUDA events: SFSWEEP_CUDA_PROFILE; the
+	# first step is left out as warm-up
+	train_cfg profile bf16 512 16 8192 8 0
+	rm -f "$OUT/profile.txt"
+	(cd "$WORK" && timeout 120 bash -c "SFSWEEP_CUDA_PROFILE='$OUT/profile.txt' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/profile' '$WORK/profile.yaml'") >"$OUT/profile.log" 2>&1
+	rc=$?
+	cat "$OUT/profile.txt" 2>/dev/null
+	# the last table's device time per micro-batch, and its five largest categories
+	total=$(awk '$1 == "total" { t = $4 } END { print t }' "$OUT/profile.txt" 2>/dev/null)
+	top=$(awk '$1 == "category" { n = 0; on = 1; next } $1 == "total" { on = 0 } on { row[++n] = $1 " " $5 }
+		END { for (i = 1; i <= n; i++) print row[i] }' "$OUT/profile.txt" 2>/dev/null | sort -k2 -rn | head -5 | paste -sd ' ')
+	# against the wall time of a micro-batch in the speed stage (the timing mode off), if run
+	rate=$(grep -o '[0-9]* tok/s' "$OUT/speed-sfsweep.log" 2>/dev/null | tail -1 | cut -d' ' -f1)
+	wall=${rate:+; the speed stage: $(awk -v r="$rate" 'BEGIN { printf "%.1f", 16 * 512 * 1000 / r }') ms of wall time}
+	verdict profile "exit $rc; ${total:-no} ms of device time per micro-batch$wall: $top"
 fi
 
 if has unit; then
