@@ -37,7 +37,7 @@ var floors = [][]string{
 	{"infra/s3store", "infra/devserver", "infra/temporalclient"},
 	{"infra/s3gw"},
 	// the program
-	{"cmd/sfsweep"},
+	{"cmd/sfsweep", "examples/pytorch"},
 }
 
 // external are the only rooms that may import a dependency, by import path prefix.
