@@ -3,9 +3,10 @@
 # and no CUDA toolkit, into .gpubin/ (git-ignored): the cuda-tagged test binaries of
 # training/cuda, training and cmd/sfsweep (xz-compressed) and the two prepared corpora.
 #
-# CUDA headers: CUDA_INCLUDE (default: Debian's nvidia-cuda-dev, CUDA 11.8, in /usr/include;
-# `apt-get install nvidia-cuda-dev`, section non-free). gorgonia.org/cu compiles against them
-# as against the toolkit's. Libraries: no CUDA library is needed here. The binaries link
+# CUDA headers: CUDA_INCLUDE, else /usr/include when Debian's nvidia-cuda-dev is installed
+# there, else those bench/gpu/toolkit.sh unpacks into .cuda/ (CUDA 12.4 from Debian trixie,
+# fetched on the first run). gorgonia.org/cu compiles against them as against the
+# toolkit's. Libraries: no CUDA library is needed here. The binaries link
 # libcuda.so.1 and libcublas.so.13 by soname; link-time stand-ins holding the symbols the
 # binaries use are generated into .cuda/stubs/ from the linker's list of undefined ones, and
 # the GPU machine's real libraries are loaded at run time.
@@ -13,6 +14,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 INC=${CUDA_INCLUDE:-/usr/include}
+if [ -z "${CUDA_INCLUDE:-}" ] && [ ! -f /usr/include/cuda.h ]; then
+	bench/gpu/toolkit.sh fetch
+	INC=$ROOT/.cuda/trixie/usr/include
+fi
 STUBS=$ROOT/.cuda/stubs
 mkdir -p "$STUBS" .gpubin/data
 export GOTOOLCHAIN=local CGO_ENABLED=1
