@@ -15,8 +15,10 @@ import (
 	"github.com/sfsweep/sfsweep/training"
 )
 
-func TestExampleCSensitivity(t *testing.T) {
-	src, err := os.ReadFile("examples/c-sensitivity-tiny.yaml")
+// expandExample parses the example manifest file under examples/ and expands its grid.
+func expandExample(t *testing.T, file string) (*Manifest, []Trial) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("examples", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +30,11 @@ func TestExampleCSensitivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, trials
+}
+
+func TestExampleCSensitivity(t *testing.T) {
+	m, trials := expandExample(t, "c-sensitivity-tiny.yaml")
 	// 6 + 5 + 6 + 6 grid points, each over 3 seeds; C = 10 at β1 = 0.9 and C = 20 at
 	// β1 = 0.95 are the vanilla runs (C = 1/(1−β1)), so two points of each seed share a trial.
 	if got := m.Count(); got != 3*23 {
