@@ -8,6 +8,12 @@
 // s_d, the difference is distinguishable from noise when |d̄| > t_{1−α/2, n−1} · s_d / √n.
 // Fewer than two shared seeds cannot tell anything apart: every difference is noise then,
 // except an exact zero, which is a tie.
+//
+// The same t statistic gives the difference's confidence interval (Interval), its
+// p-values against any bound (PValue, PBelow, PAbove), and the tests a claim of "no
+// effect" or "not worse" needs, which the failure to find a difference never shows: the
+// two one-sided tests of equivalence within a margin (TOST) and the non-inferiority test
+// (NonInferiority). Holm adjusts the p-values of several comparisons read together.
 package stats
 
 import (
