@@ -139,7 +139,7 @@ func (c *config) gather(e *evidence, v value) Seeds {
 }
 
 // compare compares value va of configuration a with vb of b seed by seed; b nil compares
-// with the constant 0.
+// with the constant 0. Its verdict waits for the finding's other comparisons (decide).
 func compare(e *evidence, a *config, va value, b *config, vb value, want string) Comparison {
 	c := Comparison{A: Side{Config: a.label(), Value: va.name, Seeds: a.gather(e, va)}, Want: want}
 	if b == nil {
@@ -152,7 +152,9 @@ func compare(e *evidence, a *config, va value, b *config, vb value, want string)
 		c.B = Side{Config: b.label(), Value: vb.name, Seeds: b.gather(e, vb)}
 	}
 	c.Paired = Compare(c.A.Spread, c.B.Spread)
-	c.Verdict = judge(c.Paired, want)
+	if want == "≤" || want == "≈" {
+		c.Margin = margin
+	}
 	return c
 }
 
@@ -165,6 +167,11 @@ var (
 	primaryPPL = value{"test perplexity", func(_ *evidence, _ string, r *training.Result) (float64, bool) {
 		v, ok := r.TestPPL[r.Primary]
 		return v, ok
+	}}
+	// primaryTestLoss is the log of the test perplexity: the scale of the margin
+	primaryTestLoss = value{"test loss (log perplexity)", func(_ *evidence, _ string, r *training.Result) (float64, bool) {
+		v, ok := r.TestPPL[r.Primary]
+		return math.Log(v), ok
 	}}
 	interpRange = value{"relative loss range along the interpolation", func(e *evidence, id string, _ *training.Result) (float64, bool) {
 		p := e.interp[id]

@@ -48,7 +48,12 @@ func TestReportMarkdown(t *testing.T) {
 		"![curves](findings/curves.png)\n",
 		"#### obs1-decay: holds\n\n*Observation 1 · fig:Obs1 (right).* A short AdamW decay",
 		"| AdamW (constant) lr 1e-3 β (0.9, 0.95), batch 32 · decay-probe gain (before − after) from step 15: 0.298 ± 0.001 (n=3) | " +
-			"SF-AdamW lr 2e-3 β (0.95, 0.99), batch 32 · decay-probe gain (before − after) from step 15: 0.012 ± 0.001 (n=3) | A > B | 3 | 0.286 | 0.001155 | 4.303 | holds |\n",
+			"SF-AdamW lr 2e-3 β (0.95, 0.99), batch 32 · decay-probe gain (before − after) from step 15: 0.004 ± 0.001 (n=3) | A > B | 3 | 0.294 | 0.001155 | 4.303 | [0.289, 0.299] | 1.5e-05 | 3.1e-05 | holds |\n",
+		// SF-AdamW's gain against 0 within the margin: 0.004 ± 4.303·0.001/√3
+		" | 0 | −0.01 < A − B < 0.01 | 3 | 0.004 | 0.0005774 | 4.303 | [0.001516, 0.006484] | 0.0091 | 0.0091 | holds |\n",
+		"p Holm: adjusted over this finding's 2 rows with two seeds or more; a row's verdict reads p Holm at 0.05.*\n\n#### obs1-ewa",
+		"δ = 0.01 nats of loss",
+		" · test loss (log perplexity): 3.186 ± 0.004153 (n=3) | AdamW (cosine)", // refined against AdamW-cosine at the large batch
 		"| 0 | A > B | 3 |", // the LR-decay branch against zero
 		"(n=2, 1 diverged)",
 		"Every refined configuration against its vanilla one",
@@ -79,7 +84,7 @@ func TestReportSeveralManifests(t *testing.T) {
 		"| check | claim | findings | empty |\n| --- | --- | --- | --- |\n",
 		"(Observation 1 · fig:Obs1 (right)) | holds | no data in this sweep |\n",
 		"| 24 | 0 | 0 | 0 | 24 | 0s |\n",
-		"#### obs1-decay: no data in this sweep\n\n*Observation 1 · fig:Obs1 (right).* A short AdamW decay (LR 1e-4 → 0) lowers AdamW's loss more than SF-AdamW's: SF-AdamW already follows the river.\n\n" +
+		"#### obs1-decay: no data in this sweep\n\n*Observation 1 · fig:Obs1 (right).* A short AdamW decay (LR 1e-4 → 0) lowers AdamW's loss more than SF-AdamW's, and leaves SF-AdamW's unchanged: SF-AdamW already follows the river.\n\n" +
 			"no vanilla SF-AdamW configuration completed a seed\n\nNeeds a constant-LR AdamW and a vanilla SF-AdamW configuration with decay-probe results (probes.decay)",
 	} {
 		if !strings.Contains(md, want) {

@@ -1,0 +1,201 @@
+package report
+
+import (
+	"math"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/internal/stats"
+)
+
+// tFor is the t statistic whose two-sided p-value at 2 degrees of freedom is p, from the
+// closed form p = 1 − t/√(2 + t²).
+func tFor(p float64) float64 {
+	q := (1 - p) * (1 - p)
+	return math.Sqrt(2 * q / (1 - q))
+}
+
+// pairs is the paired comparison of differences ds with 0.
+func pairs(ds ...float64) stats.Paired { return stats.Compare(ds, make([]float64, len(ds))) }
+
+// row is a comparison of differences ds against the claim want, with the margin where
+// want needs one.
+func row(want string, ds ...float64) Comparison {
+	r := Comparison{Want: want, Paired: pairs(ds...)}
+	if want == "≤" || want == "≈" {
+		r.Margin = margin
+	}
+	return r
+}
+
+func verdicts(rows []Comparison) []Verdict {
+	decide(rows)
+	out := make([]Verdict, len(rows))
+	for i, r := range rows {
+		out[i] = r.Verdict
+	}
+	return out
+}
+
+// judge reads the adjusted p-value and the side of the bound, claim by claim.
+func TestJudge(t *testing.T) {
+	for _, c := range []struct {
+		want     string
+		n        int
+		diff     float64
+		adjusted float64
+		v        Verdict
+	}{
+		{"<", 0, 0, 1, NoData},
+		{"<", 1, -5, 0, Noise},
+		{"<", 3, -1, 0.01, Holds},
+		{"<", 3, 1, 0.01, DoesNotHold},
+		{"<", 3, -1, 0.2, Noise},
+		{">", 3, 1, 0.01, Holds},
+		{">", 3, -1, 0.01, DoesNotHold},
+		{"≤", 3, 0.005, 0.01, Holds},       // worse, but by less than the margin
+		{"≤", 3, 0.03, 0.01, DoesNotHold},  // worse by more than the margin
+		{"≤", 3, -0.2, 0.3, Noise},         // far better on average, but noise hides it: no longer holds
+		{"≈", 3, -0.004, 0.01, Holds},      // inside ±margin
+		{"≈", 3, -0.05, 0.01, DoesNotHold}, // beyond −margin
+		{"≈", 3, 0, 0.5, Noise},
+	} {
+		r := Comparison{Want: c.want, Paired: stats.Paired{N: c.n, Diff: c.diff}, Adjusted: c.adjusted}
+		if c.want == "≤" || c.want == "≈" {
+			r.Margin = margin
+		}
+		if v := judge(r); v != c.v {
+			t.Errorf("judge(%s, n %d, diff %g, p Holm %g) = %s, want %s", c.want, c.n, c.diff, c.adjusted, v, c.v)
+		}
+	}
+}
+
+// decide tests each row and adjusts a finding's rows together by Holm's method: two
+// differences each beyond noise alone (p 0.03 and 0.04 at 2 degrees of freedom) are noise
+// together (Holm: 2·0.03 = 0.06); a row over fewer than two seeds is not in the family.
+func TestDecideHolm(t *testing.T) {
+	d03, d04 := -tFor(0.03), -tFor(0.04)
+	// differences d−1, d, d+1 have standard error 1/√3: scale so that t is as wanted
+	three := func(t float64) []float64 {
+		m := t / math.Sqrt(3)
+		return []float64{m - 1, m, m + 1}
+	}
+	rows := []Comparison{row("<", three(d03)...), row("<", three(d04)...)}
+	decide(rows)
+	if math.Abs(rows[0].P-0.03) > 1e-9 || math.Abs(rows[1].P-0.04) > 1e-9 || math.Abs(rows[0].Adjusted-0.06) > 1e-9 || math.Abs(rows[1].Adjusted-0.06) > 1e-9 {
+		t.Errorf("p %g, %g; Holm %g, %g; want 0.03, 0.04; 0.06, 0.06", rows[0].P, rows[1].P, rows[0].Adjusted, rows[1].Adjusted)
+	}
+	if v := verdicts(rows); v[0] != Noise || v[1] != Noise {
+		t.Errorf("together: %v, want noise, noise", v)
+	}
+	if v := verdicts([]Comparison{row("<", three(d03)...)}); v[0] != Holds {
+		t.Errorf("alone: %v, want holds", v)
+	}
+	if v := verdicts([]Comparison{row("<", three(d03)...), row("<", -1)}); v[0] != Holds || v[1] != Noise {
+		t.Errorf("beside a row of one seed: %v, want holds, noise", v)
+	}
+}
+
+// "Not worse" is a non-inferiority test and "no effect" two one-sided tests, with the
+// margin 0.01: neither holds on a difference that noise hides.
+func TestDecideMargins(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    Comparison
+		v    Verdict
+	}{
+		// worse by one standard deviation of its differences (0.02 ± 0.02): the old rule
+		// (not above beyond noise) held it; its interval reaches 0.07
+		{"not worse, worse by one sd", row("≤", 0, 0.02, 0.04), Noise},
+		{"not worse, worse beyond the margin", row("≤", 0.029, 0.03, 0.031), DoesNotHold},
+		{"not worse, inside the margin", row("≤", 0.001, 0.002, 0.003), Holds},
+		{"not worse, better", row("≤", -0.1, -0.11, -0.09), Holds},
+		{"not worse, one seed", row("≤", -0.5), Noise},
+		{"no effect, noisy zero", row("≈", -0.05, 0, 0.05), Noise},
+		{"no effect, tight", row("≈", 0.001, 0.002, 0.003), Holds},
+		{"no effect, a real effect", row("≈", 0.3, 0.31, 0.29), DoesNotHold},
+		{"no effect, small but beyond the margin", row("≈", -0.012, -0.013, -0.014), DoesNotHold},
+	} {
+		if v := verdicts([]Comparison{c.r}); v[0] != c.v {
+			lo, hi := c.r.Paired.Interval()
+			t.Errorf("%s: %s, want %s (mean %g, interval %g to %g)", c.name, v[0], c.v, c.r.Paired.Diff, lo, hi)
+		}
+	}
+	// the p-values: non-inferiority and TOST doubled, one-sided at 2.5% each
+	rows := []Comparison{row("≤", 0.001, 0.002, 0.003)}
+	decide(rows)
+	tt := (margin - 0.002) / (0.001 / math.Sqrt(3))
+	if want := 1 - tt/math.Sqrt(2+tt*tt); math.Abs(rows[0].P-want) > 1e-9 {
+		t.Errorf("non-inferiority p %g, want %g", rows[0].P, want)
+	}
+}
+
+// overall, case by case.
+func TestOverall(t *testing.T) {
+	rows := func(vs ...Verdict) []Comparison {
+		var out []Comparison
+		for _, v := range vs {
+			out = append(out, Comparison{Verdict: v})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		rows []Comparison
+		v    Verdict
+	}{
+		{nil, NoData},
+		{rows(NoData, NoData), NoData},
+		{rows(Holds, NoData, Holds), Holds},
+		{rows(Holds, Noise), Noise},
+		{rows(Noise, Holds), Noise},
+		{rows(Holds, Noise, DoesNotHold), DoesNotHold},
+	} {
+		if v := overall(c.rows); v != c.v {
+			t.Errorf("overall(%v) = %s, want %s", c.rows, v, c.v)
+		}
+	}
+}
+
+// Each rule that TestFindingsDoNotHold leaves holding, broken on its own: the rule must
+// say "does not hold".
+func TestFindingsEachRuleFails(t *testing.T) {
+	for _, c := range []struct {
+		id    string
+		spoil func(specs map[string]*spec)
+	}{
+		// SF-AdamW gains 0.05 from the decay: less than AdamW, but not nothing
+		{"obs1-decay", func(s map[string]*spec) { s["sf 0.95"].decay = 0.05 }},
+		// the EWA helps SF-AdamW (0.1) more than AdamW (0.01)
+		{"obs1-ewa", func(s map[string]*spec) { s["adamw constant"].val["ewa_w"], s["sf 0.95"].val["ewa_x"] = 3.49, 3.2 }},
+		// the LR decay raises AdamW's loss
+		{"obs1-lr-decay", func(s map[string]*spec) { s["adamw constant"].lrDecay = -0.05 }},
+		// SF-AdamW's loss varies more along the interpolation than AdamW's
+		{"obs1-interpolation", func(s map[string]*spec) {
+			s["adamw constant"].interp, s["sf 0.95"].interp = s["sf 0.95"].interp, s["adamw constant"].interp
+		}},
+		// refined x worse than its y by 0.04 nats on every seed, beyond the margin
+		{"refined-momentum", func(s map[string]*spec) { s["sf 0.5 C=50"].val["x"] = 3.50 }},
+	} {
+		specs := paperSpecs()
+		c.spoil(specs)
+		f := wantVerdict(t, newFakeSweep(t, findingsManifest, specs).findings(t), c.id, DoesNotHold)
+		for _, r := range f.Rows {
+			lo, hi := r.Paired.Interval()
+			t.Logf("%s: %s %s %s: %g (%g to %g), p Holm %g: %s", c.id, r.A.Value, r.Want, r.B.Value, r.Paired.Diff, lo, hi, r.Adjusted, r.Verdict)
+		}
+	}
+}
+
+// A refined x worse than its y by one standard deviation of its differences (0.02 ±
+// 0.02 over three seeds) no longer holds "not worse": it is noise.
+func TestFindingsNotWorseByOneSD(t *testing.T) {
+	specs := paperSpecs()
+	specs["sf 0.5 C=50"].val["x"] = 3.48 // y 3.46: worse by 0.02
+	specs["sf 0.5 C=50"].wobble = map[string][]float64{"x": {-0.02, 0, 0.02}}
+	f := wantVerdict(t, newFakeSweep(t, findingsManifest, specs).findings(t), "refined-momentum", Noise)
+	if len(f.Rows) != 2 || f.Rows[0].Verdict != Holds || f.Rows[1].Verdict != Noise || math.Abs(f.Rows[1].Paired.Diff-0.02) > 1e-9 {
+		t.Errorf("rows: %+v", f.Rows)
+	}
+	if lo, hi := f.Rows[1].Paired.Interval(); lo > 0 || hi < margin {
+		t.Errorf("interval %g to %g, want it to straddle 0 and the margin", lo, hi)
+	}
+}
