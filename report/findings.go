@@ -370,7 +370,8 @@ func refinedBest(e *evidence) ([]Comparison, string) {
 }
 
 // cTally counts the refined configurations whose test perplexity is below, above or not
-// distinguishable from that of the vanilla configuration they differ from only in C.
+// distinguishable from that of the vanilla configuration they differ from only in C. It
+// describes the tables and decides no verdict, so its cells are not adjusted.
 func (e *evidence) cTally() string {
 	var n, lower, higher, noData int
 	for _, v := range e.where(vanilla) {
@@ -387,7 +388,7 @@ func (e *evidence) cTally() string {
 			}
 		}
 	}
-	return fmt.Sprintf("Every refined configuration against its vanilla one (the C-sensitivity cells): refined is lower beyond noise in %d of %d, higher in %d, not distinguishable in %d, without a shared seed in %d.",
+	return fmt.Sprintf("Every refined configuration against its vanilla one (the C-sensitivity cells, each a paired t-test at 5%%, not adjusted for their number): refined is lower beyond noise in %d of %d, higher in %d, not distinguishable in %d, without a shared seed in %d.",
 		lower, n, higher, n-lower-higher-noData, noData)
 }
 
