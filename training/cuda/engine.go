@@ -5,6 +5,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"gorgonia.org/cu"
 
@@ -67,7 +68,8 @@ type Engine struct {
 
 	counting bool // NeedBytes: mk adds up sizes and allocates nothing
 
-	bf bf16
+	bf   bf16
+	fast fastPaths // the fast paths on (FastEnv)
 }
 
 var _ backend.Engine = (*Engine)(nil)
@@ -103,14 +105,21 @@ func New(cfg model.Config, batch, seqLen int, p backend.Precision) (*Engine, err
 	if seqLen < 1 || seqLen > cfg.Context {
 		return nil, fmt.Errorf("cuda: seqLen = %d, must be in [1, %d] (the context)", seqLen, cfg.Context)
 	}
+	fast, err := fastFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	d, err := getDevice()
 	if err != nil {
 		return nil, err
 	}
+	if k := d.missing(fastKernels(fast)); k != "" {
+		return nil, fmt.Errorf("cuda: %s=%s needs kernel %s, which the loaded PTX lacks: build kernels.cu (docs/gpu.md) and set %s", FastEnv, os.Getenv(FastEnv), k, PTXEnv)
+	}
 	unlock := d.lock()
 	defer unlock()
 	e := &Engine{d: d, prec: p, name: name, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
-		bf: bf16{on: p == backend.BF16, stale: true}, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
+		bf: bf16{on: p == backend.BF16, stale: true}, fast: fast, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
 	if err := e.allocate(); err != nil {
 		e.free()
 		return nil, e.oom(err)

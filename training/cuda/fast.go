@@ -1,0 +1,81 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+)
+
+// FastEnv names an environment variable that turns on, by name, the engine's fast paths
+// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each gives bitwise the
+// results of the default path (the arithmetic stays that of the backend's name); unset or
+// empty, the engine runs the default path.
+const FastEnv = "SFSWEEP_CUDA_FAST"
+
+// fastPaths is a set of fast paths, one bit each.
+type fastPaths uint32
+
+const (
+	// fastCE splits the cross-entropy into a loss kernel that leaves the logits as they
+	// are and keeps each row's max and 1/Σexp, and a gradient kernel that writes the
+	// logits' gradient, in bf16 mode straight as the bfloat16 operand of both head
+	// products, so no probabilities are stored and no rounding pass runs.
+	fastCE fastPaths = 1 << iota
+)
+
+// fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
+// before the path lacks.
+var fastNames = []struct {
+	name    string
+	path    fastPaths
+	kernels []string
+}{
+	{"ce", fastCE, []string{"crossentropy_loss", "crossentropy_grad", "crossentropy_grad_bf16"}},
+}
+
+func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }
+
+// parseFast reads FastEnv's value: names separated by commas, spaces ignored.
+func parseFast(s string) (fastPaths, error) {
+	var f fastPaths
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		i := fastIndex(name)
+		if i < 0 {
+			known := make([]string, len(fastNames))
+			for j, n := range fastNames {
+				known[j] = n.name
+			}
+			return 0, fmt.Errorf("cuda: %s=%q: unknown fast path %q (known: %s)", FastEnv, s, name, strings.Join(known, ", "))
+		}
+		f |= fastNames[i].path
+	}
+	return f, nil
+}
+
+func fastIndex(name string) int {
+	for i, n := range fastNames {
+		if n.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// fastKernels returns the kernels the paths of f need.
+func fastKernels(f fastPaths) []string {
+	var ks []string
+	for _, n := range fastNames {
+		if f.has(n.path) {
+			ks = append(ks, n.kernels...)
+		}
+	}
+	return ks
+}
+
+// fastFromEnv is FastEnv's setting, read once per process.
+var fastFromEnv = sync.OnceValues(func() (fastPaths, error) { return parseFast(os.Getenv(FastEnv)) })
