@@ -68,8 +68,9 @@ type Engine struct {
 
 	counting bool // NeedBytes: mk adds up sizes and allocates nothing
 
-	bf   bf16
-	fast fastPaths // the fast paths on (FastEnv)
+	bf      bf16
+	fast    fastPaths // the fast paths on (FastEnv)
+	ceFused bool      // the last Forward ran the fused cross-entropy's loss kernel
 }
 
 var _ backend.Engine = (*Engine)(nil)

@@ -13,6 +13,11 @@ import (
 // empty, the engine runs the default path.
 const FastEnv = "SFSWEEP_CUDA_FAST"
 
+// ceThreads is the block of the cross-entropy kernels, one block per row: its size fixes
+// the order of the row's sums, so it is part of the arithmetic (the mirror in
+// crossentropy_test.go runs the same partition).
+const ceThreads = 512
+
 // fastPaths is a set of fast paths, one bit each.
 type fastPaths uint32
 

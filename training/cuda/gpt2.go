@@ -37,8 +37,7 @@ func (e *Engine) forwardGPT2() error {
 	}
 	r.launch("layernorm_forward", rows(n), blk, s.nfOut, s.nfMean, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, e.p.normB, n, c, eps)
 	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
-	r.launch("crossentropy_forward", dim{x: n}, dim{x: 512}, s.logits, e.losses, e.targets, n, v)
-	r.do(func() error { return dtoh(e.lossHost, e.losses) })
+	e.lossForward(r)
 	return r.err
 }
 

@@ -52,6 +52,27 @@ __device__ float blockMax(float v, float *sh) {
     return warpMax(v);
 }
 
+__device__ __forceinline__ void storeGrad(float *p, float g) { *p = g; }
+__device__ __forceinline__ void storeGrad(__nv_bfloat16 *p, float g) { *p = __float2bfloat16_rn(g); }
+
+// crossEntropyGrad writes the gradient of the mean loss over all rows into out (N,V) from
+// the logits and crossentropy_loss's stats; one block per row. out may be the logits.
+template <typename T>
+__device__ void crossEntropyGrad(T *out, const float *logits, const float *stats, const int *targets, int n, int v, float inv) {
+    int r = blockIdx.x;
+    if (r >= n) return;
+    const float *z = logits + (long)r * v;
+    T *o = out + (long)r * v;
+    float mx = stats[2 * r], rs = stats[2 * r + 1];
+    int y = targets[r];
+    for (int j = threadIdx.x; j < v; j += blockDim.x) {
+        float p = expf(z[j] - mx) * rs;
+        float g = p * inv;
+        if (j == y) g -= inv;
+        storeGrad(o + j, g);
+    }
+}
+
 extern "C" {
 
 // scale_add is the kernel of the recipe test: y[i] = a·x[i] + y[i].
@@ -297,6 +318,48 @@ __global__ void crossentropy_backward(float *probs, const int *targets, int n, i
     float p = probs[idx] * inv;
     if (j == targets[r]) p -= inv;
     probs[idx] = p;
+}
+
+// The fused cross-entropy (SFSWEEP_CUDA_FAST=ce): crossentropy_loss then, for a backward
+// pass, crossentropy_grad or crossentropy_grad_bf16, in place of crossentropy_forward and
+// crossentropy_backward. The loss kernel runs crossentropy_forward's block, loops and
+// reductions, so its max, sum and loss are bitwise those; the gradient kernels recompute
+// e = expf(z − max) from the same z and max, so each element runs the sequence of the two
+// old kernels, p = e·inv, g = p·(1/n), g −= 1/n at the target, and is bitwise what they
+// left (in bf16 mode: rounded once, as to_bf16 rounded it). The logits are read three
+// times and never written; the probabilities are never stored.
+
+// crossentropy_loss writes each row's loss lse(z) − z[target], in float64, to losses (N),
+// and its max and 1/Σexp(z − max) to stats (N,2); logits (N,V) are left as they are. One
+// block of 512 threads per row.
+__global__ void crossentropy_loss(const float *logits, double *losses, float *stats, const int *targets, int n, int v) {
+    __shared__ float sh[32];
+    int r = blockIdx.x;
+    if (r >= n) return;
+    const float *z = logits + (long)r * v;
+    float zy = z[targets[r]];
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < v; j += blockDim.x) mx = fmaxf(mx, z[j]);
+    mx = blockMax(mx, sh);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < v; j += blockDim.x) sum += expf(z[j] - mx);
+    sum = blockSum(sum, sh);
+    if (threadIdx.x == 0) {
+        stats[2 * r] = mx;
+        stats[2 * r + 1] = 1.0f / sum;
+        losses[r] = log((double)sum) + (double)mx - (double)zy;
+    }
+}
+
+// crossentropy_grad writes the float32 gradient of the logits (N,V) in place.
+__global__ void crossentropy_grad(float *logits, const float *stats, const int *targets, int n, int v, float inv) {
+    crossEntropyGrad(logits, logits, stats, targets, n, v, inv);
+}
+
+// crossentropy_grad_bf16 writes the gradient of the logits (N,V) rounded to bfloat16 into
+// out (N,V), the operand of both head products.
+__global__ void crossentropy_grad_bf16(__nv_bfloat16 *out, const float *logits, const float *stats, const int *targets, int n, int v, float inv) {
+    crossEntropyGrad(out, logits, stats, targets, n, v, inv);
 }
 
 // sumsq_chunks writes the float64 sum of squares of each chunk of `chunk` elements of g

@@ -39,8 +39,7 @@ func (e *Engine) forward() error {
 	}
 	r.launch("rmsnorm_forward", rows(n), blk, s.nfOut, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, n, c, eps)
 	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
-	r.launch("crossentropy_forward", dim{x: n}, dim{x: 512}, s.logits, e.losses, e.targets, n, v)
-	r.do(func() error { return dtoh(e.lossHost, e.losses) })
+	e.lossForward(r)
 	return r.err
 }
 
@@ -99,9 +98,10 @@ func (e *Engine) headBackward(r *run) {
 	n, c, v := e.n, e.cfg.Dim, e.cfg.Vocab
 	s := &e.act
 	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
-	r.launch("crossentropy_backward", lin(n*v), blk, s.logits, e.targets, n, v, float32(1/float64(n)))
+	e.lossBackward(r)
 	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
 	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)
+	r.release(s.logits)
 	r.do(func() error { return e.zero(s.dresid, n*c) })
 }
 

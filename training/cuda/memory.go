@@ -41,7 +41,10 @@ type activations struct {
 	nfRstd cu.DevicePtr // (N)
 	nfMean cu.DevicePtr // (N) GPT-2 only
 	nfOut  cu.DevicePtr // (N,C)
-	logits cu.DevicePtr // (N,V): logits, then probabilities, then their gradient
+	logits cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
+	// ceStats (N,2) are each row's max and 1/Σexp(z − max), from the fused
+	// cross-entropy's loss kernel to its gradient kernel.
+	ceStats cu.DevicePtr
 
 	dresid, dnorm, dqkv cu.DevicePtr // (N,C), (N,C), (N,3C)
 	datt                cu.DevicePtr // (B,H,T,T)
@@ -188,7 +191,7 @@ func (e *Engine) allocBuffers() error {
 		}
 		s.layers = append(s.layers, la)
 	}
-	s.nfRstd, s.nfOut, s.logits = a(n), a(n*c), a(n*v)
+	s.nfRstd, s.nfOut, s.logits, s.ceStats = a(n), a(n*c), a(n*v), a(2*n)
 	if e.gpt2 {
 		s.nfMean = a(n)
 		s.dbPart = a(blocks(n, normRows) * max(3*c, f))

@@ -1,0 +1,123 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// needFast skips the test when the loaded PTX predates the paths of f (the embedded copy
+// not yet rebuilt), and fails it when a PTX given by PTXEnv lacks them.
+func needFast(t *testing.T, f fastPaths) {
+	t.Helper()
+	d, err := getDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := d.missing(fastKernels(f)); k != "" {
+		if os.Getenv(PTXEnv) == "" {
+			t.Skipf("the embedded PTX lacks kernel %s: set %s to a PTX built from kernels.cu", k, PTXEnv)
+		}
+		t.Fatalf("the PTX of %s lacks kernel %s", PTXEnv, k)
+	}
+}
+
+// fastRun is what a fast path must leave bitwise as the default path does: the losses of
+// two micro-batches (the second after an evaluation Forward without Backward) and the
+// gradients they add up to.
+type fastRun struct {
+	losses []float64
+	grads  []float32
+}
+
+func runFast(t *testing.T, e *Engine, f fastPaths, toks [][]int32) fastRun {
+	t.Helper()
+	e.fast = f
+	e.ZeroGrad()
+	var out fastRun
+	n := e.n
+	for i, tk := range toks {
+		if i == 1 {
+			// an evaluation Forward between micro-batches changes nothing
+			l, err := e.Forward(toks[0][:n], toks[0][1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.losses = append(out.losses, l)
+		}
+		l, err := e.Forward(tk[:n], tk[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		out.losses = append(out.losses, l)
+	}
+	out.grads = make([]float32, e.NumParams())
+	if err := e.ReadGrads(out.grads); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Each fast path gives bitwise the losses and gradients of the default path, for both
+// architectures, in bf16 and float32, with vocabularies below, at and above the
+// cross-entropy's block of 512 threads and not multiples of it.
+func TestFastPathsBitwise(t *testing.T) {
+	needFast(t, fastCE)
+	odd := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 64, Layers: 2, Heads: 4, Context: 40, Hidden: 96, Batch: 3}.WithDefaults()
+	for _, tc := range []struct {
+		name          string
+		cfg           model.Config
+		batch, seqLen int
+		prec          backend.Precision
+	}{
+		{"micro-llama", preset(t, "micro-llama"), 2, 8, backend.BF16},
+		{"odd-vocab", odd, 3, 37, backend.BF16},
+		{"odd-vocab/fp32", odd, 3, 37, backend.FP32},
+		{"tiny-llama", preset(t, "tiny-llama"), 4, 128, backend.BF16},
+		{"tiny-gpt2", preset(t, "tiny-gpt2"), 4, 100, backend.BF16},
+		{"micro-gpt2/tf32", preset(t, "micro-gpt2"), 2, 8, backend.TF32},
+		{"llama-124m", preset(t, "llama-124m"), 2, 512, backend.BF16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := New(tc.cfg, tc.batch, tc.seqLen, tc.prec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			p := make([]float32, tc.cfg.NumParams())
+			model.Init(tc.cfg, 7, p)
+			if err := e.WriteParams(p); err != nil {
+				t.Fatal(err)
+			}
+			n := tc.batch * tc.seqLen
+			toks := [][]int32{randomTokens(n+1, tc.cfg.Vocab, 21), randomTokens(n+1, tc.cfg.Vocab, 22)}
+			// a target at each edge of the vocabulary
+			toks[0][1], toks[0][n] = 0, int32(tc.cfg.Vocab-1)
+			old := runFast(t, e, 0, toks)
+			for _, fn := range fastNames {
+				got := runFast(t, e, fn.path, toks)
+				for i := range old.losses {
+					if math.Float64bits(got.losses[i]) != math.Float64bits(old.losses[i]) {
+						t.Errorf("%s: loss %d = %v, the default path's %v", fn.name, i, got.losses[i], old.losses[i])
+					}
+				}
+				for _, ts := range tc.cfg.Layout().Tensors {
+					for i := ts.Offset; i < ts.Offset+ts.Size; i++ {
+						if math.Float32bits(got.grads[i]) != math.Float32bits(old.grads[i]) {
+							t.Errorf("%s: gradient of %s[%d] = %v, the default path's %v", fn.name, ts.Name, i-ts.Offset, got.grads[i], old.grads[i])
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+}
