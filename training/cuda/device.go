@@ -151,7 +151,7 @@ func openDevice() (*device, error) {
 	// The kernels of the fast paths (fast.go) are newer than some PTX in use (SFSWEEP_CUDA_PTX,
 	// or an embedded copy not yet rebuilt): the module loads without them, and an engine
 	// asked for a path whose kernels are absent is refused.
-	for _, name := range fastKernels(^fastPaths(0)) {
+	for _, name := range fastKernels(allFast()) {
 		f, err := d.mod.Function(name)
 		if errors.Is(err, cu.NotFound) {
 			continue

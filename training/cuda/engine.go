@@ -5,7 +5,6 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"gorgonia.org/cu"
 
@@ -71,6 +70,9 @@ type Engine struct {
 	bf      bf16
 	fast    fastPaths // the fast paths on (FastEnv)
 	ceFused bool      // the last Forward ran the fused cross-entropy's loss kernel
+	// copies16: the engine holds the bfloat16 copies of the round path; roundFused: the
+	// last Forward's producers wrote them.
+	copies16, roundFused bool
 }
 
 var _ backend.Engine = (*Engine)(nil)
@@ -93,6 +95,15 @@ func init() {
 // (seqLen ≤ cfg.Context) on GPU 0, whose matrix products have precision p (one of the
 // family's: FP32, TF32 or BF16). Its parameters are zero until WriteParams.
 func New(cfg model.Config, batch, seqLen int, p backend.Precision) (*Engine, error) {
+	fast, err := fastFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return newEngine(cfg, batch, seqLen, p, fast)
+}
+
+// newEngine is New with the fast paths given: the engine may later run any subset of them.
+func newEngine(cfg model.Config, batch, seqLen int, p backend.Precision, fast fastPaths) (*Engine, error) {
 	name, err := backend.Resolve(family, p)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
@@ -106,16 +117,12 @@ func New(cfg model.Config, batch, seqLen int, p backend.Precision) (*Engine, err
 	if seqLen < 1 || seqLen > cfg.Context {
 		return nil, fmt.Errorf("cuda: seqLen = %d, must be in [1, %d] (the context)", seqLen, cfg.Context)
 	}
-	fast, err := fastFromEnv()
-	if err != nil {
-		return nil, err
-	}
 	d, err := getDevice()
 	if err != nil {
 		return nil, err
 	}
 	if k := d.missing(fastKernels(fast)); k != "" {
-		return nil, fmt.Errorf("cuda: %s=%s needs kernel %s, which the loaded PTX lacks: build kernels.cu (docs/gpu.md) and set %s", FastEnv, os.Getenv(FastEnv), k, PTXEnv)
+		return nil, fmt.Errorf("cuda: fast paths %s (%s) need kernel %s, which the loaded PTX lacks: build kernels.cu (docs/gpu.md) and set %s", fast, FastEnv, k, PTXEnv)
 	}
 	unlock := d.lock()
 	defer unlock()

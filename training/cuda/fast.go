@@ -27,19 +27,48 @@ const (
 	// logits' gradient, in bf16 mode straight as the bfloat16 operand of both head
 	// products, so no probabilities are stored and no rounding pass runs.
 	fastCE fastPaths = 1 << iota
+	// fastRound has the producers of LLaMA's activation operands (RMSNorm, SwiGLU) write
+	// their bfloat16 copy as they write the float32 value, in bf16 mode, so the products
+	// read it forward and backward and no rounding pass runs for n1, n2, the final norm
+	// and h. The copies are allocated when the engine is made with the path on.
+	fastRound
 )
 
-// fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
-// before the path lacks.
-var fastNames = []struct {
+// fastPath is a fast path's name in FastEnv and the kernels it needs.
+type fastPath struct {
 	name    string
 	path    fastPaths
 	kernels []string
-}{
+}
+
+// allFast is the set of every fast path.
+func allFast() fastPaths {
+	var f fastPaths
+	for _, n := range fastNames {
+		f |= n.path
+	}
+	return f
+}
+
+// fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
+// before the path lacks.
+var fastNames = []fastPath{
 	{"ce", fastCE, []string{"crossentropy_loss", "crossentropy_grad", "crossentropy_grad_bf16"}},
+	{"round", fastRound, []string{"rmsnorm_forward_bf16", "swiglu_forward_bf16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }
+
+// String is f in FastEnv's form.
+func (f fastPaths) String() string {
+	var names []string
+	for _, n := range fastNames {
+		if f.has(n.path) {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, ",")
+}
 
 // parseFast reads FastEnv's value: names separated by commas, spaces ignored.
 func parseFast(s string) (fastPaths, error) {

@@ -5,6 +5,7 @@ package cuda
 import (
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/sfsweep/sfsweep/training/backend"
@@ -70,7 +71,8 @@ func runFast(t *testing.T, e *Engine, f fastPaths, toks [][]int32) fastRun {
 // architectures, in bf16 and float32, with vocabularies below, at and above the
 // cross-entropy's block of 512 threads and not multiples of it.
 func TestFastPathsBitwise(t *testing.T) {
-	needFast(t, fastCE)
+	all := allFast()
+	needFast(t, all)
 	odd := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 64, Layers: 2, Heads: 4, Context: 40, Hidden: 96, Batch: 3}.WithDefaults()
 	for _, tc := range []struct {
 		name          string
@@ -87,7 +89,7 @@ func TestFastPathsBitwise(t *testing.T) {
 		{"llama-124m", preset(t, "llama-124m"), 2, 512, backend.BF16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := New(tc.cfg, tc.batch, tc.seqLen, tc.prec)
+			e, err := newEngine(tc.cfg, tc.batch, tc.seqLen, tc.prec, all)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +104,7 @@ func TestFastPathsBitwise(t *testing.T) {
 			// a target at each edge of the vocabulary
 			toks[0][1], toks[0][n] = 0, int32(tc.cfg.Vocab-1)
 			old := runFast(t, e, 0, toks)
-			for _, fn := range fastNames {
+			for _, fn := range append(slices.Clip(fastNames), fastPath{name: all.String(), path: all}) {
 				got := runFast(t, e, fn.path, toks)
 				for i := range old.losses {
 					if math.Float64bits(got.losses[i]) != math.Float64bits(old.losses[i]) {
@@ -119,5 +121,28 @@ func TestFastPathsBitwise(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// NeedBytes follows the buffers of the fast paths.
+func TestFastPathsNeedBytes(t *testing.T) {
+	all := allFast()
+	needFast(t, all)
+	for _, name := range []string{"micro-llama", "micro-gpt2"} {
+		cfg := preset(t, name)
+		for _, p := range []backend.Precision{backend.FP32, backend.BF16} {
+			var held [2]int64
+			for i, f := range []fastPaths{0, all} {
+				e, err := newEngine(cfg, 3, 8, p, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held[i] = int64(e.DeviceBytes())
+				e.Close()
+			}
+			if got, want := needBytes(cfg, 3, 8, p, all)-needBytes(cfg, 3, 8, p, 0), held[1]-held[0]; got != want {
+				t.Errorf("%s, %s: the fast paths add %d bytes to NeedBytes, %d to the engine", name, p, got, want)
+			}
+		}
 	}
 }

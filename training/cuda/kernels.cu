@@ -52,6 +52,40 @@ __device__ float blockMax(float v, float *sh) {
     return warpMax(v);
 }
 
+// The bodies of the producers of a product's operand, which write it in float32 and, where
+// out16 is not null, its bfloat16 copy: the same float32 value rounded once to nearest
+// even, bitwise what to_bf16 makes of it. A null out16 compiles to the float32-only kernel.
+
+__device__ __forceinline__ void rmsnormForward(float *out, __nv_bfloat16 *out16, float *rstd, const float *x, const float *w, int n, int c, float eps) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= n) return;
+    const float *xr = x + (long)r * c;
+    float ss = 0.0f;
+    for (int i = lane; i < c; i += WARP) ss += xr[i] * xr[i];
+    ss = warpSum(ss);
+    float rs = 1.0f / sqrtf(ss / c + eps);
+    if (lane == 0) rstd[r] = rs;
+    float *o = out + (long)r * c;
+    for (int i = lane; i < c; i += WARP) {
+        float y = xr[i] * rs * w[i];
+        o[i] = y;
+        if (out16) out16[(long)r * c + i] = __float2bfloat16_rn(y);
+    }
+}
+
+__device__ __forceinline__ void swigluForward(float *out, __nv_bfloat16 *out16, const float *gu, int n, int f) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * f) return;
+    long r = idx / f;
+    int i = idx % f;
+    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+    float s = 1.0f / (1.0f + expf(-g));
+    float y = g * s * u;
+    out[idx] = y;
+    if (out16) out16[idx] = __float2bfloat16_rn(y);
+}
+
 __device__ __forceinline__ void storeGrad(float *p, float g) { *p = g; }
 __device__ __forceinline__ void storeGrad(__nv_bfloat16 *p, float g) { *p = __float2bfloat16_rn(g); }
 
@@ -106,17 +140,13 @@ __global__ void encoder_backward(float *demb, const float *dout, const int *toke
 // rmsnorm_forward: out = x·rstd·w with rstd = 1/sqrt(mean(x²)+eps), one warp per row.
 // out (N,C), rstd (N), x (N,C), w (C)
 __global__ void rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int n, int c, float eps) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
-    int lane = threadIdx.x % WARP;
-    if (r >= n) return;
-    const float *xr = x + (long)r * c;
-    float ss = 0.0f;
-    for (int i = lane; i < c; i += WARP) ss += xr[i] * xr[i];
-    ss = warpSum(ss);
-    float rs = 1.0f / sqrtf(ss / c + eps);
-    if (lane == 0) rstd[r] = rs;
-    float *o = out + (long)r * c;
-    for (int i = lane; i < c; i += WARP) o[i] = xr[i] * rs * w[i];
+    rmsnormForward(out, nullptr, rstd, x, w, n, c, eps);
+}
+
+// rmsnorm_forward_bf16 is rmsnorm_forward that also writes out rounded to bfloat16 into
+// out16 (N,C), the operand of the next product (SFSWEEP_CUDA_FAST=round).
+__global__ void rmsnorm_forward_bf16(float *out, __nv_bfloat16 *out16, float *rstd, const float *x, const float *w, int n, int c, float eps) {
+    rmsnormForward(out, out16, rstd, x, w, n, c, eps);
 }
 
 // rmsnorm_backward_dx adds the gradient with respect to x to dx, one warp per row:
@@ -262,13 +292,13 @@ __global__ void softmax_causal_backward(float *dp, const float *p, int rows, int
 // swiglu_forward: out = silu(g)·u, where each row of gu holds the gate g then the up
 // projection u. out (N,F), gu (N,2F)
 __global__ void swiglu_forward(float *out, const float *gu, int n, int f) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long)n * f) return;
-    long r = idx / f;
-    int i = idx % f;
-    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
-    float s = 1.0f / (1.0f + expf(-g));
-    out[idx] = g * s * u;
+    swigluForward(out, nullptr, gu, n, f);
+}
+
+// swiglu_forward_bf16 is swiglu_forward that also writes out rounded to bfloat16 into
+// out16 (N,F) (SFSWEEP_CUDA_FAST=round).
+__global__ void swiglu_forward_bf16(float *out, __nv_bfloat16 *out16, const float *gu, int n, int f) {
+    swigluForward(out, out16, gu, n, f);
 }
 
 // swiglu_backward writes the gradients of g and u into dgu (overwriting them):

@@ -16,28 +16,29 @@ import (
 
 func (e *Engine) forward() error {
 	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
-	eps := float32(e.cfg.NormEps)
 	s := &e.act
 	r := e.forwardRun()
+	e.roundFused = e.copies16 && e.fast.has(fastRound)
+	e.useCopies(r)
 	r.launch("encoder_forward", lin(n*c), blk, s.resid[0], e.tokens, e.p.emb, n, c)
 	for l, w := range e.p.layers {
 		la := &s.layers[l]
 		x, mid, out := s.resid[2*l], s.resid[2*l+1], s.resid[2*l+2]
 		// attention: mid = x + Wo·Attn(RoPE(Wqkv·n1(x)))
-		r.launch("rmsnorm_forward", rows(n), blk, la.n1Out, la.n1Rstd, x, w.n1, n, c, eps)
+		e.rmsnormForward(r, la.n1Out, la.n1Out16, la.n1Rstd, x, w.n1)
 		r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
 		e.rope(r, la.qkv, e.sin)
 		e.attentionForward(r, la)
 		r.do(func() error { return dtod(mid, x, n*c) })
 		r.gemm(false, true, n, c, c, 1, la.y, c, w.wo, c, 1, mid, c)
 		// MLP: out = mid + W2·swiglu(W13·n2(mid))
-		r.launch("rmsnorm_forward", rows(n), blk, la.n2Out, la.n2Rstd, mid, w.n2, n, c, eps)
+		e.rmsnormForward(r, la.n2Out, la.n2Out16, la.n2Rstd, mid, w.n2)
 		r.gemm(false, true, n, 2*f, c, 1, la.n2Out, c, w.w13, c, 0, la.gu, 2*f)
-		r.launch("swiglu_forward", lin(n*f), blk, la.h, la.gu, n, f)
+		e.swigluForward(r, la.h, la.h16, la.gu)
 		r.do(func() error { return dtod(out, mid, n*c) })
 		r.gemm(false, true, n, c, f, 1, la.h, f, w.w2, f, 1, out, c)
 	}
-	r.launch("rmsnorm_forward", rows(n), blk, s.nfOut, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, n, c, eps)
+	e.rmsnormForward(r, s.nfOut, s.nfOut16, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm)
 	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
 	e.lossForward(r)
 	return r.err
@@ -109,6 +110,7 @@ func (e *Engine) backward() error {
 	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
 	s := &e.act
 	r := e.newRun()
+	e.useCopies(r)
 	e.headBackward(r)
 	e.rmsnormBackward(r, s.dresid, e.g.norm, s.dnorm, s.resid[2*e.cfg.Layers], e.p.norm, s.nfRstd)
 	for l := e.cfg.Layers - 1; l >= 0; l-- {

@@ -41,7 +41,11 @@ type activations struct {
 	nfRstd cu.DevicePtr // (N)
 	nfMean cu.DevicePtr // (N) GPT-2 only
 	nfOut  cu.DevicePtr // (N,C)
-	logits cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
+	// nfOut16 and the layers' n1Out16, n2Out16, h16 are the bfloat16 copies of nfOut,
+	// n1Out, n2Out and h that their producers write on the round path (fastRound); 0
+	// when the engine was made without it.
+	nfOut16 cu.DevicePtr
+	logits  cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
 	// ceStats (N,2) are each row's max and 1/Σexp(z − max), from the fused
 	// cross-entropy's loss kernel to its gradient kernel.
 	ceStats cu.DevicePtr
@@ -64,6 +68,8 @@ type layerActs struct {
 	gu, h         cu.DevicePtr // (N,2F), (N,F); GPT-2: c_fc output (N,F) and its GELU
 
 	n1Mean, n2Mean cu.DevicePtr // (N) GPT-2 only
+
+	n1Out16, n2Out16, h16 cu.DevicePtr // (N,C), (N,C), (N,F) bfloat16; fastRound only
 }
 
 // optimizerVectors is the number of parameter-sized state vectors of the device
@@ -78,7 +84,13 @@ const (
 // seqLen tokens allocates, with the state and scratch of a device optimizer: what a trial
 // of that shape needs on the GPU, beyond the CUDA context and cuBLAS's workspace.
 func NeedBytes(cfg model.Config, batch, seqLen int, p backend.Precision) int64 {
-	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true, bf: bf16{on: p == backend.BF16}}
+	fast, _ := fastFromEnv() // New fails on an error
+	return needBytes(cfg, batch, seqLen, p, fast)
+}
+
+// needBytes is NeedBytes for an engine made with the fast paths fast.
+func needBytes(cfg model.Config, batch, seqLen int, p backend.Precision, fast fastPaths) int64 {
+	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true, bf: bf16{on: p == backend.BF16}, fast: fast}
 	_ = c.allocBuffers()
 	size := c.layout.Size
 	_, _ = c.mk(blocks(size, normChunk), 8) // the gradient-norm scratch
@@ -99,7 +111,7 @@ func (e *Engine) oom(err error) error {
 		free, total = -1, -1
 	}
 	return &backend.OutOfMemoryError{
-		Backend: e.name, Need: NeedBytes(e.cfg, e.b, e.t, e.prec), Total: total, Free: free, Err: err,
+		Backend: e.name, Need: needBytes(e.cfg, e.b, e.t, e.prec, e.fast), Total: total, Free: free, Err: err,
 		What: fmt.Sprintf("%s of %d parameters at micro-batch %d×%d, with its optimizer,", e.cfg.Arch, e.cfg.NumParams(), e.b, e.t),
 	}
 }
@@ -189,9 +201,16 @@ func (e *Engine) allocBuffers() error {
 		if e.gpt2 {
 			la.n1Mean, la.n2Mean = a(n), a(n)
 		}
+		if e.roundCopies() {
+			la.n1Out16, la.n2Out16, la.h16 = a(n*c, 2), a(n*c, 2), a(n*f, 2)
+		}
 		s.layers = append(s.layers, la)
 	}
 	s.nfRstd, s.nfOut, s.logits, s.ceStats = a(n), a(n*c), a(n*v), a(2*n)
+	if e.roundCopies() {
+		s.nfOut16 = a(n*c, 2)
+		e.copies16 = true
+	}
 	if e.gpt2 {
 		s.nfMean = a(n)
 		s.dbPart = a(blocks(n, normRows) * max(3*c, f))

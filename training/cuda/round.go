@@ -1,0 +1,53 @@
+//go:build cuda
+
+package cuda
+
+import "gorgonia.org/cu"
+
+// The round path (FastEnv "round"): in bf16 mode, the kernels that produce LLaMA's
+// activation operands (RMSNorm's n1, n2 and final outputs, SwiGLU's h) write each value in
+// float32 and, rounded once to nearest even, in bfloat16, so the products that read them,
+// forward and backward, take the copy instead of rounding the float32 values into scratch
+// with a launch of their own. The copy is bitwise what to_bf16 made of the same value.
+
+// roundCopies reports whether an engine being made keeps the bfloat16 copies: bf16 mode,
+// LLaMA, made with the round path. The engine then has copies16 set, and may run the
+// path or not (fast may change afterwards).
+func (e *Engine) roundCopies() bool { return e.bf.on && !e.gpt2 && e.fast.has(fastRound) }
+
+// useCopies lets the run's products take the copies that the last Forward's producers
+// wrote (or, in a forward run, are about to write before any product reads them).
+func (e *Engine) useCopies(r *run) {
+	if !e.roundFused {
+		return
+	}
+	s := &e.act
+	r.rounded(s.nfOut, s.nfOut16)
+	for i := range s.layers {
+		la := &s.layers[i]
+		r.rounded(la.n1Out, la.n1Out16)
+		r.rounded(la.n2Out, la.n2Out16)
+		r.rounded(la.h, la.h16)
+	}
+}
+
+// rmsnormForward is RMSNorm of x (N,C) with weight w into out, and into out16 on the round
+// path.
+func (e *Engine) rmsnormForward(r *run, out, out16, rstd, x, w cu.DevicePtr) {
+	n, c, eps := e.n, e.cfg.Dim, float32(e.cfg.NormEps)
+	if e.roundFused {
+		r.launch("rmsnorm_forward_bf16", rows(n), blk, out, out16, rstd, x, w, n, c, eps)
+		return
+	}
+	r.launch("rmsnorm_forward", rows(n), blk, out, rstd, x, w, n, c, eps)
+}
+
+// swigluForward is SwiGLU of gu (N,2F) into out (N,F), and into out16 on the round path.
+func (e *Engine) swigluForward(r *run, out, out16, gu cu.DevicePtr) {
+	n, f := e.n, e.cfg.Hidden
+	if e.roundFused {
+		r.launch("swiglu_forward_bf16", lin(n*f), blk, out, out16, gu, n, f)
+		return
+	}
+	r.launch("swiglu_forward", lin(n*f), blk, out, gu, n, f)
+}
