@@ -52,8 +52,8 @@ __device__ float blockMax(float v, float *sh) {
     return warpMax(v);
 }
 
-// The bodies of the producers of a product's operand, which write it in float32 and, where
-// out16 is not null, its bfloat16 copy: the same float32 value rounded once to nearest
+// The bodies of the producers of a product's operand, forward and backward, which write it
+// in float32 and, where out16 is not null, its bfloat16 copy: the same float32 value rounded once to nearest
 // even, bitwise what to_bf16 makes of it. A null out16 compiles to the float32-only kernel.
 
 __device__ __forceinline__ void rmsnormForward(float *out, __nv_bfloat16 *out16, float *rstd, const float *x, const float *w, int n, int c, float eps) {
@@ -84,6 +84,40 @@ __device__ __forceinline__ void swigluForward(float *out, __nv_bfloat16 *out16, 
     float y = g * s * u;
     out[idx] = y;
     if (out16) out16[idx] = __float2bfloat16_rn(y);
+}
+
+__device__ __forceinline__ void rmsnormBackwardDx(float *dx, __nv_bfloat16 *dx16, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= n) return;
+    const float *d = dout + (long)r * c, *xr = x + (long)r * c;
+    float rs = rstd[r];
+    float dot = 0.0f;
+    for (int i = lane; i < c; i += WARP) dot += d[i] * w[i] * (xr[i] * rs);
+    dot = warpSum(dot) / c;
+    float *o = dx + (long)r * c;
+    for (int i = lane; i < c; i += WARP) {
+        float y = o[i] + rs * (d[i] * w[i] - xr[i] * rs * dot);
+        o[i] = y;
+        if (dx16) dx16[(long)r * c + i] = __float2bfloat16_rn(y);
+    }
+}
+
+__device__ __forceinline__ void swigluBackward(float *dgu, __nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * f) return;
+    long r = idx / f;
+    int i = idx % f;
+    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+    float s = 1.0f / (1.0f + expf(-g));
+    float d = dout[idx];
+    float dg = d * u * s * (1.0f + g * (1.0f - s)), du = d * (g * s);
+    dgu[r * 2 * f + i] = dg;
+    dgu[r * 2 * f + f + i] = du;
+    if (dgu16) {
+        dgu16[r * 2 * f + i] = __float2bfloat16_rn(dg);
+        dgu16[r * 2 * f + f + i] = __float2bfloat16_rn(du);
+    }
 }
 
 __device__ __forceinline__ void storeGrad(float *p, float g) { *p = g; }
@@ -153,16 +187,13 @@ __global__ void rmsnorm_forward_bf16(float *out, __nv_bfloat16 *out16, float *rs
 // with x̂ = x·rstd and dot = mean(dout·w·x̂), dx += rstd·(dout·w − x̂·dot).
 // dx (N,C), dout (N,C), x (N,C), w (C), rstd (N)
 __global__ void rmsnorm_backward_dx(float *dx, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
-    int lane = threadIdx.x % WARP;
-    if (r >= n) return;
-    const float *d = dout + (long)r * c, *xr = x + (long)r * c;
-    float rs = rstd[r];
-    float dot = 0.0f;
-    for (int i = lane; i < c; i += WARP) dot += d[i] * w[i] * (xr[i] * rs);
-    dot = warpSum(dot) / c;
-    float *o = dx + (long)r * c;
-    for (int i = lane; i < c; i += WARP) o[i] += rs * (d[i] * w[i] - xr[i] * rs * dot);
+    rmsnormBackwardDx(dx, nullptr, dout, x, w, rstd, n, c);
+}
+
+// rmsnorm_backward_dx_bf16 is rmsnorm_backward_dx that also writes the new dx rounded to
+// bfloat16 into dx16 (N,C), the operand of the next two products (SFSWEEP_CUDA_FAST=round).
+__global__ void rmsnorm_backward_dx_bf16(float *dx, __nv_bfloat16 *dx16, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+    rmsnormBackwardDx(dx, dx16, dout, x, w, rstd, n, c);
 }
 
 // rmsnorm_backward_dw_part writes the sums over chunks of rows of dout·x̂ into part: thread
@@ -305,15 +336,13 @@ __global__ void swiglu_forward_bf16(float *out, __nv_bfloat16 *out16, const floa
 // dg = dout·u·σ(g)·(1 + g·(1−σ(g))), du = dout·silu(g).
 // dgu (N,2F), dout (N,F), gu (N,2F)
 __global__ void swiglu_backward(float *dgu, const float *dout, const float *gu, int n, int f) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long)n * f) return;
-    long r = idx / f;
-    int i = idx % f;
-    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
-    float s = 1.0f / (1.0f + expf(-g));
-    float d = dout[idx];
-    dgu[r * 2 * f + i] = d * u * s * (1.0f + g * (1.0f - s));
-    dgu[r * 2 * f + f + i] = d * (g * s);
+    swigluBackward(dgu, nullptr, dout, gu, n, f);
+}
+
+// swiglu_backward_bf16 is swiglu_backward that also writes dgu rounded to bfloat16 into
+// dgu16 (N,2F) (SFSWEEP_CUDA_FAST=round).
+__global__ void swiglu_backward_bf16(float *dgu, __nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
+    swigluBackward(dgu, dgu16, dout, gu, n, f);
 }
 
 // crossentropy_forward replaces each row of logits (N,V) by its softmax and writes the row's

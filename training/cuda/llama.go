@@ -82,11 +82,16 @@ func (e *Engine) attentionBackward(r *run, la *layerActs) {
 	r.launch("permute_backward", lin(e.n*e.cfg.Dim), blk, s.dqkv, s.dq, s.dk, s.dv, b, t, nh, d)
 }
 
-// rmsnormBackward adds the input gradient to dx and the weight gradient to dw.
+// rmsnormBackward adds the input gradient to dx and the weight gradient to dw; where the
+// run keeps a bfloat16 copy of dx (the round path), the copy follows.
 func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) {
 	n, c := e.n, e.cfg.Dim
 	chunks := blocks(n, normRows)
-	r.launch("rmsnorm_backward_dx", rows(n), blk, dx, dout, x, w, rstd, n, c)
+	if dx16, ok := r.pre[dx]; ok {
+		r.launch("rmsnorm_backward_dx_bf16", rows(n), blk, dx, dx16, dout, x, w, rstd, n, c)
+	} else {
+		r.launch("rmsnorm_backward_dx", rows(n), blk, dx, dout, x, w, rstd, n, c)
+	}
 	r.launch("rmsnorm_backward_dw_part", dim{x: blocks(c, threads), y: chunks}, blk, e.act.dwPart, dout, x, rstd, n, c, normRows)
 	r.launch("sum_rows_add", lin(c), blk, dw, e.act.dwPart, chunks, c)
 }
@@ -119,7 +124,7 @@ func (e *Engine) backward() error {
 		// MLP
 		r.gemm(true, false, c, f, n, 1, s.dresid, c, la.h, f, 1, gw.w2, f)
 		r.gemm(false, false, n, f, c, 1, s.dresid, c, w.w2, f, 0, s.dh, f)
-		r.launch("swiglu_backward", lin(n*f), blk, s.dgu, s.dh, la.gu, n, f)
+		e.swigluBackward(r, la)
 		r.gemm(true, false, 2*f, c, n, 1, s.dgu, 2*f, la.n2Out, c, 1, gw.w13, c)
 		r.gemm(false, false, n, c, 2*f, 1, s.dgu, 2*f, w.w13, c, 0, s.dnorm, c)
 		e.rmsnormBackward(r, s.dresid, gw.n2, s.dnorm, mid, w.n2, la.n2Rstd)

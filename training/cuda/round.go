@@ -5,10 +5,12 @@ package cuda
 import "gorgonia.org/cu"
 
 // The round path (FastEnv "round"): in bf16 mode, the kernels that produce LLaMA's
-// activation operands (RMSNorm's n1, n2 and final outputs, SwiGLU's h) write each value in
-// float32 and, rounded once to nearest even, in bfloat16, so the products that read them,
-// forward and backward, take the copy instead of rounding the float32 values into scratch
-// with a launch of their own. The copy is bitwise what to_bf16 made of the same value.
+// activation operands (RMSNorm's n1, n2 and final outputs, SwiGLU's h) and gradient
+// operands (RMSNorm backward's dresid, SwiGLU backward's dgu) write each value in float32
+// and, rounded once to nearest even, in bfloat16, so the products that read them take the
+// copy instead of rounding the float32 values into scratch with a launch of their own. The
+// copy is bitwise what to_bf16 made of the same value. Every write of these buffers before
+// a product reads them is by such a kernel, so a copy is never stale when it is read.
 
 // roundCopies reports whether an engine being made keeps the bfloat16 copies: bf16 mode,
 // LLaMA, made with the round path. The engine then has copies16 set, and may run the
@@ -23,6 +25,8 @@ func (e *Engine) useCopies(r *run) {
 	}
 	s := &e.act
 	r.rounded(s.nfOut, s.nfOut16)
+	r.rounded(s.dresid, s.dresid16)
+	r.rounded(s.dgu, s.dgu16)
 	for i := range s.layers {
 		la := &s.layers[i]
 		r.rounded(la.n1Out, la.n1Out16)
@@ -50,4 +54,15 @@ func (e *Engine) swigluForward(r *run, out, out16, gu cu.DevicePtr) {
 		return
 	}
 	r.launch("swiglu_forward", lin(n*f), blk, out, gu, n, f)
+}
+
+// swigluBackward writes the gradients of SwiGLU's input gu into dgu from that of its
+// output dh, and into dgu16 on the round path.
+func (e *Engine) swigluBackward(r *run, la *layerActs) {
+	n, f, s := e.n, e.cfg.Hidden, &e.act
+	if e.roundFused {
+		r.launch("swiglu_backward_bf16", lin(n*f), blk, s.dgu, s.dgu16, s.dh, la.gu, n, f)
+		return
+	}
+	r.launch("swiglu_backward", lin(n*f), blk, s.dgu, s.dh, la.gu, n, f)
 }

@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// A Go mirror of the round path's producers (kernels.cu rmsnormForward, swigluForward):
-// the bfloat16 copy they write is the float32 value they write, rounded once, so it is
-// bitwise what to_bf16 made of the default path's output. The mirror runs RMSNorm's warp
-// per row (32 lanes striding over the row, the shuffle tree of warpSum) and checks both
-// outputs against a float64 reference.
+// A Go mirror of the round path's producers (kernels.cu rmsnormForward, swigluForward,
+// rmsnormBackwardDx, swigluBackward): the bfloat16 copy they write is the float32 value
+// they write, rounded once, so it is bitwise what to_bf16 made of the default path's
+// output. The mirror runs RMSNorm's warp per row (32 lanes striding over the row, the
+// shuffle tree of warpSum) and checks both outputs against a float64 reference.
 
 // rmsnormMirror is rmsnormForward on rows of x (N,C): out, out16 and rstd.
 func rmsnormMirror(x, w []float32, c int, eps float32) (out []float32, out16 []uint16, rstd []float32) {
@@ -53,6 +53,44 @@ func swigluMirror(gu []float32, f int) (out []float32, out16 []uint16) {
 	return out, out16
 }
 
+// rmsnormBackwardDxMirror is rmsnormBackwardDx: dx += rstd·(dout·w − x̂·mean(dout·w·x̂))
+// per row, with the warp's reduction, and the new dx's bfloat16 copy.
+func rmsnormBackwardDxMirror(dx, dout, x, w, rstd []float32, c int) (dx16 []uint16) {
+	dx16 = make([]uint16, len(dx))
+	for r := range rstd {
+		d, xr, rs := dout[r*c:(r+1)*c], x[r*c:(r+1)*c], rstd[r]
+		dot := make([]float32, warp)
+		for l := range dot {
+			for i := l; i < c; i += warp {
+				dot[l] += d[i] * w[i] * (xr[i] * rs)
+			}
+		}
+		warpReduce(dot, add)
+		m := dot[0] / float32(c)
+		for l := range warp {
+			for i := l; i < c; i += warp {
+				y := dx[r*c+i] + rs*(d[i]*w[i]-xr[i]*rs*m)
+				dx[r*c+i], dx16[r*c+i] = y, roundBF16(y)
+			}
+		}
+	}
+	return dx16
+}
+
+// swigluBackwardMirror is swigluBackward: dgu (N,2F) and its copy from dout (N,F).
+func swigluBackwardMirror(dout, gu []float32, f int) (dgu []float32, dgu16 []uint16) {
+	dgu, dgu16 = make([]float32, len(gu)), make([]uint16, len(gu))
+	for idx, d := range dout {
+		r, i := idx/f, idx%f
+		g, u := gu[r*2*f+i], gu[r*2*f+f+i]
+		s := 1 / (1 + mexp(-g))
+		dg, du := d*u*s*(1+g*(1-s)), d*(g*s)
+		dgu[r*2*f+i], dgu[r*2*f+f+i] = dg, du
+		dgu16[r*2*f+i], dgu16[r*2*f+f+i] = roundBF16(dg), roundBF16(du)
+	}
+	return dgu, dgu16
+}
+
 // closeBF16 reports whether the bfloat16 h is ref rounded: within 2⁻⁸ relative (one
 // rounding plus float32's error), or tiny.
 func closeBF16(h uint16, ref float64) bool {
@@ -87,6 +125,28 @@ func TestRoundProducersMirror(t *testing.T) {
 				}
 			}
 		}
+		// backward: dx starts from a gradient already there, as dresid does
+		dout, dx := make([]float32, n*c), make([]float32, n*c)
+		for i := range dout {
+			dout[i], dx[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		_, _, rstd := rmsnormMirror(x, w, c, eps)
+		dx0 := append([]float32(nil), dx...)
+		dx16 := rmsnormBackwardDxMirror(dx, dout, x, w, rstd, c)
+		for r := range n {
+			var dot float64
+			for i := range c {
+				dot += float64(dout[r*c+i]) * float64(w[i]) * float64(x[r*c+i]) * float64(rstd[r])
+			}
+			dot /= float64(c)
+			for i := range c {
+				xh := float64(x[r*c+i]) * float64(rstd[r])
+				ref := float64(dx0[r*c+i]) + float64(rstd[r])*(float64(dout[r*c+i])*float64(w[i])-xh*dot)
+				if dx16[r*c+i] != roundBF16(dx[r*c+i]) || !closeBF16(dx16[r*c+i], ref) {
+					t.Fatalf("C=%d: rmsnorm backward (%d,%d) = %v (bf16 %#04x), float64 %v", c, r, i, dx[r*c+i], dx16[r*c+i], ref)
+				}
+			}
+		}
 		gu := make([]float32, n*2*c)
 		for i := range gu {
 			gu[i] = float32(rng.NormFloat64() * 3)
@@ -98,6 +158,18 @@ func TestRoundProducersMirror(t *testing.T) {
 			ref := g / (1 + math.Exp(-g)) * u
 			if sw16[idx] != roundBF16(y) || !closeBF16(sw16[idx], ref) {
 				t.Fatalf("F=%d: swiglu %d = %v (bf16 %#04x), float64 %v", c, idx, y, sw16[idx], ref)
+			}
+		}
+		dgu, dgu16 := swigluBackwardMirror(dout, gu, c)
+		for idx, d := range dout {
+			r, i := idx/c, idx%c
+			g, u := float64(gu[r*2*c+i]), float64(gu[r*2*c+c+i])
+			s := 1 / (1 + math.Exp(-g))
+			for k, ref := range []float64{float64(d) * u * s * (1 + g*(1-s)), float64(d) * g * s} {
+				j := r*2*c + k*c + i
+				if dgu16[j] != roundBF16(dgu[j]) || !closeBF16(dgu16[j], ref) {
+					t.Fatalf("F=%d: swiglu backward %d = %v (bf16 %#04x), float64 %v", c, j, dgu[j], dgu16[j], ref)
+				}
 			}
 		}
 	}
