@@ -120,6 +120,42 @@ __device__ __forceinline__ void swigluBackward(float *dgu, __nv_bfloat16 *dgu16,
     }
 }
 
+// headToRow maps element idx of a head-major tensor (B,H,T,D) to the same element of a
+// row-major one (B,T,·) whose rows are stride elements long and hold head hh at hh·D.
+__device__ __forceinline__ long headToRow(long idx, int nt, int nh, int d, int stride) {
+    int di = idx % d;
+    int t = (idx / d) % nt;
+    int hh = (idx / ((long)d * nt)) % nh;
+    int bb = idx / ((long)d * nt * nh);
+    return ((long)bb * nt + t) * stride + hh * d + di;
+}
+
+__device__ __forceinline__ void permuteQKV(float *q, float *k, float *v, __nv_bfloat16 *q16, __nv_bfloat16 *k16, __nv_bfloat16 *v16, const float *qkv, int b, int nt, int nh, int d) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * d) return;
+    int c = nh * d;
+    long src = headToRow(idx, nt, nh, d, 3 * c);
+    float a = qkv[src], bk = qkv[src + c], bv = qkv[src + 2 * c];
+    q[idx] = a;
+    k[idx] = bk;
+    v[idx] = bv;
+    if (q16) {
+        q16[idx] = __float2bfloat16_rn(a);
+        k16[idx] = __float2bfloat16_rn(bk);
+        v16[idx] = __float2bfloat16_rn(bv);
+    }
+}
+
+__device__ __forceinline__ void unpermuteHeads(float *out, __nv_bfloat16 *out16, const float *in, int b, int nt, int nh, int d, int back) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * d) return;
+    long y = headToRow(idx, nt, nh, d, nh * d);
+    long o = back ? idx : y;
+    float x = back ? in[y] : in[idx];
+    out[o] = x;
+    if (out16) out16[o] = __float2bfloat16_rn(x);
+}
+
 __device__ __forceinline__ void storeGrad(float *p, float g) { *p = g; }
 __device__ __forceinline__ void storeGrad(__nv_bfloat16 *p, float g) { *p = __float2bfloat16_rn(g); }
 
@@ -240,29 +276,21 @@ __global__ void rope(float *qkv, const float *cos, const float *sin, int n, int 
 
 // permute splits qkv (B,T,3C) into q, k, v (B,H,T,D).
 __global__ void permute(float *q, float *k, float *v, const float *qkv, int b, int nt, int nh, int d) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long)b * nh * nt * d) return;
-    int di = idx % d;
-    int t = (idx / d) % nt;
-    int hh = (idx / ((long)d * nt)) % nh;
-    int bb = idx / ((long)d * nt * nh);
-    int c = nh * d;
-    long src = ((long)bb * nt + t) * 3 * c + hh * d + di;
-    q[idx] = qkv[src];
-    k[idx] = qkv[src + c];
-    v[idx] = qkv[src + 2 * c];
+    permuteQKV(q, k, v, nullptr, nullptr, nullptr, qkv, b, nt, nh, d);
+}
+
+// permute_bf16 is permute that also writes q, k, v rounded to bfloat16 into q16, k16, v16
+// (B,H,T,D), the operands of attention's products (SFSWEEP_CUDA_FAST=round).
+__global__ void permute_bf16(float *q, float *k, float *v, __nv_bfloat16 *q16, __nv_bfloat16 *k16, __nv_bfloat16 *v16, const float *qkv, int b, int nt, int nh, int d) {
+    permuteQKV(q, k, v, q16, k16, v16, qkv, b, nt, nh, d);
 }
 
 // permute_backward gathers dq, dk, dv (B,H,T,D) into dqkv (B,T,3C), overwriting it.
 __global__ void permute_backward(float *dqkv, const float *dq, const float *dk, const float *dv, int b, int nt, int nh, int d) {
     long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long)b * nh * nt * d) return;
-    int di = idx % d;
-    int t = (idx / d) % nt;
-    int hh = (idx / ((long)d * nt)) % nh;
-    int bb = idx / ((long)d * nt * nh);
     int c = nh * d;
-    long dst = ((long)bb * nt + t) * 3 * c + hh * d + di;
+    long dst = headToRow(idx, nt, nh, d, 3 * c);
     dqkv[dst] = dq[idx];
     dqkv[dst + c] = dk[idx];
     dqkv[dst + 2 * c] = dv[idx];
@@ -271,15 +299,13 @@ __global__ void permute_backward(float *dqkv, const float *dq, const float *dk, 
 // unpermute writes y (B,T,C) from the heads' outputs (B,H,T,D); with back set it goes the
 // other way, the gradient dy (B,T,C) into (B,H,T,D).
 __global__ void unpermute(float *out, const float *in, int b, int nt, int nh, int d, int back) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long)b * nh * nt * d) return;
-    int di = idx % d;
-    int t = (idx / d) % nt;
-    int hh = (idx / ((long)d * nt)) % nh;
-    int bb = idx / ((long)d * nt * nh);
-    long y = ((long)bb * nt + t) * nh * d + hh * d + di;
-    if (back) out[idx] = in[y];
-    else out[y] = in[idx];
+    unpermuteHeads(out, nullptr, in, b, nt, nh, d, back);
+}
+
+// unpermute_bf16 is unpermute that also writes out rounded to bfloat16 into out16, laid
+// out as out (SFSWEEP_CUDA_FAST=round).
+__global__ void unpermute_bf16(float *out, __nv_bfloat16 *out16, const float *in, int b, int nt, int nh, int d, int back) {
+    unpermuteHeads(out, out16, in, b, nt, nh, d, back);
 }
 
 // softmax_causal replaces each row i (mod T) of the scores (BH,T,T) by the softmax of its

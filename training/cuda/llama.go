@@ -56,11 +56,11 @@ func (e *Engine) attentionForward(r *run, la *layerActs) {
 	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
 	bh, td, tt := b*nh, t*d, t*t
 	scale := float32(1 / math.Sqrt(float64(d)))
-	r.launch("permute", lin(e.n*e.cfg.Dim), blk, s.q, s.k, s.v, la.qkv, b, t, nh, d)
+	e.permute(r, la.qkv)
 	r.gemmBatched(false, true, t, t, d, scale, s.q, d, td, s.k, d, td, 0, la.att, t, tt, bh)
 	r.launch("softmax_causal", rows(bh*t), blk, la.att, bh*t, t)
 	r.gemmBatched(false, false, t, d, t, 1, la.att, t, tt, s.v, d, td, 0, s.hy, d, td, bh)
-	r.launch("unpermute", lin(e.n*e.cfg.Dim), blk, la.y, s.hy, b, t, nh, d, 0)
+	e.unpermute(r, la.y, s.hy, 0)
 }
 
 // attentionBackward writes the gradients of q, k and v into s.dqkv (overwriting it) from
@@ -70,8 +70,8 @@ func (e *Engine) attentionBackward(r *run, la *layerActs) {
 	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
 	bh, td, tt := b*nh, t*d, t*t
 	scale := float32(1 / math.Sqrt(float64(d)))
-	r.launch("permute", lin(e.n*e.cfg.Dim), blk, s.q, s.k, s.v, la.qkv, b, t, nh, d)
-	r.launch("unpermute", lin(e.n*e.cfg.Dim), blk, s.hy, s.dy, b, t, nh, d, 1)
+	e.permute(r, la.qkv)
+	e.unpermute(r, s.hy, s.dy, 1)
 	// dP = dY·Vᵀ, dV = Pᵀ·dY
 	r.gemmBatched(false, true, t, t, d, 1, s.hy, d, td, s.v, d, td, 0, s.datt, t, tt, bh)
 	r.gemmBatched(true, false, t, d, t, 1, la.att, t, tt, s.hy, d, td, 0, s.dv, d, td, bh)

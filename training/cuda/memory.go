@@ -45,10 +45,11 @@ type activations struct {
 	// n1Out, n2Out and h that their producers write on the round path (fastRound); 0
 	// when the engine was made without it.
 	nfOut16 cu.DevicePtr
-	// dresid16 and dgu16 are the bfloat16 copies of dresid and dgu that RMSNorm's and
-	// SwiGLU's backward kernels write on the round path; 0 without it.
-	dresid16, dgu16 cu.DevicePtr
-	logits          cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
+	// dresid16, dgu16, q16, k16, v16 and hy16 are the bfloat16 copies of dresid, dgu,
+	// q, k, v and hy (the heads' output gradient) that their producers write on the round
+	// path; 0 without it.
+	dresid16, dgu16, q16, k16, v16, hy16 cu.DevicePtr
+	logits                               cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
 	// ceStats (N,2) are each row's max and 1/Σexp(z − max), from the fused
 	// cross-entropy's loss kernel to its gradient kernel.
 	ceStats cu.DevicePtr
@@ -72,7 +73,7 @@ type layerActs struct {
 
 	n1Mean, n2Mean cu.DevicePtr // (N) GPT-2 only
 
-	n1Out16, n2Out16, h16 cu.DevicePtr // (N,C), (N,C), (N,F) bfloat16; fastRound only
+	n1Out16, n2Out16, h16, y16 cu.DevicePtr // (N,C), (N,C), (N,F), (N,C) bfloat16; fastRound only
 }
 
 // optimizerVectors is the number of parameter-sized state vectors of the device
@@ -205,13 +206,14 @@ func (e *Engine) allocBuffers() error {
 			la.n1Mean, la.n2Mean = a(n), a(n)
 		}
 		if e.roundCopies() {
-			la.n1Out16, la.n2Out16, la.h16 = a(n*c, 2), a(n*c, 2), a(n*f, 2)
+			la.n1Out16, la.n2Out16, la.h16, la.y16 = a(n*c, 2), a(n*c, 2), a(n*f, 2), a(n*c, 2)
 		}
 		s.layers = append(s.layers, la)
 	}
 	s.nfRstd, s.nfOut, s.logits, s.ceStats = a(n), a(n*c), a(n*v), a(2*n)
 	if e.roundCopies() {
 		s.nfOut16, s.dresid16, s.dgu16 = a(n*c, 2), a(n*c, 2), a(n*gu, 2)
+		s.q16, s.k16, s.v16, s.hy16 = a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*c, 2)
 		e.copies16 = true
 	}
 	if e.gpt2 {
