@@ -20,5 +20,9 @@
 // exact GELU, learned positions, tied LM head). Every reduction has a fixed order, so a run
 // is reproducible bit for bit.
 //
+// Faster paths that give the same bits (a fused cross-entropy, kernels that write the
+// bfloat16 operands they produce) run only when FastEnv names them, until a GPU run signs
+// them off; their kernels are optional, so an older PTX still loads.
+//
 // CUDA and cuBLAS failures are returned as errors that name the operation.
 package cuda
