@@ -12,9 +12,10 @@ import (
 	"github.com/sfsweep/sfsweep/training/model"
 )
 
-// needFast skips the test when the loaded PTX predates the paths of f (the embedded copy
-// not yet rebuilt), and fails it when a PTX given by PTXEnv lacks them.
-func needFast(t *testing.T, f fastPaths) {
+// needFast returns the device, after skipping the test when the loaded PTX predates the
+// paths of f (the embedded copy not yet rebuilt), or failing it when a PTX given by PTXEnv
+// lacks them.
+func needFast(t *testing.T, f fastPaths) *device {
 	t.Helper()
 	d, err := getDevice()
 	if err != nil {
@@ -26,6 +27,7 @@ func needFast(t *testing.T, f fastPaths) {
 		}
 		t.Fatalf("the PTX of %s lacks kernel %s", PTXEnv, k)
 	}
+	return d
 }
 
 // fastRun is what a fast path must leave bitwise as the default path does: the losses of
