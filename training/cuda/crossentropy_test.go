@@ -11,7 +11,9 @@ import (
 // partials in blockMax and blockSum, the same per-element sequence and an explicit
 // float32 → bfloat16 rounding to nearest, ties to even. With Go's float32 exp in place of
 // the GPU's expf, the fused kernels must give bitwise what the default path gives: the
-// losses, the float32 gradient, and the bfloat16 operand that the head products read.
+// losses, the float32 gradient, and the bfloat16 operand that the head products read. A
+// product that feeds a sum is converted to float32, so Go never fuses the two (nvcc runs
+// with -fmad=false).
 
 const warp = 32
 
@@ -106,7 +108,7 @@ func oldCE(logits []float32, targets []int32, v int) (losses []float64, grad []f
 	}
 	inv := float32(1 / float64(n))
 	for idx := range z {
-		p := z[idx] * inv
+		p := float32(z[idx] * inv)
 		if int32(idx%v) == targets[idx/v] {
 			p -= inv
 		}
@@ -138,7 +140,7 @@ func fusedCE(logits []float32, targets []int32, v int) (losses []float64, grad [
 		for t := range ceThreads {
 			for j := t; j < v; j += ceThreads {
 				p := mexp(z[j]-mx) * rs
-				g := p * inv
+				g := float32(p * inv)
 				if j == int(y) {
 					g -= inv
 				}

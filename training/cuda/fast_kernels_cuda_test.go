@@ -179,6 +179,13 @@ func TestRoundKernels(t *testing.T) {
 	for i, name := range []string{"permute q", "permute k", "permute v"} {
 		check(name, n*c, qs[0][i], qs[1][i], q16[i])
 	}
+	// dq, dk, dv gathered, rotated back and rounded in one pass
+	cosT, nsinT := up(m, randn(nt*hd/2, 7), 4), up(m, randn(nt*hd/2, 8), 4)
+	p1, p2, p16 := m.alloc(n*3*c, 4), m.alloc(n*3*c, 4), m.alloc(n*3*c, 2)
+	r.launch("permute_backward", lin(n*c), blk, p1, qs[0][0], qs[0][1], qs[0][2], b, nt, nh, hd)
+	r.launch("rope", lin(n*c), blk, p1, cosT, nsinT, n, nt, c, nh)
+	r.launch("permute_backward_rope_bf16", lin(n*c/2), blk, p2, p16, qs[0][0], qs[0][1], qs[0][2], cosT, nsinT, b, nt, nh, hd)
+	check("permute_backward_rope", n*3*c, p1, p2, p16)
 	for back := range 2 {
 		u1, u2, u16 := m.alloc(n*c, 4), m.alloc(n*c, 4), m.alloc(n*c, 2)
 		r.launch("unpermute", lin(n*c), blk, u1, o1, b, nt, nh, hd, back)

@@ -296,6 +296,39 @@ __global__ void permute_backward(float *dqkv, const float *dq, const float *dk, 
     dqkv[dst + 2 * c] = dv[idx];
 }
 
+// permute_backward_rope_bf16 is permute_backward, then rope with the inverse rotation
+// (sin = −sin) on dqkv's q and k, then to_bf16 on dqkv, in one pass: dqkv (B,T,3C) float32
+// and dqkv16 (B,T,3C) bfloat16 from dq, dk, dv (B,H,T,D). One thread per (batch, head,
+// position, i < D/2) moves the pair (i, i + D/2) of q, k and v; the rotation is rope's
+// expression on the same values (SFSWEEP_CUDA_FAST=round).
+__global__ void permute_backward_rope_bf16(float *dqkv, __nv_bfloat16 *dqkv16, const float *dq, const float *dk, const float *dv, const float *cos, const float *sin, int b, int nt, int nh, int d) {
+    int h = d / 2;
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * h) return;
+    int i = idx % h;
+    int t = (idx / h) % nt;
+    long head = idx / ((long)h * nt); // bb·nh + hh
+    int hh = head % nh, bb = head / nh;
+    int c = nh * d;
+    long src = (head * nt + t) * d;
+    long dst = ((long)bb * nt + t) * 3 * c + hh * d;
+    float co = cos[t * h + i], si = sin[t * h + i];
+    const float *in[3] = {dq, dk, dv};
+    for (int part = 0; part < 3; part++) {
+        float a = in[part][src + i], bh = in[part][src + i + h];
+        float x0 = a, x1 = bh;
+        if (part < 2) {
+            x0 = a * co - bh * si;
+            x1 = a * si + bh * co;
+        }
+        long o = dst + part * c;
+        dqkv[o + i] = x0;
+        dqkv[o + i + h] = x1;
+        dqkv16[o + i] = __float2bfloat16_rn(x0);
+        dqkv16[o + i + h] = __float2bfloat16_rn(x1);
+    }
+}
+
 // unpermute writes y (B,T,C) from the heads' outputs (B,H,T,D); with back set it goes the
 // other way, the gradient dy (B,T,C) into (B,H,T,D).
 __global__ void unpermute(float *out, const float *in, int b, int nt, int nh, int d, int back) {

@@ -63,8 +63,8 @@ func (e *Engine) attentionForward(r *run, la *layerActs) {
 	e.unpermute(r, la.y, s.hy, 0)
 }
 
-// attentionBackward writes the gradients of q, k and v into s.dqkv (overwriting it) from
-// the gradient s.dy of the heads' outputs.
+// attentionBackward writes the gradients of q, k and v into s.dq, s.dk, s.dv from the
+// gradient s.dy of the heads' outputs; gatherDQKV then gathers them into s.dqkv.
 func (e *Engine) attentionBackward(r *run, la *layerActs) {
 	s := &e.act
 	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
@@ -79,7 +79,21 @@ func (e *Engine) attentionBackward(r *run, la *layerActs) {
 	r.launch("softmax_causal_backward", rows(bh*t), blk, s.datt, la.att, bh*t, t, scale)
 	r.gemmBatched(false, false, t, d, t, 1, s.datt, t, tt, s.k, d, td, 0, s.dq, d, td, bh)
 	r.gemmBatched(true, false, t, d, t, 1, s.datt, t, tt, s.q, d, td, 0, s.dk, d, td, bh)
+}
+
+// gatherDQKV writes s.dqkv (overwriting it) from s.dq, s.dk, s.dv, with the inverse RoPE
+// rotation of q's and k's gradients where rope is set (LLaMA); where the run keeps a
+// bfloat16 copy of dqkv (the round path), one kernel does all of it and writes the copy.
+func (e *Engine) gatherDQKV(r *run, rope bool) {
+	s, b, t, nh, d := &e.act, e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
+	if dqkv16, ok := r.pre[s.dqkv]; ok && rope {
+		r.launch("permute_backward_rope_bf16", lin(e.n*e.cfg.Dim/2), blk, s.dqkv, dqkv16, s.dq, s.dk, s.dv, e.cos, e.nsin, b, t, nh, d)
+		return
+	}
 	r.launch("permute_backward", lin(e.n*e.cfg.Dim), blk, s.dqkv, s.dq, s.dk, s.dv, b, t, nh, d)
+	if rope {
+		e.rope(r, s.dqkv, e.nsin)
+	}
 }
 
 // rmsnormBackward adds the input gradient to dx and the weight gradient to dw; where the
@@ -132,7 +146,7 @@ func (e *Engine) backward() error {
 		r.gemm(true, false, c, c, n, 1, s.dresid, c, la.y, c, 1, gw.wo, c)
 		r.gemm(false, false, n, c, c, 1, s.dresid, c, w.wo, c, 0, s.dy, c)
 		e.attentionBackward(r, la)
-		e.rope(r, s.dqkv, e.nsin)
+		e.gatherDQKV(r, true)
 		r.gemm(true, false, 3*c, c, n, 1, s.dqkv, 3*c, la.n1Out, c, 1, gw.qkv, c)
 		r.gemm(false, false, n, c, 3*c, 1, s.dqkv, 3*c, w.qkv, c, 0, s.dnorm, c)
 		e.rmsnormBackward(r, s.dresid, gw.n1, s.dnorm, x, w.n1, la.n1Rstd)

@@ -45,11 +45,11 @@ type activations struct {
 	// n1Out, n2Out and h that their producers write on the round path (fastRound); 0
 	// when the engine was made without it.
 	nfOut16 cu.DevicePtr
-	// dresid16, dgu16, q16, k16, v16 and hy16 are the bfloat16 copies of dresid, dgu,
-	// q, k, v and hy (the heads' output gradient) that their producers write on the round
-	// path; 0 without it.
-	dresid16, dgu16, q16, k16, v16, hy16 cu.DevicePtr
-	logits                               cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
+	// dresid16, dgu16, q16, k16, v16, hy16 and dqkv16 are the bfloat16 copies of
+	// dresid, dgu, q, k, v, hy (the heads' output gradient) and dqkv that their producers
+	// write on the round path; 0 without it.
+	dresid16, dgu16, q16, k16, v16, hy16, dqkv16 cu.DevicePtr
+	logits                                       cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
 	// ceStats (N,2) are each row's max and 1/Σexp(z − max), from the fused
 	// cross-entropy's loss kernel to its gradient kernel.
 	ceStats cu.DevicePtr
@@ -213,7 +213,7 @@ func (e *Engine) allocBuffers() error {
 	s.nfRstd, s.nfOut, s.logits, s.ceStats = a(n), a(n*c), a(n*v), a(2*n)
 	if e.roundCopies() {
 		s.nfOut16, s.dresid16, s.dgu16 = a(n*c, 2), a(n*c, 2), a(n*gu, 2)
-		s.q16, s.k16, s.v16, s.hy16 = a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*c, 2)
+		s.q16, s.k16, s.v16, s.hy16, s.dqkv16 = a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*3*c, 2)
 		e.copies16 = true
 	}
 	if e.gpt2 {

@@ -21,7 +21,7 @@ func rmsnormMirror(x, w []float32, c int, eps float32) (out []float32, out16 []u
 		ss := make([]float32, warp)
 		for l := range ss {
 			for i := l; i < c; i += warp {
-				ss[l] += xr[i] * xr[i]
+				ss[l] += float32(xr[i] * xr[i])
 			}
 		}
 		warpReduce(ss, add)
@@ -62,14 +62,14 @@ func rmsnormBackwardDxMirror(dx, dout, x, w, rstd []float32, c int) (dx16 []uint
 		dot := make([]float32, warp)
 		for l := range dot {
 			for i := l; i < c; i += warp {
-				dot[l] += d[i] * w[i] * (xr[i] * rs)
+				dot[l] += float32(d[i] * w[i] * (xr[i] * rs))
 			}
 		}
 		warpReduce(dot, add)
 		m := dot[0] / float32(c)
 		for l := range warp {
 			for i := l; i < c; i += warp {
-				y := dx[r*c+i] + rs*(d[i]*w[i]-xr[i]*rs*m)
+				y := dx[r*c+i] + float32(rs*(float32(d[i]*w[i])-float32(xr[i]*rs*m)))
 				dx[r*c+i], dx16[r*c+i] = y, roundBF16(y)
 			}
 		}
@@ -84,7 +84,7 @@ func swigluBackwardMirror(dout, gu []float32, f int) (dgu []float32, dgu16 []uin
 		r, i := idx/f, idx%f
 		g, u := gu[r*2*f+i], gu[r*2*f+f+i]
 		s := 1 / (1 + mexp(-g))
-		dg, du := d*u*s*(1+g*(1-s)), d*(g*s)
+		dg, du := d*u*s*(1+float32(g*(1-s))), d*(g*s)
 		dgu[r*2*f+i], dgu[r*2*f+f+i] = dg, du
 		dgu16[r*2*f+i], dgu16[r*2*f+f+i] = roundBF16(dg), roundBF16(du)
 	}
@@ -173,4 +173,82 @@ func TestRoundProducersMirror(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The default path's gather of dq, dk, dv (permute_backward), then the inverse rotation
+// of q's and k's gradients in place (rope with −sin), then to_bf16.
+func gatherRopeOld(dq, dk, dv, cos, nsin []float32, b, nt, nh, d int) ([]float32, []uint16) {
+	c, h := nh*d, d/2
+	dqkv := make([]float32, b*nt*3*c)
+	for idx := range dq {
+		di, t, hh, bb := idx%d, (idx/d)%nt, (idx/(d*nt))%nh, idx/(d*nt*nh)
+		dst := (bb*nt+t)*3*c + hh*d + di
+		dqkv[dst], dqkv[dst+c], dqkv[dst+2*c] = dq[idx], dk[idx], dv[idx]
+	}
+	for idx := range b * nt * 2 * nh * h {
+		i, head, r := idx%h, (idx/h)%(2*nh), idx/(h*2*nh)
+		t := r % nt
+		x := dqkv[r*3*c+head*d:]
+		co, si := cos[t*h+i], nsin[t*h+i]
+		a, bh := x[i], x[i+h]
+		x[i] = float32(a*co) - float32(bh*si)
+		x[i+h] = float32(a*si) + float32(bh*co)
+	}
+	out16 := make([]uint16, len(dqkv))
+	for i, v := range dqkv {
+		out16[i] = roundBF16(v)
+	}
+	return dqkv, out16
+}
+
+// permute_backward_rope_bf16: one thread per (batch, head, position, i < D/2).
+func gatherRopeFused(dq, dk, dv, cos, nsin []float32, b, nt, nh, d int) ([]float32, []uint16) {
+	c, h := nh*d, d/2
+	dqkv, dqkv16 := make([]float32, b*nt*3*c), make([]uint16, b*nt*3*c)
+	for idx := range b * nh * nt * h {
+		i, t, head := idx%h, (idx/h)%nt, idx/(h*nt)
+		hh, bb := head%nh, head/nh
+		src, dst := (head*nt+t)*d, (bb*nt+t)*3*c+hh*d
+		co, si := cos[t*h+i], nsin[t*h+i]
+		for part, in := range [][]float32{dq, dk, dv} {
+			a, bh := in[src+i], in[src+i+h]
+			x0, x1 := a, bh
+			if part < 2 {
+				x0 = float32(a*co) - float32(bh*si)
+				x1 = float32(a*si) + float32(bh*co)
+			}
+			o := dst + part*c
+			dqkv[o+i], dqkv[o+i+h] = x0, x1
+			dqkv16[o+i], dqkv16[o+i+h] = roundBF16(x0), roundBF16(x1)
+		}
+	}
+	return dqkv, dqkv16
+}
+
+// The fused gather, rotation and rounding is bitwise the three passes it replaces: no
+// transcendental, the same float32 expressions, each product rounded (the conversions
+// keep Go from fusing a multiply and an add, as -fmad=false keeps nvcc).
+func TestGatherRopeMirror(t *testing.T) {
+	for _, s := range []struct{ b, nt, nh, d int }{{1, 1, 1, 2}, {2, 7, 3, 4}, {3, 37, 2, 8}, {2, 65, 4, 64}} {
+		n := s.b * s.nh * s.nt * s.d
+		dq, dk, dv := randn(n, 1), randn(n, 2), randn(n, 3)
+		cos, nsin := randn(s.nt*s.d/2, 4), randn(s.nt*s.d/2, 5)
+		o32, o16 := gatherRopeOld(dq, dk, dv, cos, nsin, s.b, s.nt, s.nh, s.d)
+		f32, f16 := gatherRopeFused(dq, dk, dv, cos, nsin, s.b, s.nt, s.nh, s.d)
+		for i := range o32 {
+			if math.Float32bits(o32[i]) != math.Float32bits(f32[i]) || o16[i] != f16[i] {
+				t.Fatalf("%+v: dqkv[%d] fused %v (%#04x), default %v (%#04x)", s, i, f32[i], f16[i], o32[i], o16[i])
+			}
+		}
+	}
+}
+
+// randn is n standard normal float32s (shared with the device tests).
+func randn(n int, seed uint64) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
 }
