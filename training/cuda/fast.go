@@ -54,7 +54,7 @@ func allFast() fastPaths {
 // before the path lacks.
 var fastNames = []fastPath{
 	{"ce", fastCE, []string{"crossentropy_loss", "crossentropy_grad", "crossentropy_grad_bf16"}},
-	{"round", fastRound, []string{"rmsnorm_forward_bf16", "swiglu_forward_bf16", "rmsnorm_backward_dx_bf16", "swiglu_backward_bf16", "permute_bf16", "unpermute_bf16", "permute_backward_rope_bf16"}},
+	{"round", fastRound, []string{"rmsnorm_forward_bf16", "swiglu_forward_bf16", "rmsnorm_backward_dx_bf16", "swiglu_backward_bf16", "permute_bf16", "unpermute_bf16", "permute_backward_rope_bf16", "softmax_causal_bf16", "softmax_causal_backward_bf16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

@@ -179,6 +179,19 @@ func TestRoundKernels(t *testing.T) {
 	for i, name := range []string{"permute q", "permute k", "permute v"} {
 		check(name, n*c, qs[0][i], qs[1][i], q16[i])
 	}
+	// the causal softmax and its backward pass, on (BH,T,T) scores
+	bht := b * nh * nt
+	sc := randn(bht*nt, 9)
+	a1, a2, a16 := up(m, sc, 4), up(m, sc, 4), m.alloc(bht*nt, 2)
+	r.launch("softmax_causal", rows(bht), blk, a1, bht, nt)
+	r.launch("softmax_causal_bf16", rows(bht), blk, a2, a16, bht, nt)
+	check("softmax_causal", bht*nt, a1, a2, a16)
+	dp := randn(bht*nt, 10)
+	s1, s2, s16 := up(m, dp, 4), up(m, dp, 4), m.alloc(bht*nt, 2)
+	r.launch("softmax_causal_backward", rows(bht), blk, s1, a1, bht, nt, float32(0.25))
+	r.launch("softmax_causal_backward_bf16", rows(bht), blk, s2, s16, a1, bht, nt, float32(0.25))
+	check("softmax_causal_backward", bht*nt, s1, s2, s16)
+
 	// dq, dk, dv gathered, rotated back and rounded in one pass
 	cosT, nsinT := up(m, randn(nt*hd/2, 7), 4), up(m, randn(nt*hd/2, 8), 4)
 	p1, p2, p16 := m.alloc(n*3*c, 4), m.alloc(n*3*c, 4), m.alloc(n*3*c, 2)

@@ -120,6 +120,47 @@ __device__ __forceinline__ void swigluBackward(float *dgu, __nv_bfloat16 *dgu16,
     }
 }
 
+__device__ __forceinline__ void softmaxCausal(float *att, __nv_bfloat16 *att16, int rows, int nt) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= rows) return;
+    int i = r % nt;
+    float *p = att + (long)r * nt;
+    float mx = -INFINITY;
+    for (int j = lane; j <= i; j += WARP) mx = fmaxf(mx, p[j]);
+    mx = warpMax(mx);
+    float sum = 0.0f;
+    for (int j = lane; j <= i; j += WARP) {
+        float e = expf(p[j] - mx);
+        p[j] = e;
+        sum += e;
+    }
+    sum = warpSum(sum);
+    float inv = 1.0f / sum;
+    for (int j = lane; j < nt; j += WARP) {
+        float y = j <= i ? p[j] * inv : 0.0f;
+        p[j] = y;
+        if (att16) att16[(long)r * nt + j] = __float2bfloat16_rn(y);
+    }
+}
+
+__device__ __forceinline__ void softmaxCausalBackward(float *dp, __nv_bfloat16 *dp16, const float *p, int rows, int nt, float scale) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= rows) return;
+    int i = r % nt;
+    float *g = dp + (long)r * nt;
+    const float *pr = p + (long)r * nt;
+    float dot = 0.0f;
+    for (int j = lane; j <= i; j += WARP) dot += pr[j] * g[j];
+    dot = warpSum(dot);
+    for (int j = lane; j < nt; j += WARP) {
+        float y = j <= i ? scale * pr[j] * (g[j] - dot) : 0.0f;
+        g[j] = y;
+        if (dp16) dp16[(long)r * nt + j] = __float2bfloat16_rn(y);
+    }
+}
+
 // headToRow maps element idx of a head-major tensor (B,H,T,D) to the same element of a
 // row-major one (B,T,·) whose rows are stride elements long and hold head hh at hh·D.
 __device__ __forceinline__ long headToRow(long idx, int nt, int nh, int d, int stride) {
@@ -344,39 +385,26 @@ __global__ void unpermute_bf16(float *out, __nv_bfloat16 *out16, const float *in
 // softmax_causal replaces each row i (mod T) of the scores (BH,T,T) by the softmax of its
 // first i+1 entries and zeroes the rest, one warp per row. In place.
 __global__ void softmax_causal(float *att, int rows, int nt) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
-    int lane = threadIdx.x % WARP;
-    if (r >= rows) return;
-    int i = r % nt;
-    float *p = att + (long)r * nt;
-    float mx = -INFINITY;
-    for (int j = lane; j <= i; j += WARP) mx = fmaxf(mx, p[j]);
-    mx = warpMax(mx);
-    float sum = 0.0f;
-    for (int j = lane; j <= i; j += WARP) {
-        float e = expf(p[j] - mx);
-        p[j] = e;
-        sum += e;
-    }
-    sum = warpSum(sum);
-    float inv = 1.0f / sum;
-    for (int j = lane; j < nt; j += WARP) p[j] = j <= i ? p[j] * inv : 0.0f;
+    softmaxCausal(att, nullptr, rows, nt);
+}
+
+// softmax_causal_bf16 is softmax_causal that also writes the probabilities rounded to
+// bfloat16 into att16 (BH,T,T) (SFSWEEP_CUDA_FAST=round).
+__global__ void softmax_causal_bf16(float *att, __nv_bfloat16 *att16, int rows, int nt) {
+    softmaxCausal(att, att16, rows, nt);
 }
 
 // softmax_causal_backward turns dp, the gradient of the probabilities p (BH,T,T), into the
 // gradient of the scores, scale·p·(dp − Σ p·dp), zero above the diagonal; one warp per row,
 // in place.
 __global__ void softmax_causal_backward(float *dp, const float *p, int rows, int nt, float scale) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
-    int lane = threadIdx.x % WARP;
-    if (r >= rows) return;
-    int i = r % nt;
-    float *g = dp + (long)r * nt;
-    const float *pr = p + (long)r * nt;
-    float dot = 0.0f;
-    for (int j = lane; j <= i; j += WARP) dot += pr[j] * g[j];
-    dot = warpSum(dot);
-    for (int j = lane; j < nt; j += WARP) g[j] = j <= i ? scale * pr[j] * (g[j] - dot) : 0.0f;
+    softmaxCausalBackward(dp, nullptr, p, rows, nt, scale);
+}
+
+// softmax_causal_backward_bf16 is softmax_causal_backward that also writes the scores'
+// gradient rounded to bfloat16 into dp16 (BH,T,T) (SFSWEEP_CUDA_FAST=round).
+__global__ void softmax_causal_backward_bf16(float *dp, __nv_bfloat16 *dp16, const float *p, int rows, int nt, float scale) {
+    softmaxCausalBackward(dp, dp16, p, rows, nt, scale);
 }
 
 // swiglu_forward: out = silu(g)·u, where each row of gu holds the gate g then the up

@@ -58,7 +58,11 @@ func (e *Engine) attentionForward(r *run, la *layerActs) {
 	scale := float32(1 / math.Sqrt(float64(d)))
 	e.permute(r, la.qkv)
 	r.gemmBatched(false, true, t, t, d, scale, s.q, d, td, s.k, d, td, 0, la.att, t, tt, bh)
-	r.launch("softmax_causal", rows(bh*t), blk, la.att, bh*t, t)
+	if att16, ok := r.pre[la.att]; ok {
+		r.launch("softmax_causal_bf16", rows(bh*t), blk, la.att, att16, bh*t, t)
+	} else {
+		r.launch("softmax_causal", rows(bh*t), blk, la.att, bh*t, t)
+	}
 	r.gemmBatched(false, false, t, d, t, 1, la.att, t, tt, s.v, d, td, 0, s.hy, d, td, bh)
 	e.unpermute(r, la.y, s.hy, 0)
 }
@@ -76,7 +80,11 @@ func (e *Engine) attentionBackward(r *run, la *layerActs) {
 	r.gemmBatched(false, true, t, t, d, 1, s.hy, d, td, s.v, d, td, 0, s.datt, t, tt, bh)
 	r.gemmBatched(true, false, t, d, t, 1, la.att, t, tt, s.hy, d, td, 0, s.dv, d, td, bh)
 	// dS = scale·P⊙(dP − rowsum(P⊙dP)), then dQ = dS·K, dK = dSᵀ·Q
-	r.launch("softmax_causal_backward", rows(bh*t), blk, s.datt, la.att, bh*t, t, scale)
+	if datt16, ok := r.pre[s.datt]; ok {
+		r.launch("softmax_causal_backward_bf16", rows(bh*t), blk, s.datt, datt16, la.att, bh*t, t, scale)
+	} else {
+		r.launch("softmax_causal_backward", rows(bh*t), blk, s.datt, la.att, bh*t, t, scale)
+	}
 	r.gemmBatched(false, false, t, d, t, 1, s.datt, t, tt, s.k, d, td, 0, s.dq, d, td, bh)
 	r.gemmBatched(true, false, t, d, t, 1, s.datt, t, tt, s.q, d, td, 0, s.dk, d, td, bh)
 }

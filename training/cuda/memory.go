@@ -45,11 +45,11 @@ type activations struct {
 	// n1Out, n2Out and h that their producers write on the round path (fastRound); 0
 	// when the engine was made without it.
 	nfOut16 cu.DevicePtr
-	// dresid16, dgu16, q16, k16, v16, hy16 and dqkv16 are the bfloat16 copies of
-	// dresid, dgu, q, k, v, hy (the heads' output gradient) and dqkv that their producers
-	// write on the round path; 0 without it.
-	dresid16, dgu16, q16, k16, v16, hy16, dqkv16 cu.DevicePtr
-	logits                                       cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
+	// dresid16, dgu16, q16, k16, v16, hy16, dqkv16 and datt16 are the bfloat16 copies
+	// of dresid, dgu, q, k, v, hy (the heads' output gradient), dqkv and datt that their
+	// producers write on the round path; 0 without it.
+	dresid16, dgu16, q16, k16, v16, hy16, dqkv16, datt16 cu.DevicePtr
+	logits                                               cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
 	// ceStats (N,2) are each row's max and 1/Σexp(z − max), from the fused
 	// cross-entropy's loss kernel to its gradient kernel.
 	ceStats cu.DevicePtr
@@ -73,7 +73,9 @@ type layerActs struct {
 
 	n1Mean, n2Mean cu.DevicePtr // (N) GPT-2 only
 
-	n1Out16, n2Out16, h16, y16 cu.DevicePtr // (N,C), (N,C), (N,F), (N,C) bfloat16; fastRound only
+	// n1Out16, n2Out16, h16, y16, att16: bfloat16 copies of n1Out, n2Out, h, y and att
+	// that their producers write on the round path (fastRound); 0 without it.
+	n1Out16, n2Out16, h16, y16, att16 cu.DevicePtr
 }
 
 // optimizerVectors is the number of parameter-sized state vectors of the device
@@ -206,7 +208,7 @@ func (e *Engine) allocBuffers() error {
 			la.n1Mean, la.n2Mean = a(n), a(n)
 		}
 		if e.roundCopies() {
-			la.n1Out16, la.n2Out16, la.h16, la.y16 = a(n*c, 2), a(n*c, 2), a(n*f, 2), a(n*c, 2)
+			la.n1Out16, la.n2Out16, la.h16, la.y16, la.att16 = a(n*c, 2), a(n*c, 2), a(n*f, 2), a(n*c, 2), a(bhtt, 2)
 		}
 		s.layers = append(s.layers, la)
 	}
@@ -214,6 +216,7 @@ func (e *Engine) allocBuffers() error {
 	if e.roundCopies() {
 		s.nfOut16, s.dresid16, s.dgu16 = a(n*c, 2), a(n*c, 2), a(n*gu, 2)
 		s.q16, s.k16, s.v16, s.hy16, s.dqkv16 = a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*3*c, 2)
+		s.datt16 = a(bhtt, 2)
 		e.copies16 = true
 	}
 	if e.gpt2 {

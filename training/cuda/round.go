@@ -6,8 +6,9 @@ import "gorgonia.org/cu"
 
 // The round path (FastEnv "round"): in bf16 mode, the kernels that produce LLaMA's
 // activation operands (RMSNorm's n1, n2 and final outputs, SwiGLU's h, attention's q, k,
-// v and y) and gradient operands (RMSNorm backward's dresid, SwiGLU backward's dgu, the
-// heads' output gradient, and dqkv, gathered and rotated back in one kernel) write each value in float32 and, rounded once to nearest even,
+// v, probabilities and y) and gradient operands (RMSNorm backward's dresid, SwiGLU
+// backward's dgu, the heads' output gradient, the scores' gradient, and dqkv, gathered
+// and rotated back in one kernel) write each value in float32 and, rounded once to nearest even,
 // in bfloat16, so the products that read them take the copy instead of rounding the
 // float32 values into scratch with a launch of their own. The copy is bitwise what to_bf16
 // made of the same value. Every write of these buffers before a product reads them is by
@@ -33,12 +34,14 @@ func (e *Engine) useCopies(r *run) {
 	r.rounded(s.v, s.v16)
 	r.rounded(s.hy, s.hy16)
 	r.rounded(s.dqkv, s.dqkv16)
+	r.rounded(s.datt, s.datt16)
 	for i := range s.layers {
 		la := &s.layers[i]
 		r.rounded(la.n1Out, la.n1Out16)
 		r.rounded(la.n2Out, la.n2Out16)
 		r.rounded(la.h, la.h16)
 		r.rounded(la.y, la.y16)
+		r.rounded(la.att, la.att16)
 	}
 }
 

@@ -252,3 +252,99 @@ func randn(n int, seed uint64) []float32 {
 	}
 	return x
 }
+
+// softmaxCausalMirror is softmaxCausal on the rows of att (rows,T), in place, with the
+// probabilities' copy: a warp per row striding over its first i+1 entries.
+func softmaxCausalMirror(att []float32, nt int) []uint16 {
+	att16 := make([]uint16, len(att))
+	for r := range len(att) / nt {
+		i, p := r%nt, att[r*nt:(r+1)*nt]
+		mx := make([]float32, warp)
+		for l := range mx {
+			mx[l] = float32(math.Inf(-1))
+			for j := l; j <= i; j += warp {
+				mx[l] = fmaxf(mx[l], p[j])
+			}
+		}
+		warpReduce(mx, fmaxf)
+		sum := make([]float32, warp)
+		for l := range sum {
+			for j := l; j <= i; j += warp {
+				p[j] = mexp(p[j] - mx[0])
+				sum[l] += p[j]
+			}
+		}
+		warpReduce(sum, add)
+		inv := 1 / sum[0]
+		for j := range p {
+			if j <= i {
+				p[j] *= inv
+			} else {
+				p[j] = 0
+			}
+			att16[r*nt+j] = roundBF16(p[j])
+		}
+	}
+	return att16
+}
+
+// softmaxCausalBackwardMirror is softmaxCausalBackward: dp becomes scale·p·(dp − Σ p·dp),
+// with its copy.
+func softmaxCausalBackwardMirror(dp, p []float32, nt int, scale float32) []uint16 {
+	dp16 := make([]uint16, len(dp))
+	for r := range len(dp) / nt {
+		i, g, pr := r%nt, dp[r*nt:(r+1)*nt], p[r*nt:(r+1)*nt]
+		dot := make([]float32, warp)
+		for l := range dot {
+			for j := l; j <= i; j += warp {
+				dot[l] += float32(pr[j] * g[j])
+			}
+		}
+		warpReduce(dot, add)
+		for j := range g {
+			if j <= i {
+				g[j] = scale * pr[j] * (g[j] - dot[0])
+			} else {
+				g[j] = 0
+			}
+			dp16[r*nt+j] = roundBF16(g[j])
+		}
+	}
+	return dp16
+}
+
+func TestSoftmaxCausalMirror(t *testing.T) {
+	for _, nt := range []int{1, 7, 33, 100} {
+		rows := 3 * nt
+		att := randn(rows*nt, uint64(nt))
+		s := append([]float32(nil), att...)
+		att16 := softmaxCausalMirror(att, nt)
+		dp := randn(rows*nt, uint64(nt+1))
+		d := append([]float32(nil), dp...)
+		dp16 := softmaxCausalBackwardMirror(dp, att, nt, 0.125)
+		for r := range rows {
+			i := r % nt
+			mx := math.Inf(-1)
+			for j := 0; j <= i; j++ {
+				mx = math.Max(mx, float64(s[r*nt+j]))
+			}
+			var sum, dot float64
+			for j := 0; j <= i; j++ {
+				sum += math.Exp(float64(s[r*nt+j]) - mx)
+			}
+			p := make([]float64, nt)
+			for j := 0; j <= i; j++ {
+				p[j] = math.Exp(float64(s[r*nt+j])-mx) / sum
+				dot += p[j] * float64(d[r*nt+j])
+			}
+			for j := range nt {
+				k := r*nt + j
+				ds := 0.125 * p[j] * (float64(d[k]) - dot)
+				if att16[k] != roundBF16(att[k]) || !closeBF16(att16[k], p[j]) ||
+					dp16[k] != roundBF16(dp[k]) || math.Abs(float64(dp[k])-ds) > 1e-5*(math.Abs(ds)+p[j]) {
+					t.Fatalf("T=%d (%d,%d): p %v (bf16 %#04x), float64 %v; dS %v, float64 %v", nt, r, j, att[k], att16[k], p[j], dp[k], ds)
+				}
+			}
+		}
+	}
+}
