@@ -73,6 +73,9 @@ type Engine struct {
 	// copies16: the engine holds the bfloat16 copies of the round path; roundFused: the
 	// last Forward's producers wrote them.
 	copies16, roundFused bool
+	// roundPasses counts the rounding passes of activation operands issued (tests: the
+	// fast paths leave none in a LLaMA micro-batch).
+	roundPasses int
 }
 
 var _ backend.Engine = (*Engine)(nil)

@@ -105,9 +105,18 @@ func TestFastPathsBitwise(t *testing.T) {
 			toks := [][]int32{randomTokens(n+1, tc.cfg.Vocab, 21), randomTokens(n+1, tc.cfg.Vocab, 22)}
 			// a target at each edge of the vocabulary
 			toks[0][1], toks[0][n] = 0, int32(tc.cfg.Vocab-1)
+			e.roundPasses = 0
 			old := runFast(t, e, 0, toks)
+			if tc.prec == backend.BF16 && e.roundPasses == 0 {
+				t.Errorf("the default path issued no rounding pass")
+			}
 			for _, fn := range append(slices.Clip(fastNames), fastPath{name: all.String(), path: all}) {
+				e.roundPasses = 0
 				got := runFast(t, e, fn.path, toks)
+				// with every path on, a LLaMA micro-batch rounds no activation itself
+				if fn.path == all && tc.cfg.Arch == model.LLaMA && e.roundPasses != 0 {
+					t.Errorf("%s: %d rounding passes, want none", fn.name, e.roundPasses)
+				}
 				for i := range old.losses {
 					if math.Float64bits(got.losses[i]) != math.Float64bits(old.losses[i]) {
 						t.Errorf("%s: loss %d = %v, the default path's %v", fn.name, i, got.losses[i], old.losses[i])

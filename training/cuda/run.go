@@ -97,6 +97,7 @@ func (r *run) operand(p cu.DevicePtr, n int, scratch cu.DevicePtr) cu.DevicePtr 
 		}
 	}
 	r.launch("to_bf16", lin(n), blk, scratch, p, int64(n))
+	e.roundPasses++
 	return scratch
 }
 
