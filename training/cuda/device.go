@@ -171,7 +171,7 @@ func openDevice() (*device, error) {
 	return d, nil
 }
 
-// missing returns the first of the kernels names that the loaded PTX lacks, or "".
+// missing returns the first kernel in names that the loaded PTX lacks, or "".
 func (d *device) missing(names []string) string {
 	for _, name := range names {
 		if _, ok := d.fn[name]; !ok {

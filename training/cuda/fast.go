@@ -27,10 +27,11 @@ const (
 	// logits' gradient, in bf16 mode straight as the bfloat16 operand of both head
 	// products, so no probabilities are stored and no rounding pass runs.
 	fastCE fastPaths = 1 << iota
-	// fastRound has LLaMA's RMSNorm and SwiGLU kernels, forward and backward, write the
-	// bfloat16 copy of the operand they produce as they write the float32 value, in bf16
-	// mode, so no rounding pass runs for n1, n2, the final norm, h, dresid and dgu. The
-	// copies are allocated when the engine is made with the path on.
+	// fastRound has LLaMA's kernels that produce a product's operand (RMSNorm, SwiGLU,
+	// attention's permutations and causal softmax, forward and backward) write its
+	// bfloat16 copy as they write the float32 value, in bf16 mode, so no rounding pass
+	// runs for them (round.go). The copies are allocated when the engine is made with the
+	// path on.
 	fastRound
 )
 
@@ -54,7 +55,11 @@ func allFast() fastPaths {
 // before the path lacks.
 var fastNames = []fastPath{
 	{"ce", fastCE, []string{"crossentropy_loss", "crossentropy_grad", "crossentropy_grad_bf16"}},
-	{"round", fastRound, []string{"rmsnorm_forward_bf16", "swiglu_forward_bf16", "rmsnorm_backward_dx_bf16", "swiglu_backward_bf16", "permute_bf16", "unpermute_bf16", "permute_backward_rope_bf16", "softmax_causal_bf16", "softmax_causal_backward_bf16"}},
+	{"round", fastRound, []string{
+		"rmsnorm_forward_bf16", "swiglu_forward_bf16", "rmsnorm_backward_dx_bf16", "swiglu_backward_bf16",
+		"permute_bf16", "unpermute_bf16", "permute_backward_rope_bf16",
+		"softmax_causal_bf16", "softmax_causal_backward_bf16",
+	}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

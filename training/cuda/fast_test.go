@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -29,5 +31,26 @@ func TestParseFast(t *testing.T) {
 	}
 	if ks := fastKernels(fastCE); len(ks) == 0 || fastKernels(0) != nil {
 		t.Errorf("fastKernels: %v for ce, %v for none", ks, fastKernels(0))
+	}
+}
+
+// Every kernel a fast path names is a kernel of kernels.cu, with C linkage: a misspelt
+// name would only show on a GPU, as a path refused for a missing kernel.
+func TestFastKernelsExist(t *testing.T) {
+	src, err := os.ReadFile("kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`__global__ void (\w+)\(`).FindAllStringSubmatch(string(src), -1) {
+		defined[m[1]] = true
+	}
+	for _, k := range fastKernels(allFast()) {
+		if !defined[k] {
+			t.Errorf("fast-path kernel %s is not a __global__ function of kernels.cu", k)
+		}
+	}
+	if extern := strings.Index(string(src), `extern "C" {`); extern < 0 || !strings.Contains(string(src[extern:]), "__global__ void crossentropy_loss(") {
+		t.Errorf(`the kernels are not inside kernels.cu's extern "C" block`)
 	}
 }
