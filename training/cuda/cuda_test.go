@@ -34,15 +34,6 @@ func oddConfig() model.Config {
 	return model.Config{Arch: model.LLaMA, Vocab: 20, Dim: 12, Layers: 2, Heads: 3, Context: 10, Hidden: 20, Batch: 3}.WithDefaults()
 }
 
-func randn(n int, seed uint64) []float32 {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	x := make([]float32, n)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	return x
-}
-
 func randomTokens(n, vocab int, seed uint64) []int32 {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	ids := make([]int32, n)

@@ -40,6 +40,7 @@ import "C"
 
 import (
 	_ "embed" // the kernels' PTX
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -147,6 +148,19 @@ func openDevice() (*device, error) {
 		}
 		d.fn[name] = f
 	}
+	// The kernels of the fast paths (fast.go) are newer than some PTX in use (SFSWEEP_CUDA_PTX,
+	// or an embedded copy not yet rebuilt): the module loads without them, and an engine
+	// asked for a path whose kernels are absent is refused.
+	for _, name := range fastKernels(allFast()) {
+		f, err := d.mod.Function(name)
+		if errors.Is(err, cu.NotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cuda: kernel %s: %w", name, err)
+		}
+		d.fn[name] = f
+	}
 	d.blas = &cublas.Standard{}
 	if err := d.blas.Init(); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
@@ -155,6 +169,16 @@ func openDevice() (*device, error) {
 	// math mode and the batched GEMM need it.
 	d.handle = *(*unsafe.Pointer)(unsafe.Pointer(d.blas))
 	return d, nil
+}
+
+// missing returns the first kernel in names that the loaded PTX lacks, or "".
+func (d *device) missing(names []string) string {
+	for _, name := range names {
+		if _, ok := d.fn[name]; !ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // lock binds the calling goroutine to its OS thread with the device's context current, and

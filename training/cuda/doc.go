@@ -26,5 +26,9 @@
 // and times runs of operations of one category with CUDA events: the measured form of the
 // cost model in docs/gpu.md. Off, it records nothing and changes no bit.
 //
+// Faster paths that give the same bits (a fused cross-entropy, kernels that write the
+// bfloat16 operands they produce) run only when FastEnv names them, until a GPU run signs
+// them off; their kernels are optional, so an older PTX still loads.
+//
 // CUDA and cuBLAS failures are returned as errors that name the operation.
 package cuda

@@ -67,7 +67,15 @@ type Engine struct {
 
 	counting bool // NeedBytes: mk adds up sizes and allocates nothing
 
-	bf bf16
+	bf      bf16
+	fast    fastPaths // the fast paths on (FastEnv)
+	ceFused bool      // the last Forward ran the fused cross-entropy's loss kernel
+	// copies16: the engine holds the bfloat16 copies of the round path; roundFused: the
+	// last Forward's producers wrote them.
+	copies16, roundFused bool
+	// roundPasses counts the rounding passes of activation operands issued (tests: the
+	// fast paths leave none in a LLaMA micro-batch).
+	roundPasses int
 
 	prof *profiler // the timing mode (ProfileEnv), nil when off
 }
@@ -92,6 +100,15 @@ func init() {
 // (seqLen ≤ cfg.Context) on GPU 0, whose matrix products have precision p (one of the
 // family's: FP32, TF32 or BF16). Its parameters are zero until WriteParams.
 func New(cfg model.Config, batch, seqLen int, p backend.Precision) (*Engine, error) {
+	fast, err := fastFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return newEngine(cfg, batch, seqLen, p, fast)
+}
+
+// newEngine is New with the fast paths given: the engine may later run any subset of them.
+func newEngine(cfg model.Config, batch, seqLen int, p backend.Precision, fast fastPaths) (*Engine, error) {
 	name, err := backend.Resolve(family, p)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
@@ -109,10 +126,13 @@ func New(cfg model.Config, batch, seqLen int, p backend.Precision) (*Engine, err
 	if err != nil {
 		return nil, err
 	}
+	if k := d.missing(fastKernels(fast)); k != "" {
+		return nil, fmt.Errorf("cuda: fast paths %s (%s) need kernel %s, which the loaded PTX lacks: build kernels.cu (docs/gpu.md) and set %s", fast, FastEnv, k, PTXEnv)
+	}
 	unlock := d.lock()
 	defer unlock()
 	e := &Engine{d: d, prec: p, name: name, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
-		bf: bf16{on: p == backend.BF16, stale: true}, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
+		bf: bf16{on: p == backend.BF16, stale: true}, fast: fast, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
 	if err := e.allocate(); err != nil {
 		e.free()
 		return nil, e.oom(err)

@@ -37,8 +37,7 @@ func (e *Engine) forwardGPT2() error {
 	}
 	r.launch("layernorm_forward", rows(n), blk, s.nfOut, s.nfMean, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, e.p.normB, n, c, eps)
 	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
-	r.launch("crossentropy_forward", dim{x: n}, dim{x: 512}, s.logits, e.losses, e.targets, n, v)
-	r.doAs(Transfer, func() error { return dtoh(e.lossHost, e.losses) })
+	e.lossForward(r)
 	return r.err
 }
 
@@ -83,6 +82,7 @@ func (e *Engine) backwardGPT2() error {
 		r.gemm(true, false, c, c, n, 1, s.dresid, c, la.y, c, 1, gw.wo, c)
 		r.gemm(false, false, n, c, c, 1, s.dresid, c, w.wo, c, 0, s.dy, c)
 		e.attentionBackward(r, la)
+		e.gatherDQKV(r, false)
 		e.biasBackward(r, gw.qkvB, s.dqkv, 3*c)
 		r.gemm(true, false, 3*c, c, n, 1, s.dqkv, 3*c, la.n1Out, c, 1, gw.qkv, c)
 		r.gemm(false, false, n, c, 3*c, 1, s.dqkv, 3*c, w.qkv, c, 0, s.dnorm, c)

@@ -52,6 +52,172 @@ __device__ float blockMax(float v, float *sh) {
     return warpMax(v);
 }
 
+// The bodies of the producers of a product's operand, forward and backward, which write it
+// in float32 and, where out16 is not null, its bfloat16 copy: the same float32 value rounded once to nearest
+// even, bitwise what to_bf16 makes of it. A null out16 compiles to the float32-only kernel.
+
+__device__ __forceinline__ void rmsnormForward(float *out, __nv_bfloat16 *out16, float *rstd, const float *x, const float *w, int n, int c, float eps) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= n) return;
+    const float *xr = x + (long)r * c;
+    float ss = 0.0f;
+    for (int i = lane; i < c; i += WARP) ss += xr[i] * xr[i];
+    ss = warpSum(ss);
+    float rs = 1.0f / sqrtf(ss / c + eps);
+    if (lane == 0) rstd[r] = rs;
+    float *o = out + (long)r * c;
+    for (int i = lane; i < c; i += WARP) {
+        float y = xr[i] * rs * w[i];
+        o[i] = y;
+        if (out16) out16[(long)r * c + i] = __float2bfloat16_rn(y);
+    }
+}
+
+__device__ __forceinline__ void swigluForward(float *out, __nv_bfloat16 *out16, const float *gu, int n, int f) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * f) return;
+    long r = idx / f;
+    int i = idx % f;
+    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+    float s = 1.0f / (1.0f + expf(-g));
+    float y = g * s * u;
+    out[idx] = y;
+    if (out16) out16[idx] = __float2bfloat16_rn(y);
+}
+
+__device__ __forceinline__ void rmsnormBackwardDx(float *dx, __nv_bfloat16 *dx16, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= n) return;
+    const float *d = dout + (long)r * c, *xr = x + (long)r * c;
+    float rs = rstd[r];
+    float dot = 0.0f;
+    for (int i = lane; i < c; i += WARP) dot += d[i] * w[i] * (xr[i] * rs);
+    dot = warpSum(dot) / c;
+    float *o = dx + (long)r * c;
+    for (int i = lane; i < c; i += WARP) {
+        float y = o[i] + rs * (d[i] * w[i] - xr[i] * rs * dot);
+        o[i] = y;
+        if (dx16) dx16[(long)r * c + i] = __float2bfloat16_rn(y);
+    }
+}
+
+__device__ __forceinline__ void swigluBackward(float *dgu, __nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)n * f) return;
+    long r = idx / f;
+    int i = idx % f;
+    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+    float s = 1.0f / (1.0f + expf(-g));
+    float d = dout[idx];
+    float dg = d * u * s * (1.0f + g * (1.0f - s)), du = d * (g * s);
+    dgu[r * 2 * f + i] = dg;
+    dgu[r * 2 * f + f + i] = du;
+    if (dgu16) {
+        dgu16[r * 2 * f + i] = __float2bfloat16_rn(dg);
+        dgu16[r * 2 * f + f + i] = __float2bfloat16_rn(du);
+    }
+}
+
+__device__ __forceinline__ void softmaxCausal(float *att, __nv_bfloat16 *att16, int rows, int nt) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= rows) return;
+    int i = r % nt;
+    float *p = att + (long)r * nt;
+    float mx = -INFINITY;
+    for (int j = lane; j <= i; j += WARP) mx = fmaxf(mx, p[j]);
+    mx = warpMax(mx);
+    float sum = 0.0f;
+    for (int j = lane; j <= i; j += WARP) {
+        float e = expf(p[j] - mx);
+        p[j] = e;
+        sum += e;
+    }
+    sum = warpSum(sum);
+    float inv = 1.0f / sum;
+    for (int j = lane; j < nt; j += WARP) {
+        float y = j <= i ? p[j] * inv : 0.0f;
+        p[j] = y;
+        if (att16) att16[(long)r * nt + j] = __float2bfloat16_rn(y);
+    }
+}
+
+__device__ __forceinline__ void softmaxCausalBackward(float *dp, __nv_bfloat16 *dp16, const float *p, int rows, int nt, float scale) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
+    int lane = threadIdx.x % WARP;
+    if (r >= rows) return;
+    int i = r % nt;
+    float *g = dp + (long)r * nt;
+    const float *pr = p + (long)r * nt;
+    float dot = 0.0f;
+    for (int j = lane; j <= i; j += WARP) dot += pr[j] * g[j];
+    dot = warpSum(dot);
+    for (int j = lane; j < nt; j += WARP) {
+        float y = j <= i ? scale * pr[j] * (g[j] - dot) : 0.0f;
+        g[j] = y;
+        if (dp16) dp16[(long)r * nt + j] = __float2bfloat16_rn(y);
+    }
+}
+
+// headToRow maps element idx of a head-major tensor (B,H,T,D) to the same element of a
+// row-major one (B,T,·) whose rows are stride elements long and hold head hh at hh·D.
+__device__ __forceinline__ long headToRow(long idx, int nt, int nh, int d, int stride) {
+    int di = idx % d;
+    int t = (idx / d) % nt;
+    int hh = (idx / ((long)d * nt)) % nh;
+    int bb = idx / ((long)d * nt * nh);
+    return ((long)bb * nt + t) * stride + hh * d + di;
+}
+
+__device__ __forceinline__ void permuteQKV(float *q, float *k, float *v, __nv_bfloat16 *q16, __nv_bfloat16 *k16, __nv_bfloat16 *v16, const float *qkv, int b, int nt, int nh, int d) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * d) return;
+    int c = nh * d;
+    long src = headToRow(idx, nt, nh, d, 3 * c);
+    float a = qkv[src], bk = qkv[src + c], bv = qkv[src + 2 * c];
+    q[idx] = a;
+    k[idx] = bk;
+    v[idx] = bv;
+    if (q16) {
+        q16[idx] = __float2bfloat16_rn(a);
+        k16[idx] = __float2bfloat16_rn(bk);
+        v16[idx] = __float2bfloat16_rn(bv);
+    }
+}
+
+__device__ __forceinline__ void unpermuteHeads(float *out, __nv_bfloat16 *out16, const float *in, int b, int nt, int nh, int d, int back) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * d) return;
+    long y = headToRow(idx, nt, nh, d, nh * d);
+    long o = back ? idx : y;
+    float x = back ? in[y] : in[idx];
+    out[o] = x;
+    if (out16) out16[o] = __float2bfloat16_rn(x);
+}
+
+__device__ __forceinline__ void storeGrad(float *p, float g) { *p = g; }
+__device__ __forceinline__ void storeGrad(__nv_bfloat16 *p, float g) { *p = __float2bfloat16_rn(g); }
+
+// crossEntropyGrad writes the gradient of the mean loss over all rows into out (N,V) from
+// the logits and crossentropy_loss's stats; one block per row. out may be the logits.
+template <typename T>
+__device__ void crossEntropyGrad(T *out, const float *logits, const float *stats, const int *targets, int n, int v, float inv) {
+    int r = blockIdx.x;
+    if (r >= n) return;
+    const float *z = logits + (long)r * v;
+    T *o = out + (long)r * v;
+    float mx = stats[2 * r], rs = stats[2 * r + 1];
+    int y = targets[r];
+    for (int j = threadIdx.x; j < v; j += blockDim.x) {
+        float p = expf(z[j] - mx) * rs;
+        float g = p * inv;
+        if (j == y) g -= inv;
+        storeGrad(o + j, g);
+    }
+}
+
 extern "C" {
 
 // scale_add is the kernel of the recipe test: y[i] = a·x[i] + y[i].
@@ -85,33 +251,26 @@ __global__ void encoder_backward(float *demb, const float *dout, const int *toke
 // rmsnorm_forward: out = x·rstd·w with rstd = 1/sqrt(mean(x²)+eps), one warp per row.
 // out (N,C), rstd (N), x (N,C), w (C)
 __global__ void rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int n, int c, float eps) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
-    int lane = threadIdx.x % WARP;
-    if (r >= n) return;
-    const float *xr = x + (long)r * c;
-    float ss = 0.0f;
-    for (int i = lane; i < c; i += WARP) ss += xr[i] * xr[i];
-    ss = warpSum(ss);
-    float rs = 1.0f / sqrtf(ss / c + eps);
-    if (lane == 0) rstd[r] = rs;
-    float *o = out + (long)r * c;
-    for (int i = lane; i < c; i += WARP) o[i] = xr[i] * rs * w[i];
+    rmsnormForward(out, nullptr, rstd, x, w, n, c, eps);
+}
+
+// rmsnorm_forward_bf16 is rmsnorm_forward that also writes out rounded to bfloat16 into
+// out16 (N,C), the operand of the next product (SFSWEEP_CUDA_FAST=round).
+__global__ void rmsnorm_forward_bf16(float *out, __nv_bfloat16 *out16, float *rstd, const float *x, const float *w, int n, int c, float eps) {
+    rmsnormForward(out, out16, rstd, x, w, n, c, eps);
 }
 
 // rmsnorm_backward_dx adds the gradient with respect to x to dx, one warp per row:
 // with x̂ = x·rstd and dot = mean(dout·w·x̂), dx += rstd·(dout·w − x̂·dot).
 // dx (N,C), dout (N,C), x (N,C), w (C), rstd (N)
 __global__ void rmsnorm_backward_dx(float *dx, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
-    int lane = threadIdx.x % WARP;
-    if (r >= n) return;
-    const float *d = dout + (long)r * c, *xr = x + (long)r * c;
-    float rs = rstd[r];
-    float dot = 0.0f;
-    for (int i = lane; i < c; i += WARP) dot += d[i] * w[i] * (xr[i] * rs);
-    dot = warpSum(dot) / c;
-    float *o = dx + (long)r * c;
-    for (int i = lane; i < c; i += WARP) o[i] += rs * (d[i] * w[i] - xr[i] * rs * dot);
+    rmsnormBackwardDx(dx, nullptr, dout, x, w, rstd, n, c);
+}
+
+// rmsnorm_backward_dx_bf16 is rmsnorm_backward_dx that also writes the new dx rounded to
+// bfloat16 into dx16 (N,C), the operand of the next two products (SFSWEEP_CUDA_FAST=round).
+__global__ void rmsnorm_backward_dx_bf16(float *dx, __nv_bfloat16 *dx16, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+    rmsnormBackwardDx(dx, dx16, dout, x, w, rstd, n, c);
 }
 
 // rmsnorm_backward_dw_part writes the sums over chunks of rows of dout·x̂ into part: thread
@@ -158,111 +317,119 @@ __global__ void rope(float *qkv, const float *cos, const float *sin, int n, int 
 
 // permute splits qkv (B,T,3C) into q, k, v (B,H,T,D).
 __global__ void permute(float *q, float *k, float *v, const float *qkv, int b, int nt, int nh, int d) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long)b * nh * nt * d) return;
-    int di = idx % d;
-    int t = (idx / d) % nt;
-    int hh = (idx / ((long)d * nt)) % nh;
-    int bb = idx / ((long)d * nt * nh);
-    int c = nh * d;
-    long src = ((long)bb * nt + t) * 3 * c + hh * d + di;
-    q[idx] = qkv[src];
-    k[idx] = qkv[src + c];
-    v[idx] = qkv[src + 2 * c];
+    permuteQKV(q, k, v, nullptr, nullptr, nullptr, qkv, b, nt, nh, d);
+}
+
+// permute_bf16 is permute that also writes q, k, v rounded to bfloat16 into q16, k16, v16
+// (B,H,T,D), the operands of attention's products (SFSWEEP_CUDA_FAST=round).
+__global__ void permute_bf16(float *q, float *k, float *v, __nv_bfloat16 *q16, __nv_bfloat16 *k16, __nv_bfloat16 *v16, const float *qkv, int b, int nt, int nh, int d) {
+    permuteQKV(q, k, v, q16, k16, v16, qkv, b, nt, nh, d);
 }
 
 // permute_backward gathers dq, dk, dv (B,H,T,D) into dqkv (B,T,3C), overwriting it.
 __global__ void permute_backward(float *dqkv, const float *dq, const float *dk, const float *dv, int b, int nt, int nh, int d) {
     long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long)b * nh * nt * d) return;
-    int di = idx % d;
-    int t = (idx / d) % nt;
-    int hh = (idx / ((long)d * nt)) % nh;
-    int bb = idx / ((long)d * nt * nh);
     int c = nh * d;
-    long dst = ((long)bb * nt + t) * 3 * c + hh * d + di;
+    long dst = headToRow(idx, nt, nh, d, 3 * c);
     dqkv[dst] = dq[idx];
     dqkv[dst + c] = dk[idx];
     dqkv[dst + 2 * c] = dv[idx];
 }
 
+// permute_backward_rope_bf16 is permute_backward, then rope with the inverse rotation
+// (sin = −sin) on dqkv's q and k, then to_bf16 on dqkv, in one pass: dqkv (B,T,3C) float32
+// and dqkv16 (B,T,3C) bfloat16 from dq, dk, dv (B,H,T,D). One thread per (batch, head,
+// position, i < D/2) moves the pair (i, i + D/2) of q, k and v; the rotation is rope's
+// expression on the same values (SFSWEEP_CUDA_FAST=round).
+__global__ void permute_backward_rope_bf16(float *dqkv, __nv_bfloat16 *dqkv16, const float *dq, const float *dk, const float *dv, const float *cos, const float *sin, int b, int nt, int nh, int d) {
+    int h = d / 2;
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)b * nh * nt * h) return;
+    int i = idx % h;
+    int t = (idx / h) % nt;
+    long head = idx / ((long)h * nt); // bb·nh + hh
+    int hh = head % nh, bb = head / nh;
+    int c = nh * d;
+    long src = (head * nt + t) * d;
+    long dst = ((long)bb * nt + t) * 3 * c + hh * d;
+    float co = cos[t * h + i], si = sin[t * h + i];
+    const float *in[3] = {dq, dk, dv};
+    for (int part = 0; part < 3; part++) {
+        float a = in[part][src + i], bh = in[part][src + i + h];
+        float x0 = a, x1 = bh;
+        if (part < 2) {
+            x0 = a * co - bh * si;
+            x1 = a * si + bh * co;
+        }
+        long o = dst + part * c;
+        dqkv[o + i] = x0;
+        dqkv[o + i + h] = x1;
+        dqkv16[o + i] = __float2bfloat16_rn(x0);
+        dqkv16[o + i + h] = __float2bfloat16_rn(x1);
+    }
+}
+
 // unpermute writes y (B,T,C) from the heads' outputs (B,H,T,D); with back set it goes the
 // other way, the gradient dy (B,T,C) into (B,H,T,D).
 __global__ void unpermute(float *out, const float *in, int b, int nt, int nh, int d, int back) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long)b * nh * nt * d) return;
-    int di = idx % d;
-    int t = (idx / d) % nt;
-    int hh = (idx / ((long)d * nt)) % nh;
-    int bb = idx / ((long)d * nt * nh);
-    long y = ((long)bb * nt + t) * nh * d + hh * d + di;
-    if (back) out[idx] = in[y];
-    else out[y] = in[idx];
+    unpermuteHeads(out, nullptr, in, b, nt, nh, d, back);
+}
+
+// unpermute_bf16 is unpermute that also writes out rounded to bfloat16 into out16, laid
+// out as out (SFSWEEP_CUDA_FAST=round).
+__global__ void unpermute_bf16(float *out, __nv_bfloat16 *out16, const float *in, int b, int nt, int nh, int d, int back) {
+    unpermuteHeads(out, out16, in, b, nt, nh, d, back);
 }
 
 // softmax_causal replaces each row i (mod T) of the scores (BH,T,T) by the softmax of its
 // first i+1 entries and zeroes the rest, one warp per row. In place.
 __global__ void softmax_causal(float *att, int rows, int nt) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
-    int lane = threadIdx.x % WARP;
-    if (r >= rows) return;
-    int i = r % nt;
-    float *p = att + (long)r * nt;
-    float mx = -INFINITY;
-    for (int j = lane; j <= i; j += WARP) mx = fmaxf(mx, p[j]);
-    mx = warpMax(mx);
-    float sum = 0.0f;
-    for (int j = lane; j <= i; j += WARP) {
-        float e = expf(p[j] - mx);
-        p[j] = e;
-        sum += e;
-    }
-    sum = warpSum(sum);
-    float inv = 1.0f / sum;
-    for (int j = lane; j < nt; j += WARP) p[j] = j <= i ? p[j] * inv : 0.0f;
+    softmaxCausal(att, nullptr, rows, nt);
+}
+
+// softmax_causal_bf16 is softmax_causal that also writes the probabilities rounded to
+// bfloat16 into att16 (BH,T,T) (SFSWEEP_CUDA_FAST=round).
+__global__ void softmax_causal_bf16(float *att, __nv_bfloat16 *att16, int rows, int nt) {
+    softmaxCausal(att, att16, rows, nt);
 }
 
 // softmax_causal_backward turns dp, the gradient of the probabilities p (BH,T,T), into the
 // gradient of the scores, scale·p·(dp − Σ p·dp), zero above the diagonal; one warp per row,
 // in place.
 __global__ void softmax_causal_backward(float *dp, const float *p, int rows, int nt, float scale) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
-    int lane = threadIdx.x % WARP;
-    if (r >= rows) return;
-    int i = r % nt;
-    float *g = dp + (long)r * nt;
-    const float *pr = p + (long)r * nt;
-    float dot = 0.0f;
-    for (int j = lane; j <= i; j += WARP) dot += pr[j] * g[j];
-    dot = warpSum(dot);
-    for (int j = lane; j < nt; j += WARP) g[j] = j <= i ? scale * pr[j] * (g[j] - dot) : 0.0f;
+    softmaxCausalBackward(dp, nullptr, p, rows, nt, scale);
+}
+
+// softmax_causal_backward_bf16 is softmax_causal_backward that also writes the scores'
+// gradient rounded to bfloat16 into dp16 (BH,T,T) (SFSWEEP_CUDA_FAST=round).
+__global__ void softmax_causal_backward_bf16(float *dp, __nv_bfloat16 *dp16, const float *p, int rows, int nt, float scale) {
+    softmaxCausalBackward(dp, dp16, p, rows, nt, scale);
 }
 
 // swiglu_forward: out = silu(g)·u, where each row of gu holds the gate g then the up
 // projection u. out (N,F), gu (N,2F)
 __global__ void swiglu_forward(float *out, const float *gu, int n, int f) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long)n * f) return;
-    long r = idx / f;
-    int i = idx % f;
-    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
-    float s = 1.0f / (1.0f + expf(-g));
-    out[idx] = g * s * u;
+    swigluForward(out, nullptr, gu, n, f);
+}
+
+// swiglu_forward_bf16 is swiglu_forward that also writes out rounded to bfloat16 into
+// out16 (N,F) (SFSWEEP_CUDA_FAST=round).
+__global__ void swiglu_forward_bf16(float *out, __nv_bfloat16 *out16, const float *gu, int n, int f) {
+    swigluForward(out, out16, gu, n, f);
 }
 
 // swiglu_backward writes the gradients of g and u into dgu (overwriting them):
 // dg = dout·u·σ(g)·(1 + g·(1−σ(g))), du = dout·silu(g).
 // dgu (N,2F), dout (N,F), gu (N,2F)
 __global__ void swiglu_backward(float *dgu, const float *dout, const float *gu, int n, int f) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (long)n * f) return;
-    long r = idx / f;
-    int i = idx % f;
-    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
-    float s = 1.0f / (1.0f + expf(-g));
-    float d = dout[idx];
-    dgu[r * 2 * f + i] = d * u * s * (1.0f + g * (1.0f - s));
-    dgu[r * 2 * f + f + i] = d * (g * s);
+    swigluBackward(dgu, nullptr, dout, gu, n, f);
+}
+
+// swiglu_backward_bf16 is swiglu_backward that also writes dgu rounded to bfloat16 into
+// dgu16 (N,2F) (SFSWEEP_CUDA_FAST=round).
+__global__ void swiglu_backward_bf16(float *dgu, __nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
+    swigluBackward(dgu, dgu16, dout, gu, n, f);
 }
 
 // crossentropy_forward replaces each row of logits (N,V) by its softmax and writes the row's
@@ -297,6 +464,48 @@ __global__ void crossentropy_backward(float *probs, const int *targets, int n, i
     float p = probs[idx] * inv;
     if (j == targets[r]) p -= inv;
     probs[idx] = p;
+}
+
+// The fused cross-entropy (SFSWEEP_CUDA_FAST=ce): crossentropy_loss then, for a backward
+// pass, crossentropy_grad or crossentropy_grad_bf16, in place of crossentropy_forward and
+// crossentropy_backward. The loss kernel runs crossentropy_forward's block, loops and
+// reductions, so its max, sum and loss are bitwise those; the gradient kernels recompute
+// e = expf(z − max) from the same z and max, so each element runs the sequence of the two
+// old kernels, p = e·inv, g = p·(1/n), g −= 1/n at the target, and is bitwise what they
+// left (in bf16 mode: rounded once, as to_bf16 rounded it). The logits are read three
+// times and never written; the probabilities are never stored.
+
+// crossentropy_loss writes each row's loss lse(z) − z[target], in float64, to losses (N),
+// and its max and 1/Σexp(z − max) to stats (N,2); logits (N,V) are left as they are. One
+// block of 512 threads per row.
+__global__ void crossentropy_loss(const float *logits, double *losses, float *stats, const int *targets, int n, int v) {
+    __shared__ float sh[32];
+    int r = blockIdx.x;
+    if (r >= n) return;
+    const float *z = logits + (long)r * v;
+    float zy = z[targets[r]];
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < v; j += blockDim.x) mx = fmaxf(mx, z[j]);
+    mx = blockMax(mx, sh);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < v; j += blockDim.x) sum += expf(z[j] - mx);
+    sum = blockSum(sum, sh);
+    if (threadIdx.x == 0) {
+        stats[2 * r] = mx;
+        stats[2 * r + 1] = 1.0f / sum;
+        losses[r] = log((double)sum) + (double)mx - (double)zy;
+    }
+}
+
+// crossentropy_grad writes the float32 gradient of the logits (N,V) in place.
+__global__ void crossentropy_grad(float *logits, const float *stats, const int *targets, int n, int v, float inv) {
+    crossEntropyGrad(logits, logits, stats, targets, n, v, inv);
+}
+
+// crossentropy_grad_bf16 writes the gradient of the logits (N,V) rounded to bfloat16 into
+// out (N,V), the operand of both head products.
+__global__ void crossentropy_grad_bf16(__nv_bfloat16 *out, const float *logits, const float *stats, const int *targets, int n, int v, float inv) {
+    crossEntropyGrad(out, logits, stats, targets, n, v, inv);
 }
 
 // sumsq_chunks writes the float64 sum of squares of each chunk of `chunk` elements of g

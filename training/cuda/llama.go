@@ -16,31 +16,31 @@ import (
 
 func (e *Engine) forward() error {
 	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
-	eps := float32(e.cfg.NormEps)
 	s := &e.act
 	r := e.forwardRun()
+	e.roundFused = e.copies16 && e.fast.has(fastRound)
+	e.useCopies(r)
 	r.launch("encoder_forward", lin(n*c), blk, s.resid[0], e.tokens, e.p.emb, n, c)
 	for l, w := range e.p.layers {
 		la := &s.layers[l]
 		x, mid, out := s.resid[2*l], s.resid[2*l+1], s.resid[2*l+2]
 		// attention: mid = x + Wo·Attn(RoPE(Wqkv·n1(x)))
-		r.launch("rmsnorm_forward", rows(n), blk, la.n1Out, la.n1Rstd, x, w.n1, n, c, eps)
+		e.rmsnormForward(r, la.n1Out, la.n1Out16, la.n1Rstd, x, w.n1)
 		r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
 		e.rope(r, la.qkv, e.sin)
 		e.attentionForward(r, la)
 		r.doAs(Elementwise, func() error { return dtod(mid, x, n*c) })
 		r.gemm(false, true, n, c, c, 1, la.y, c, w.wo, c, 1, mid, c)
 		// MLP: out = mid + W2·swiglu(W13·n2(mid))
-		r.launch("rmsnorm_forward", rows(n), blk, la.n2Out, la.n2Rstd, mid, w.n2, n, c, eps)
+		e.rmsnormForward(r, la.n2Out, la.n2Out16, la.n2Rstd, mid, w.n2)
 		r.gemm(false, true, n, 2*f, c, 1, la.n2Out, c, w.w13, c, 0, la.gu, 2*f)
-		r.launch("swiglu_forward", lin(n*f), blk, la.h, la.gu, n, f)
+		e.swigluForward(r, la.h, la.h16, la.gu)
 		r.doAs(Elementwise, func() error { return dtod(out, mid, n*c) })
 		r.gemm(false, true, n, c, f, 1, la.h, f, w.w2, f, 1, out, c)
 	}
-	r.launch("rmsnorm_forward", rows(n), blk, s.nfOut, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, n, c, eps)
+	e.rmsnormForward(r, s.nfOut, s.nfOut16, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm)
 	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
-	r.launch("crossentropy_forward", dim{x: n}, dim{x: 512}, s.logits, e.losses, e.targets, n, v)
-	r.doAs(Transfer, func() error { return dtoh(e.lossHost, e.losses) })
+	e.lossForward(r)
 	return r.err
 }
 
@@ -57,38 +57,65 @@ func (e *Engine) attentionForward(r *run, la *layerActs) {
 	bh, td, tt := b*nh, t*d, t*t
 	scale := float32(1 / math.Sqrt(float64(d)))
 	defer r.within(Attention)()
-	r.launch("permute", lin(e.n*e.cfg.Dim), blk, s.q, s.k, s.v, la.qkv, b, t, nh, d)
+	e.permute(r, la.qkv)
 	r.gemmBatched(false, true, t, t, d, scale, s.q, d, td, s.k, d, td, 0, la.att, t, tt, bh)
-	r.launch("softmax_causal", rows(bh*t), blk, la.att, bh*t, t)
+	if att16, ok := r.pre[la.att]; ok {
+		r.launch("softmax_causal_bf16", rows(bh*t), blk, la.att, att16, bh*t, t)
+	} else {
+		r.launch("softmax_causal", rows(bh*t), blk, la.att, bh*t, t)
+	}
 	r.gemmBatched(false, false, t, d, t, 1, la.att, t, tt, s.v, d, td, 0, s.hy, d, td, bh)
-	r.launch("unpermute", lin(e.n*e.cfg.Dim), blk, la.y, s.hy, b, t, nh, d, 0)
+	e.unpermute(r, la.y, s.hy, 0)
 }
 
-// attentionBackward writes the gradients of q, k and v into s.dqkv (overwriting it) from
-// the gradient s.dy of the heads' outputs.
+// attentionBackward writes the gradients of q, k and v into s.dq, s.dk, s.dv from the
+// gradient s.dy of the heads' outputs; gatherDQKV then gathers them into s.dqkv.
 func (e *Engine) attentionBackward(r *run, la *layerActs) {
 	s := &e.act
 	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
 	bh, td, tt := b*nh, t*d, t*t
 	scale := float32(1 / math.Sqrt(float64(d)))
 	defer r.within(Attention)()
-	r.launch("permute", lin(e.n*e.cfg.Dim), blk, s.q, s.k, s.v, la.qkv, b, t, nh, d)
-	r.launch("unpermute", lin(e.n*e.cfg.Dim), blk, s.hy, s.dy, b, t, nh, d, 1)
+	e.permute(r, la.qkv)
+	e.unpermute(r, s.hy, s.dy, 1)
 	// dP = dY·Vᵀ, dV = Pᵀ·dY
 	r.gemmBatched(false, true, t, t, d, 1, s.hy, d, td, s.v, d, td, 0, s.datt, t, tt, bh)
 	r.gemmBatched(true, false, t, d, t, 1, la.att, t, tt, s.hy, d, td, 0, s.dv, d, td, bh)
 	// dS = scale·P⊙(dP − rowsum(P⊙dP)), then dQ = dS·K, dK = dSᵀ·Q
-	r.launch("softmax_causal_backward", rows(bh*t), blk, s.datt, la.att, bh*t, t, scale)
+	if datt16, ok := r.pre[s.datt]; ok {
+		r.launch("softmax_causal_backward_bf16", rows(bh*t), blk, s.datt, datt16, la.att, bh*t, t, scale)
+	} else {
+		r.launch("softmax_causal_backward", rows(bh*t), blk, s.datt, la.att, bh*t, t, scale)
+	}
 	r.gemmBatched(false, false, t, d, t, 1, s.datt, t, tt, s.k, d, td, 0, s.dq, d, td, bh)
 	r.gemmBatched(true, false, t, d, t, 1, s.datt, t, tt, s.q, d, td, 0, s.dk, d, td, bh)
-	r.launch("permute_backward", lin(e.n*e.cfg.Dim), blk, s.dqkv, s.dq, s.dk, s.dv, b, t, nh, d)
 }
 
-// rmsnormBackward adds the input gradient to dx and the weight gradient to dw.
+// gatherDQKV writes s.dqkv (overwriting it) from s.dq, s.dk, s.dv, with the inverse RoPE
+// rotation of q's and k's gradients where rope is set (LLaMA); where the run keeps a
+// bfloat16 copy of dqkv (the round path), one kernel does all of it and writes the copy.
+func (e *Engine) gatherDQKV(r *run, rope bool) {
+	s, b, t, nh, d := &e.act, e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
+	if dqkv16, ok := r.pre[s.dqkv]; ok && rope {
+		r.launch("permute_backward_rope_bf16", lin(e.n*e.cfg.Dim/2), blk, s.dqkv, dqkv16, s.dq, s.dk, s.dv, e.cos, e.nsin, b, t, nh, d)
+		return
+	}
+	r.launch("permute_backward", lin(e.n*e.cfg.Dim), blk, s.dqkv, s.dq, s.dk, s.dv, b, t, nh, d)
+	if rope {
+		e.rope(r, s.dqkv, e.nsin)
+	}
+}
+
+// rmsnormBackward adds the input gradient to dx and the weight gradient to dw; where the
+// run keeps a bfloat16 copy of dx (the round path), the copy follows.
 func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) {
 	n, c := e.n, e.cfg.Dim
 	chunks := blocks(n, normRows)
-	r.launch("rmsnorm_backward_dx", rows(n), blk, dx, dout, x, w, rstd, n, c)
+	if dx16, ok := r.pre[dx]; ok {
+		r.launch("rmsnorm_backward_dx_bf16", rows(n), blk, dx, dx16, dout, x, w, rstd, n, c)
+	} else {
+		r.launch("rmsnorm_backward_dx", rows(n), blk, dx, dout, x, w, rstd, n, c)
+	}
 	r.launch("rmsnorm_backward_dw_part", dim{x: blocks(c, threads), y: chunks}, blk, e.act.dwPart, dout, x, rstd, n, c, normRows)
 	r.launch("sum_rows_add", lin(c), blk, dw, e.act.dwPart, chunks, c)
 }
@@ -101,9 +128,10 @@ func (e *Engine) headBackward(r *run) {
 	n, c, v := e.n, e.cfg.Dim, e.cfg.Vocab
 	s := &e.act
 	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
-	r.launch("crossentropy_backward", lin(n*v), blk, s.logits, e.targets, n, v, float32(1/float64(n)))
+	e.lossBackward(r)
 	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
 	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)
+	r.release(s.logits)
 	r.doAs(Elementwise, func() error { return e.zero(s.dresid, n*c) })
 }
 
@@ -111,6 +139,7 @@ func (e *Engine) backward() error {
 	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
 	s := &e.act
 	r := e.newRun()
+	e.useCopies(r)
 	e.headBackward(r)
 	e.rmsnormBackward(r, s.dresid, e.g.norm, s.dnorm, s.resid[2*e.cfg.Layers], e.p.norm, s.nfRstd)
 	for l := e.cfg.Layers - 1; l >= 0; l-- {
@@ -119,7 +148,7 @@ func (e *Engine) backward() error {
 		// MLP
 		r.gemm(true, false, c, f, n, 1, s.dresid, c, la.h, f, 1, gw.w2, f)
 		r.gemm(false, false, n, f, c, 1, s.dresid, c, w.w2, f, 0, s.dh, f)
-		r.launch("swiglu_backward", lin(n*f), blk, s.dgu, s.dh, la.gu, n, f)
+		e.swigluBackward(r, la)
 		r.gemm(true, false, 2*f, c, n, 1, s.dgu, 2*f, la.n2Out, c, 1, gw.w13, c)
 		r.gemm(false, false, n, c, 2*f, 1, s.dgu, 2*f, w.w13, c, 0, s.dnorm, c)
 		e.rmsnormBackward(r, s.dresid, gw.n2, s.dnorm, mid, w.n2, la.n2Rstd)
@@ -127,7 +156,7 @@ func (e *Engine) backward() error {
 		r.gemm(true, false, c, c, n, 1, s.dresid, c, la.y, c, 1, gw.wo, c)
 		r.gemm(false, false, n, c, c, 1, s.dresid, c, w.wo, c, 0, s.dy, c)
 		e.attentionBackward(r, la)
-		e.rope(r, s.dqkv, e.nsin)
+		e.gatherDQKV(r, true)
 		r.gemm(true, false, 3*c, c, n, 1, s.dqkv, 3*c, la.n1Out, c, 1, gw.qkv, c)
 		r.gemm(false, false, n, c, 3*c, 1, s.dqkv, 3*c, w.qkv, c, 0, s.dnorm, c)
 		e.rmsnormBackward(r, s.dresid, gw.n1, s.dnorm, x, w.n1, la.n1Rstd)

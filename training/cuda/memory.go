@@ -41,7 +41,18 @@ type activations struct {
 	nfRstd cu.DevicePtr // (N)
 	nfMean cu.DevicePtr // (N) GPT-2 only
 	nfOut  cu.DevicePtr // (N,C)
-	logits cu.DevicePtr // (N,V): logits, then probabilities, then their gradient
+	// nfOut16 and the layers' n1Out16, n2Out16, h16 are the bfloat16 copies of nfOut,
+	// n1Out, n2Out and h that their producers write on the round path (fastRound); 0
+	// when the engine was made without it.
+	nfOut16 cu.DevicePtr
+	// dresid16, dgu16, q16, k16, v16, hy16, dqkv16 and datt16 are the bfloat16 copies
+	// of dresid, dgu, q, k, v, hy (the heads' output gradient), dqkv and datt that their
+	// producers write on the round path; 0 without it.
+	dresid16, dgu16, q16, k16, v16, hy16, dqkv16, datt16 cu.DevicePtr
+	logits                                               cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
+	// ceStats (N,2) are each row's max and 1/Σexp(z − max), from the fused
+	// cross-entropy's loss kernel to its gradient kernel.
+	ceStats cu.DevicePtr
 
 	dresid, dnorm, dqkv cu.DevicePtr // (N,C), (N,C), (N,3C)
 	datt                cu.DevicePtr // (B,H,T,T)
@@ -61,6 +72,10 @@ type layerActs struct {
 	gu, h         cu.DevicePtr // (N,2F), (N,F); GPT-2: c_fc output (N,F) and its GELU
 
 	n1Mean, n2Mean cu.DevicePtr // (N) GPT-2 only
+
+	// n1Out16, n2Out16, h16, y16, att16: bfloat16 copies of n1Out, n2Out, h, y and att
+	// that their producers write on the round path (fastRound); 0 without it.
+	n1Out16, n2Out16, h16, y16, att16 cu.DevicePtr
 }
 
 // optimizerVectors is the number of parameter-sized state vectors of the device
@@ -75,7 +90,13 @@ const (
 // seqLen tokens allocates, with the state and scratch of a device optimizer: what a trial
 // of that shape needs on the GPU, beyond the CUDA context and cuBLAS's workspace.
 func NeedBytes(cfg model.Config, batch, seqLen int, p backend.Precision) int64 {
-	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true, bf: bf16{on: p == backend.BF16}}
+	fast, _ := fastFromEnv() // New fails on an error
+	return needBytes(cfg, batch, seqLen, p, fast)
+}
+
+// needBytes is NeedBytes for an engine made with the fast paths fast.
+func needBytes(cfg model.Config, batch, seqLen int, p backend.Precision, fast fastPaths) int64 {
+	c := &Engine{cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2, counting: true, bf: bf16{on: p == backend.BF16}, fast: fast}
 	_ = c.allocBuffers()
 	size := c.layout.Size
 	_, _ = c.mk(blocks(size, normChunk), 8) // the gradient-norm scratch
@@ -96,7 +117,7 @@ func (e *Engine) oom(err error) error {
 		free, total = -1, -1
 	}
 	return &backend.OutOfMemoryError{
-		Backend: e.name, Need: NeedBytes(e.cfg, e.b, e.t, e.prec), Total: total, Free: free, Err: err,
+		Backend: e.name, Need: needBytes(e.cfg, e.b, e.t, e.prec, e.fast), Total: total, Free: free, Err: err,
 		What: fmt.Sprintf("%s of %d parameters at micro-batch %d×%d, with its optimizer,", e.cfg.Arch, e.cfg.NumParams(), e.b, e.t),
 	}
 }
@@ -186,9 +207,18 @@ func (e *Engine) allocBuffers() error {
 		if e.gpt2 {
 			la.n1Mean, la.n2Mean = a(n), a(n)
 		}
+		if e.roundCopies() {
+			la.n1Out16, la.n2Out16, la.h16, la.y16, la.att16 = a(n*c, 2), a(n*c, 2), a(n*f, 2), a(n*c, 2), a(bhtt, 2)
+		}
 		s.layers = append(s.layers, la)
 	}
-	s.nfRstd, s.nfOut, s.logits = a(n), a(n*c), a(n*v)
+	s.nfRstd, s.nfOut, s.logits, s.ceStats = a(n), a(n*c), a(n*v), a(2*n)
+	if e.roundCopies() {
+		s.nfOut16, s.dresid16, s.dgu16 = a(n*c, 2), a(n*c, 2), a(n*gu, 2)
+		s.q16, s.k16, s.v16, s.hy16, s.dqkv16 = a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*3*c, 2)
+		s.datt16 = a(bhtt, 2)
+		e.copies16 = true
+	}
 	if e.gpt2 {
 		s.nfMean = a(n)
 		s.dbPart = a(blocks(n, normRows) * max(3*c, f))

@@ -66,6 +66,13 @@ var kernelCategory = map[string]Category{
 	"position_forward": Embedding, "position_backward": Embedding,
 	"sumsq_chunks": Optimizer, "sfadamw_step": Optimizer, "adamw_step": Optimizer, "scale": Optimizer,
 	"ewa_update": Optimizer, "sf_x": Optimizer, "ewa_update_x": Optimizer,
+	// the fast paths (fast.go): each kernel in its old counterpart's category, the
+	// rounding it absorbs with it
+	"crossentropy_loss": Head, "crossentropy_grad": Head, "crossentropy_grad_bf16": Head,
+	"rmsnorm_forward_bf16": Norms, "rmsnorm_backward_dx_bf16": Norms,
+	"permute_bf16": Attention, "permute_backward_rope_bf16": Attention, "unpermute_bf16": Attention,
+	"softmax_causal_bf16": Attention, "softmax_causal_backward_bf16": Attention,
+	"swiglu_forward_bf16": Elementwise, "swiglu_backward_bf16": Elementwise,
 }
 
 func categoryOf(kernel string) Category {

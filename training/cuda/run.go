@@ -18,6 +18,9 @@ type run struct {
 
 	region   Category // in the timing mode, what the operations are charged to while inRegion
 	inRegion bool
+	// pre maps a float32 operand to the bfloat16 copy its producer wrote, which a product
+	// takes instead of rounding it (rounded, release).
+	pre map[cu.DevicePtr]cu.DevicePtr
 }
 
 // newRun starts a sequence of operations of the engine; in bf16 mode it first brings the
@@ -93,12 +96,34 @@ func (r *run) operand(p cu.DevicePtr, n int, scratch cu.DevicePtr) cu.DevicePtr 
 	if p >= e.params && p < e.params+cu.DevicePtr(4*e.layout.Size) {
 		return e.bf.params + (p-e.params)/2
 	}
+	if q, ok := r.pre[p]; ok {
+		return q
+	}
 	if n > e.bf.cap && r.err == nil {
 		r.err = fmt.Errorf("bf16 operand of %d elements, scratch holds %d", n, e.bf.cap)
 	}
+	for src, q := range r.pre {
+		if q == scratch && r.err == nil {
+			r.err = fmt.Errorf("bf16 scratch still holds the operand of %#x", uint64(src))
+		}
+	}
 	r.launch("to_bf16", lin(n), blk, scratch, p, int64(n))
+	e.roundPasses++
 	return scratch
 }
+
+// rounded records that q holds the bfloat16 form of the float32 operand p, written by p's
+// producer: products take q for p until release(p).
+func (r *run) rounded(p, q cu.DevicePtr) {
+	if r.pre == nil {
+		r.pre = map[cu.DevicePtr]cu.DevicePtr{}
+	}
+	r.pre[p] = q
+}
+
+// release ends rounded(p): q may be overwritten, and p is rounded again where a product
+// reads it.
+func (r *run) release(p cu.DevicePtr) { delete(r.pre, p) }
 
 func (r *run) do(f func() error) {
 	if r.err == nil {

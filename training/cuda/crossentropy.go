@@ -1,0 +1,40 @@
+//go:build cuda
+
+package cuda
+
+// The loss and the first step of the backward pass, shared by both architectures. The
+// default path is crossentropy_forward, which leaves the probabilities in the logits'
+// place, then crossentropy_backward, which turns them into the gradient in place; in bf16
+// mode each head product then rounds that gradient to bfloat16 again. The fused path
+// (FastEnv "ce") reads the logits three times and writes only the gradient, once, in the
+// form the head products take: bitwise the same losses and gradients (kernels.cu).
+
+// lossForward writes each row's loss to e.losses and copies them to the host.
+func (e *Engine) lossForward(r *run) {
+	n, v, s := e.n, e.cfg.Vocab, &e.act
+	e.ceFused = e.fast.has(fastCE)
+	if e.ceFused {
+		r.launch("crossentropy_loss", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, s.ceStats, e.targets, n, v)
+	} else {
+		r.launch("crossentropy_forward", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, e.targets, n, v)
+	}
+	r.doAs(Transfer, func() error { return dtoh(e.lossHost, e.losses) })
+}
+
+// lossBackward makes the gradient of the mean loss with respect to the logits the operand
+// that the head products read for s.logits, until the run releases it: s.logits itself on
+// the default path and in float32, the bfloat16 scratch e.bf.a on the fused path in bf16
+// mode.
+func (e *Engine) lossBackward(r *run) {
+	n, v, s := e.n, e.cfg.Vocab, &e.act
+	inv := float32(1 / float64(n))
+	switch {
+	case !e.ceFused:
+		r.launch("crossentropy_backward", lin(n*v), blk, s.logits, e.targets, n, v, inv)
+	case e.bf.on:
+		r.launch("crossentropy_grad_bf16", dim{x: n}, dim{x: ceThreads}, e.bf.a, s.logits, s.ceStats, e.targets, n, v, inv)
+		r.rounded(s.logits, e.bf.a)
+	default:
+		r.launch("crossentropy_grad", dim{x: n}, dim{x: ceThreads}, s.logits, s.ceStats, e.targets, n, v, inv)
+	}
+}

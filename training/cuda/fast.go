@@ -1,0 +1,120 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+)
+
+// FastEnv names an environment variable that turns on, by name, the engine's fast paths
+// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each gives bitwise the
+// results of the default path (the arithmetic stays that of the backend's name); unset or
+// empty, the engine runs the default path.
+const FastEnv = "SFSWEEP_CUDA_FAST"
+
+// ceThreads is the block of the cross-entropy kernels, one block per row: its size fixes
+// the order of the row's sums, so it is part of the arithmetic (the mirror in
+// crossentropy_test.go runs the same partition).
+const ceThreads = 512
+
+// fastPaths is a set of fast paths, one bit each.
+type fastPaths uint32
+
+const (
+	// fastCE splits the cross-entropy into a loss kernel that leaves the logits as they
+	// are and keeps each row's max and 1/Σexp, and a gradient kernel that writes the
+	// logits' gradient, in bf16 mode straight as the bfloat16 operand of both head
+	// products, so no probabilities are stored and no rounding pass runs.
+	fastCE fastPaths = 1 << iota
+	// fastRound has LLaMA's kernels that produce a product's operand (RMSNorm, SwiGLU,
+	// attention's permutations and causal softmax, forward and backward) write its
+	// bfloat16 copy as they write the float32 value, in bf16 mode, so no rounding pass
+	// runs for them (round.go). The copies are allocated when the engine is made with the
+	// path on.
+	fastRound
+)
+
+// fastPath is a fast path's name in FastEnv and the kernels it needs.
+type fastPath struct {
+	name    string
+	path    fastPaths
+	kernels []string
+}
+
+// allFast is the set of every fast path.
+func allFast() fastPaths {
+	var f fastPaths
+	for _, n := range fastNames {
+		f |= n.path
+	}
+	return f
+}
+
+// fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
+// before the path lacks.
+var fastNames = []fastPath{
+	{"ce", fastCE, []string{"crossentropy_loss", "crossentropy_grad", "crossentropy_grad_bf16"}},
+	{"round", fastRound, []string{
+		"rmsnorm_forward_bf16", "swiglu_forward_bf16", "rmsnorm_backward_dx_bf16", "swiglu_backward_bf16",
+		"permute_bf16", "unpermute_bf16", "permute_backward_rope_bf16",
+		"softmax_causal_bf16", "softmax_causal_backward_bf16",
+	}},
+}
+
+func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }
+
+// String is f in FastEnv's form.
+func (f fastPaths) String() string {
+	var names []string
+	for _, n := range fastNames {
+		if f.has(n.path) {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// parseFast reads FastEnv's value: names separated by commas, spaces ignored.
+func parseFast(s string) (fastPaths, error) {
+	var f fastPaths
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		i := fastIndex(name)
+		if i < 0 {
+			known := make([]string, len(fastNames))
+			for j, n := range fastNames {
+				known[j] = n.name
+			}
+			return 0, fmt.Errorf("cuda: %s=%q: unknown fast path %q (known: %s)", FastEnv, s, name, strings.Join(known, ", "))
+		}
+		f |= fastNames[i].path
+	}
+	return f, nil
+}
+
+func fastIndex(name string) int {
+	for i, n := range fastNames {
+		if n.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// fastKernels returns the kernels the paths of f need.
+func fastKernels(f fastPaths) []string {
+	var ks []string
+	for _, n := range fastNames {
+		if f.has(n.path) {
+			ks = append(ks, n.kernels...)
+		}
+	}
+	return ks
+}
+
+// fastFromEnv is FastEnv's setting, read once per process.
+var fastFromEnv = sync.OnceValues(func() (fastPaths, error) { return parseFast(os.Getenv(FastEnv)) })

@@ -1,0 +1,159 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"math"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// needFast returns the device, after skipping the test when the loaded PTX predates the
+// paths of f (the embedded copy not yet rebuilt), or failing it when a PTX given by PTXEnv
+// lacks them.
+func needFast(t *testing.T, f fastPaths) *device {
+	t.Helper()
+	d, err := getDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := d.missing(fastKernels(f)); k != "" {
+		if os.Getenv(PTXEnv) == "" {
+			t.Skipf("the embedded PTX lacks kernel %s: set %s to a PTX built from kernels.cu", k, PTXEnv)
+		}
+		t.Fatalf("the PTX of %s lacks kernel %s", PTXEnv, k)
+	}
+	return d
+}
+
+// fastRun is what a fast path must leave bitwise as the default path does: the losses of
+// two micro-batches (the second after an evaluation Forward without Backward) and the
+// gradients they add up to.
+type fastRun struct {
+	losses []float64
+	grads  []float32
+}
+
+func runFast(t *testing.T, e *Engine, f fastPaths, toks [][]int32) fastRun {
+	t.Helper()
+	e.fast = f
+	e.ZeroGrad()
+	var out fastRun
+	n := e.n
+	for i, tk := range toks {
+		if i == 1 {
+			// an evaluation Forward between micro-batches changes nothing
+			l, err := e.Forward(toks[0][:n], toks[0][1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.losses = append(out.losses, l)
+		}
+		l, err := e.Forward(tk[:n], tk[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		out.losses = append(out.losses, l)
+	}
+	out.grads = make([]float32, e.NumParams())
+	if err := e.ReadGrads(out.grads); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Each fast path gives bitwise the losses and gradients of the default path, for both
+// architectures, in bf16 and float32, with vocabularies below, at and above the
+// cross-entropy's block of 512 threads and not multiples of it.
+func TestFastPathsBitwise(t *testing.T) {
+	all := allFast()
+	needFast(t, all)
+	odd := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 64, Layers: 2, Heads: 4, Context: 40, Hidden: 96, Batch: 3}.WithDefaults()
+	for _, tc := range []struct {
+		name          string
+		cfg           model.Config
+		batch, seqLen int
+		prec          backend.Precision
+	}{
+		{"micro-llama", preset(t, "micro-llama"), 2, 8, backend.BF16},
+		{"odd-vocab", odd, 3, 37, backend.BF16},
+		{"odd-vocab/fp32", odd, 3, 37, backend.FP32},
+		{"tiny-llama", preset(t, "tiny-llama"), 4, 128, backend.BF16},
+		{"tiny-gpt2", preset(t, "tiny-gpt2"), 4, 100, backend.BF16},
+		{"micro-gpt2/tf32", preset(t, "micro-gpt2"), 2, 8, backend.TF32},
+		{"llama-124m", preset(t, "llama-124m"), 2, 512, backend.BF16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := newEngine(tc.cfg, tc.batch, tc.seqLen, tc.prec, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			p := make([]float32, tc.cfg.NumParams())
+			model.Init(tc.cfg, 7, p)
+			if err := e.WriteParams(p); err != nil {
+				t.Fatal(err)
+			}
+			n := tc.batch * tc.seqLen
+			toks := [][]int32{randomTokens(n+1, tc.cfg.Vocab, 21), randomTokens(n+1, tc.cfg.Vocab, 22)}
+			// a target at each edge of the vocabulary
+			toks[0][1], toks[0][n] = 0, int32(tc.cfg.Vocab-1)
+			e.roundPasses = 0
+			old := runFast(t, e, 0, toks)
+			if tc.prec == backend.BF16 && e.roundPasses == 0 {
+				t.Errorf("the default path issued no rounding pass")
+			}
+			for _, fn := range append(slices.Clip(fastNames), fastPath{name: all.String(), path: all}) {
+				e.roundPasses = 0
+				got := runFast(t, e, fn.path, toks)
+				// with every path on, a LLaMA micro-batch rounds no activation itself
+				if fn.path == all && tc.cfg.Arch == model.LLaMA && e.roundPasses != 0 {
+					t.Errorf("%s: %d rounding passes, want none", fn.name, e.roundPasses)
+				}
+				for i := range old.losses {
+					if math.Float64bits(got.losses[i]) != math.Float64bits(old.losses[i]) {
+						t.Errorf("%s: loss %d = %v, the default path's %v", fn.name, i, got.losses[i], old.losses[i])
+					}
+				}
+				for _, ts := range tc.cfg.Layout().Tensors {
+					for i := ts.Offset; i < ts.Offset+ts.Size; i++ {
+						if math.Float32bits(got.grads[i]) != math.Float32bits(old.grads[i]) {
+							t.Errorf("%s: gradient of %s[%d] = %v, the default path's %v", fn.name, ts.Name, i-ts.Offset, got.grads[i], old.grads[i])
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// NeedBytes follows the buffers of the fast paths.
+func TestFastPathsNeedBytes(t *testing.T) {
+	all := allFast()
+	needFast(t, all)
+	for _, name := range []string{"micro-llama", "micro-gpt2"} {
+		cfg := preset(t, name)
+		for _, p := range []backend.Precision{backend.FP32, backend.BF16} {
+			var held [2]int64
+			for i, f := range []fastPaths{0, all} {
+				e, err := newEngine(cfg, 3, 8, p, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held[i] = int64(e.DeviceBytes())
+				e.Close()
+			}
+			if got, want := needBytes(cfg, 3, 8, p, all)-needBytes(cfg, 3, 8, p, 0), held[1]-held[0]; got != want {
+				t.Errorf("%s, %s: the fast paths add %d bytes to NeedBytes, %d to the engine", name, p, got, want)
+			}
+		}
+	}
+}
