@@ -11,11 +11,11 @@
 #   .gpubin/data/go-byte     sfsweep data default -max-bytes 400000
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
-# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit loop kill
-# sweep curve; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit fast loop
+# kill sweep curve; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed profile unit loop kill sweep curve}
+STAGES=${2:-ptx speed profile unit fast loop kill sweep curve}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -94,6 +94,35 @@ fi
 if has unit; then
 	(cd "$ROOT/training/cuda" && timeout 150 "$WORK/cuda.test" -test.v -test.timeout 140s) >"$OUT/unit.log" 2>&1
 	verdict unit "exit $? ($(grep -c '^--- PASS' "$OUT/unit.log") passed, $(grep -c '^--- FAIL' "$OUT/unit.log") failed)"
+fi
+
+if has fast; then
+	# the fast paths not yet signed off (SFSWEEP_CUDA_FAST=ce,round; their kernels come from
+	# the ptx stage's PTX): the package's tests again with them on (TestMatchesCPU,
+	# TestDeterministic, TestNeedBytes on the new paths), then the speed stage's run with
+	# and without them, in this call
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=ce,round timeout 150 "$WORK/cuda.test" -test.v -test.timeout 140s) >"$OUT/fast-unit.log" 2>&1
+	rc=$?
+	train_cfg fast bf16 512 16 524288 6 0
+	for paths in "" ce,round; do
+		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/fast-${paths:-off}' '$WORK/fast.yaml'") >"$OUT/fast-speed-${paths:-off}.log" 2>&1
+	done
+	off=$(grep -o '[0-9]* tok/s' "$OUT/fast-speed-off.log" | tail -1) on=$(grep -o '[0-9]* tok/s' "$OUT/fast-speed-ce,round.log" | tail -1)
+	# the two runs' results must be bitwise equal but for their wall-clock time: the paths
+	# change no bit
+	same=$(python3 -c '
+import json, sys, glob
+def load(d):
+    f = glob.glob(d + "/**/result.json", recursive=True)
+    if not f:
+        return None
+    r = json.load(open(f[0]))
+    r.pop("seconds", None)
+    return r
+a, b = load(sys.argv[1]), load(sys.argv[2])
+print("no result" if a is None or b is None else "same results" if a == b else "RESULTS DIFFER")
+' "$WORK/fast-off" "$WORK/fast-ce,round")
+	verdict fast "unit exit $rc ($(grep -c '^--- PASS' "$OUT/fast-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/fast-unit.log") failed); speed off ${off:-?}, on ${on:-?}; $same"
 fi
 
 if has loop; then
