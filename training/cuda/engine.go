@@ -5,6 +5,8 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
+	"sync"
 
 	"gorgonia.org/cu"
 
@@ -81,6 +83,9 @@ type Engine struct {
 }
 
 var _ backend.Engine = (*Engine)(nil)
+
+// fastFromEnv is FastEnv's setting, read once per process.
+var fastFromEnv = sync.OnceValues(func() (fastPaths, error) { return parseFast(os.Getenv(FastEnv)) })
 var _ backend.DeviceOptimizers = (*Engine)(nil)
 
 // init registers a backend of the catalog for each precision of the family.

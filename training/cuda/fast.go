@@ -2,9 +2,7 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"sync"
 )
 
 // FastEnv names an environment variable that turns on, by name, the engine's fast paths
@@ -115,6 +113,3 @@ func fastKernels(f fastPaths) []string {
 	}
 	return ks
 }
-
-// fastFromEnv is FastEnv's setting, read once per process.
-var fastFromEnv = sync.OnceValues(func() (fastPaths, error) { return parseFast(os.Getenv(FastEnv)) })
