@@ -120,6 +120,41 @@ func (m *Manifest) Rungs() []int {
 	return append(rungs, m.Steps)
 }
 
+// EarlyRungFrac is the share of a run before which a rung judges too early: successive
+// halving's short-horizon bias (configurations with a high LR lead at the start and fall
+// behind later) stops good configurations there.
+const EarlyRungFrac = 0.2
+
+// RungWarnings says of each rung before the end that comes too early to judge on, why:
+// inside the warmup (the LR has not reached its peak, so configurations are ranked on how
+// they warm up) or in the first EarlyRungFrac of the run. Neither is an error: the search
+// runs as written, and validate, run and submit print these.
+func (m *Manifest) RungWarnings() []string {
+	rungs := m.Rungs()
+	if len(rungs) < 2 {
+		return nil
+	}
+	warmup := training.DefaultWarmupFrac
+	if m.WarmupFrac.Set() {
+		warmup = slices.Max(m.WarmupFrac.corners())
+	}
+	warmupSteps, early := int(warmup*float64(m.Steps)), int(EarlyRungFrac*float64(m.Steps))
+	var out []string
+	for i, r := range rungs[:len(rungs)-1] {
+		field := fmt.Sprintf("search.early_stopping.rungs[%d]", i)
+		if len(m.Search.EarlyStopping.Rungs) == 0 {
+			field = "search.early_stopping.min_steps"
+		}
+		switch {
+		case r <= warmupSteps:
+			out = append(out, fmt.Sprintf("%s: rung at step %d is inside the warmup (its first %d steps): configurations are ranked before their learning rate reaches its peak", field, r, warmupSteps))
+		case r < early:
+			out = append(out, fmt.Sprintf("%s: rung at step %d is in the first %.0f%% of the run (before step %d): early rungs favour configurations that lead at the start, and may stop the best one", field, r, 100*EarlyRungFrac, early))
+		}
+	}
+	return out
+}
+
 func (es *EarlyStopping) eta() int {
 	if es.Eta == 0 {
 		return DefaultEta

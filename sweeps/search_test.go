@@ -142,3 +142,35 @@ func TestSearchErrors(t *testing.T) {
 		}
 	}
 }
+
+// A rung inside the warmup, or in the first fifth of the run, is warned of; a later one is
+// not, and a search without early stopping has no rungs to warn of.
+func TestRungWarnings(t *testing.T) {
+	for _, c := range []struct {
+		old, new string
+		want     []string
+	}{
+		// 90 steps: warmup 5% is 4 steps, the first 20% ends at step 18
+		{"min_steps: 10, eta: 3", "rungs: [10, 30, 60]", []string{
+			"search.early_stopping.rungs[0]: rung at step 10 is in the first 20% of the run (before step 18)"}},
+		{"steps: 90", "steps: 90\nwarmup_frac: 0.2", []string{
+			"search.early_stopping.min_steps: rung at step 10 is inside the warmup (its first 18 steps)"}},
+		{"min_steps: 10, eta: 3", "rungs: [20, 40]", nil},
+		{"  early_stopping: {rule: asha, min_steps: 10, eta: 3}\n", "", nil},
+	} {
+		m, err := Parse([]byte(strings.Replace(searchBase, c.old, c.new, 1)))
+		if err != nil {
+			t.Fatalf("%q → %q: %v", c.old, c.new, err)
+		}
+		got := m.RungWarnings()
+		if len(got) != len(c.want) {
+			t.Errorf("%q → %q: warnings %q, want %d", c.old, c.new, got, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.HasPrefix(got[i], w) {
+				t.Errorf("%q → %q: warning %q, want it to start %q", c.old, c.new, got[i], w)
+			}
+		}
+	}
+}

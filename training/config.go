@@ -125,6 +125,9 @@ func precisionNames() string {
 	return strings.Join(names, ", ")
 }
 
+// DefaultWarmupFrac is the warmup's default share of the run's steps: the paper's 5%.
+const DefaultWarmupFrac = 0.05
+
 func ptr(v float64) *float64 { return &v }
 
 // maxCount bounds the counts of a config (2^40: a trillion tokens in a batch), so that
@@ -147,7 +150,7 @@ func (c Config) WithDefaults() Config {
 		o.WeightDecay = ptr(0.1)
 	}
 	if o.WarmupFrac == nil {
-		o.WarmupFrac = ptr(0.05)
+		o.WarmupFrac = ptr(DefaultWarmupFrac)
 	}
 	if o.GradClip == nil {
 		if o.Name == AdamW {

@@ -153,6 +153,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	warnRungs(stderr, file, m)
 	c, store, err := r.connect(ctx)
 	if err != nil {
 		return err

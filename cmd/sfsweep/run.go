@@ -63,6 +63,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	warnRungs(stderr, file, m)
 	if err := m.CheckBackend(src); err != nil {
 		return fmt.Errorf("%s: %w (sfsweep run trains in this process; a sweep given to sfsweep submit waits for workers that have it)", file, err)
 	}

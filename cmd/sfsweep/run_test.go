@@ -278,3 +278,15 @@ func TestProgressFailures(t *testing.T) {
 		}
 	}
 }
+
+// validate warns of a rung that judges too early, names it, and still succeeds: the
+// search runs as written.
+func TestValidateWarnsEarlyRungs(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"validate", "../../sweeps/examples/search-asha-tiny.yaml"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if want := "warning: search.early_stopping.rungs[0]: rung at step 30 is in the first 20% of the run"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
+	}
+}

@@ -26,6 +26,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	warnRungs(stderr, file, m)
 	if err := m.CheckBackend(src); err != nil {
 		fmt.Fprintf(stderr, "%s: %v (sfsweep run cannot train it with this build; sfsweep submit queues its trials for workers that have it)\n", file, err)
 	}
@@ -61,6 +62,14 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "probes: %d more steps, %.4g tokens, %.4g FLOPs\n", probes.Steps, float64(probes.Tokens), probes.FLOPs)
 	}
 	return nil
+}
+
+// warnRungs prints the manifest's warnings of rungs that judge too early
+// (sweeps.Manifest.RungWarnings): the search runs as written.
+func warnRungs(w io.Writer, file string, m *sweeps.Manifest) {
+	for _, s := range m.RungWarnings() {
+		fmt.Fprintf(w, "%s: warning: %s\n", file, s)
+	}
 }
 
 // loadManifest reads, validates and expands a manifest file; errors name the file.
