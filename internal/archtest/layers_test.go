@@ -20,7 +20,7 @@ var floors = [][]string{
 		"internal/blob", "internal/netx", "internal/stats", "internal/faultproxy", "internal/tlsproxy",
 		"internal/archtest", "internal/peak", "infra", "training/checkpoint/safetensors", "training/cuda"},
 	// the optimizers, the matrix product, data, the search engine, the workflows' messages
-	{"sfadamw", "training/model", "training/gemm", "training/data", "search", "workflows", "internal/figure"},
+	{"sfadamw", "training/model", "training/gemm", "training/data", "search", "workflows", "internal/figure", "program"},
 	// what builds on the optimizers: engines' interface, checkpoints; the workflows' client
 	{"training/backend", "training/checkpoint", "sweepclient", "analysis"},
 	// the engines

@@ -1,0 +1,195 @@
+package program
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sfsweep/sfsweep/fielderr"
+)
+
+// Spec is a trainer: how to start its program and what its identity is. The YAML keys
+// are those of docs/trainer.md.
+type Spec struct {
+	Name        string            `yaml:"-"` // the key in a registry
+	Program     string            `yaml:"program"`
+	Interpreter string            `yaml:"interpreter,omitempty"`
+	Command     []string          `yaml:"command,omitempty"`
+	Version     string            `yaml:"version,omitempty"`
+	Files       []string          `yaml:"files,omitempty"`
+	Probes      []string          `yaml:"probes,omitempty"`
+	Env         map[string]string `yaml:"env,omitempty"`
+	Line        int               `yaml:"-"` // where it is defined, for errors
+}
+
+// The command template's macros, as W&B names them.
+const (
+	macroInterpreter   = "${interpreter}"
+	macroProgram       = "${program}"
+	macroArgs          = "${args}"
+	macroArgsNoHyphens = "${args_no_hyphens}"
+	macroArgsJSON      = "${args_json}"
+	macroEnv           = "${env}"
+)
+
+var macros = []string{macroInterpreter, macroProgram, macroArgs, macroArgsNoHyphens, macroArgsJSON, macroEnv}
+
+// defaultCommand is the argv template of a trainer without a command.
+var defaultCommand = []string{macroInterpreter, macroProgram, macroArgs}
+
+// Probes lists the probes a program may implement.
+var Probes = []string{"decay"}
+
+var (
+	validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	validEnv  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ReservedEnvPrefix starts the variables sfsweep sets for the program; a trainer's env may
+// not set them, so that a registry can never point a program at another trial's files.
+const ReservedEnvPrefix = "SFSWEEP_"
+
+// Check reports the first thing wrong with s, as a *fielderr.Error whose field is under
+// "trainer" ("trainer.command[1]"). A command must run ${program}: a template that leaves
+// it out would run something other than the file the identity names.
+func (s Spec) Check() error {
+	bad := func(field string, value any, reason string) error {
+		return &fielderr.Error{Field: "trainer." + field, Value: value, Reason: reason, Line: s.Line}
+	}
+	if !validName.MatchString(s.Name) {
+		return bad("name", s.Name, "must be letters, digits, '-', '_' or '.'")
+	}
+	if s.Program == "" {
+		return bad("program", s.Program, "is required: the program's path")
+	}
+	if strings.ContainsAny(s.Interpreter, " \t\n\x00") || strings.Contains(s.Interpreter, "${") {
+		return bad("interpreter", s.Interpreter, "must be one command, e.g. python3 (arguments go in command)")
+	}
+	if s.Command != nil {
+		if len(s.Command) == 0 {
+			return bad("command", "[]", "must not be empty")
+		}
+		runs := false
+		for i, c := range s.Command {
+			if !strings.Contains(c, "${") {
+				continue
+			}
+			if !slices.Contains(macros, c) {
+				return bad(fmt.Sprintf("command[%d]", i), c, "unknown macro: an argument is a literal or exactly one of "+strings.Join(macros, ", "))
+			}
+			runs = runs || c == macroProgram
+		}
+		if !runs {
+			return bad("command", strings.Join(s.Command, " "), "must contain "+macroProgram)
+		}
+	}
+	if s.Version != "" && len(s.Files) > 0 {
+		return bad("files", strings.Join(s.Files, ", "), "give version or files, not both")
+	}
+	for i, f := range s.Files {
+		if _, err := filepath.Match(f, ""); f == "" || err != nil {
+			return bad(fmt.Sprintf("files[%d]", i), f, "not a valid glob")
+		}
+	}
+	for i, p := range s.Probes {
+		if !slices.Contains(Probes, p) {
+			return bad(fmt.Sprintf("probes[%d]", i), p, "unknown probe: want one of "+strings.Join(Probes, ", "))
+		}
+	}
+	for _, k := range sortedKeys(s.Env) {
+		if !validEnv.MatchString(k) {
+			return bad("env."+k, s.Env[k], "not a variable name: letters, digits and '_', not starting with a digit")
+		}
+		if strings.HasPrefix(k, ReservedEnvPrefix) {
+			return bad("env."+k, s.Env[k], "variables starting "+ReservedEnvPrefix+" are sfsweep's")
+		}
+		if strings.ContainsRune(s.Env[k], 0) {
+			return bad("env."+k, s.Env[k], "contains a NUL byte")
+		}
+	}
+	return nil
+}
+
+// Identity is s's identity, which a trial's ID hashes: "version:<version>"; else
+// "sha256:<hex>" of its Files (globs relative to dir, each matched file's relative path
+// and contents hashed in sorted order; a glob that matches no file is an error naming it);
+// with neither, the sha256 of the program file itself.
+func (s Spec) Identity(dir string) (string, error) {
+	if s.Version != "" {
+		return "version:" + s.Version, nil
+	}
+	h := sha256.New()
+	if len(s.Files) == 0 {
+		b, err := os.ReadFile(resolve(dir, s.Program))
+		if err != nil {
+			return "", &fielderr.Error{Field: "trainer.program", Value: s.Program, Reason: "cannot be read: " + pathErr(err), Line: s.Line}
+		}
+		h.Write(b)
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	}
+	seen := map[string]string{} // the name hashed -> the file
+	for i, g := range s.Files {
+		matches, err := filepath.Glob(resolve(dir, g))
+		if err != nil {
+			return "", &fielderr.Error{Field: fmt.Sprintf("trainer.files[%d]", i), Value: g, Reason: "not a valid glob", Line: s.Line}
+		}
+		n := 0
+		for _, m := range matches {
+			if fi, err := os.Stat(m); err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			name := m
+			if rel, err := filepath.Rel(dir, m); err == nil && !filepath.IsAbs(g) {
+				name = rel
+			}
+			seen[filepath.ToSlash(name)] = m
+			n++
+		}
+		if n == 0 {
+			return "", &fielderr.Error{Field: fmt.Sprintf("trainer.files[%d]", i), Value: g, Reason: "matches no file under " + dir, Line: s.Line}
+		}
+	}
+	for _, name := range sortedKeys(seen) {
+		b, err := os.ReadFile(seen[name])
+		if err != nil {
+			return "", fmt.Errorf("program: identity of %s: %w", s.Name, err)
+		}
+		// the name and the length frame each file, so no two file sets hash alike
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
+		h.Write(b)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// resolve returns p, or p under dir if it is relative.
+func resolve(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// pathErr is err without the path an *fs.PathError repeats.
+func pathErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

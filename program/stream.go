@@ -1,0 +1,211 @@
+package program
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+)
+
+// tailer reads the metrics file as the program appends to it, line by line: a partial
+// last line waits for its newline, except at the end.
+type tailer struct {
+	a   *Attempt
+	f   *os.File
+	out *Outcome
+
+	buf      []byte // the partial line
+	skipping bool   // in a line refused as too long, until its newline
+	lineNo   int
+
+	lastLine   time.Time // when the last line was accepted
+	sawVal     bool
+	diverged   bool
+	divergedAt int
+	untilSeen  bool
+	untilStep  int
+}
+
+// read reads what was appended since the last read; final also takes an unterminated last
+// line.
+func (t *tailer) read(final bool) {
+	chunk := make([]byte, 64<<10)
+	for {
+		n, err := t.f.Read(chunk)
+		t.consume(chunk[:n])
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	if final && len(t.buf) > 0 && !t.skipping {
+		t.line(t.buf)
+	}
+	if final {
+		t.buf = nil
+	}
+}
+
+func (t *tailer) consume(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if !t.skipping {
+				t.buf = append(t.buf, b...)
+				if len(t.buf) > maxMetricsLine {
+					t.lineNo++
+					t.refuse(fmt.Sprintf("longer than %d bytes", maxMetricsLine), t.buf)
+					t.buf, t.skipping = t.buf[:0], true
+				}
+			}
+			return
+		}
+		if t.skipping {
+			t.skipping = false
+		} else {
+			t.line(append(t.buf, b[:i]...))
+		}
+		t.buf = t.buf[:0]
+		b = b[i+1:]
+	}
+}
+
+// line takes one complete line.
+func (t *tailer) line(raw []byte) {
+	t.lineNo++
+	s := bytes.TrimSpace(raw)
+	if len(s) == 0 || t.diverged {
+		return
+	}
+	m, err := ParseMetric(s)
+	if err == nil && t.out.Lines > 0 && m.Step < t.out.Last.Step {
+		err = fmt.Errorf("step %d goes back (last %d)", m.Step, t.out.Last.Step)
+	}
+	if err != nil {
+		t.refuse(err.Error(), s)
+		return
+	}
+	t.out.Lines++
+	t.out.Last = m
+	t.lastLine = time.Now()
+	t.sawVal = t.sawVal || m.HasVal()
+	if t.a.OnMetric != nil {
+		t.a.OnMetric(m)
+	}
+	if !m.Finite() {
+		t.diverged, t.divergedAt = true, m.Step
+	}
+	if t.a.Until > 0 && m.Step >= t.a.Until && m.HasVal() && !t.untilSeen {
+		t.untilSeen, t.untilStep = true, m.Step
+	}
+}
+
+func (t *tailer) refuse(reason string, line []byte) {
+	t.out.Refused++
+	if len(t.out.RefusedSample) < refusedSample {
+		t.out.RefusedSample = append(t.out.RefusedSample, fmt.Sprintf("line %d: %s: %s", t.lineNo, reason, truncate(string(line), 120)))
+	}
+}
+
+// stderrPipe copies the program's stderr to its log file and keeps its tail. The pipe is
+// ours rather than os/exec's so that Wait returns when the program exits, even while a
+// child of it still holds stderr open.
+type stderrPipe struct {
+	r, w *os.File
+	file *os.File
+	tail lineTail
+	done chan struct{}
+}
+
+func startStderr(path string) (*stderrPipe, error) {
+	file, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	s := &stderrPipe{r: r, w: w, file: file, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				file.Write(buf[:n])
+				s.tail.write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s, nil
+}
+
+// started closes our copy of the write end: the pipe ends when the program's group does.
+func (s *stderrPipe) started() { s.w.Close() }
+
+// drain waits up to d for the copy to reach the end of the pipe, then stops it.
+func (s *stderrPipe) drain(d time.Duration) {
+	select {
+	case <-s.done:
+	case <-time.After(d): // held open by a process that left the group
+	}
+	s.r.Close()
+	<-s.done
+}
+
+func (s *stderrPipe) close() {
+	s.w.Close()
+	s.r.Close()
+	<-s.done
+	s.file.Close()
+}
+
+// lineTail keeps the last stderrLines lines written to it, each cut to stderrLineLen.
+type lineTail struct {
+	done []string
+	cur  []byte
+	cut  bool
+}
+
+func (l *lineTail) write(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		if room := stderrLineLen - len(l.cur); len(part) > room {
+			part, l.cut = part[:max(room, 0)], true
+		}
+		l.cur = append(l.cur, part...)
+		if i < 0 {
+			return
+		}
+		l.push()
+		p = p[i+1:]
+	}
+}
+
+func (l *lineTail) push() {
+	s := string(bytes.TrimRight(l.cur, "\r"))
+	if l.cut {
+		s += "..."
+	}
+	l.done = append(l.done, s)
+	if len(l.done) > stderrLines {
+		l.done = l.done[len(l.done)-stderrLines:]
+	}
+	l.cur, l.cut = l.cur[:0], false
+}
+
+// lines is the tail, with an unterminated last line.
+func (l *lineTail) lines() []string {
+	if len(l.cur) > 0 {
+		l.push()
+	}
+	return append([]string(nil), l.done...)
+}
