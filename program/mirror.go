@@ -1,0 +1,263 @@
+package program
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sfsweep/sfsweep/internal/blob"
+)
+
+// Mirror keeps a program's checkpoint directory and a store prefix the same
+// (docs/trainer.md, "Checkpoints"): the file Dir/a/b is the object Prefix/a/b. Names
+// starting with "." or ending in ".tmp", at any depth, are a program's files in the making
+// and are never copied. A Mirror is not safe for concurrent use.
+type Mirror struct {
+	Store  blob.Store
+	Prefix string
+	Dir    string
+
+	known map[string]fileState // what the store holds, by relative path; nil: not yet listed
+}
+
+// fileState is what Push last saw of a file: size and mtime tell a change cheaply, the
+// hash tells a rewrite with the same bytes from a change.
+type fileState struct {
+	size    int64
+	mtime   time.Time
+	hash    [sha256.Size]byte
+	checked time.Time // when it was hashed
+}
+
+// racy is how close to its hashing a file's mtime makes size and mtime no proof of no
+// change: a file system's clock is coarse (ticks of milliseconds, or seconds), so a file
+// rewritten just after it was hashed can keep its size and mtime.
+const racy = 2 * time.Second
+
+// unchanged reports whether fi shows the file st saw, without reading it.
+func (st fileState) unchanged(fi os.FileInfo) bool {
+	return st.size == fi.Size() && st.mtime.Equal(fi.ModTime()) && st.mtime.Before(st.checked.Add(-racy))
+}
+
+func (m *Mirror) prefix() (string, error) {
+	p := strings.TrimSuffix(m.Prefix, "/")
+	if err := blob.ValidKey(p); err != nil {
+		return "", fmt.Errorf("program: checkpoint prefix: %w", err)
+	}
+	return p + "/", nil
+}
+
+// skipped reports whether rel, a slash path, is a file in the making.
+func skipped(rel string) bool {
+	for seg := range strings.SplitSeq(rel, "/") {
+		if strings.HasPrefix(seg, ".") || strings.HasSuffix(seg, ".tmp") {
+			return true
+		}
+	}
+	return false
+}
+
+// Restore fills Dir (creating it) from the store, so that a retried attempt resumes from
+// the newest checkpoint on any machine. Files of Dir the store does not hold are left, and
+// the next Push uploads them.
+func (m *Mirror) Restore(ctx context.Context) error {
+	prefix, err := m.prefix()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		return fmt.Errorf("program: restore: %w", err)
+	}
+	keys, err := m.Store.List(ctx, prefix)
+	if err != nil {
+		return fmt.Errorf("program: restore: %w", err)
+	}
+	m.known = map[string]fileState{}
+	for _, k := range keys {
+		rel := strings.TrimPrefix(k, prefix)
+		if skipped(rel) || blob.ValidKey(rel) != nil {
+			continue
+		}
+		data, err := m.Store.Get(ctx, k)
+		if err != nil {
+			return fmt.Errorf("program: restore: %w", err)
+		}
+		p := filepath.Join(m.Dir, filepath.FromSlash(rel))
+		if err := writeFile(p, data); err != nil {
+			return fmt.Errorf("program: restore %s: %w", k, err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("program: restore %s: %w", k, err)
+		}
+		m.known[rel] = fileState{size: fi.Size(), mtime: fi.ModTime(), hash: sha256.Sum256(data), checked: time.Now()}
+	}
+	return nil
+}
+
+// writeFile writes data to p through a temporary file renamed into place, so that a
+// program never reads half a checkpoint.
+func writeFile(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".restore.tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// Push uploads the files of Dir that appeared or changed since the last Push (or Restore)
+// and deletes from the store those deleted from Dir; on a Mirror never restored, the
+// first Push deletes whatever the store holds that Dir does not. It reports whether it
+// changed the store. It goes on past a file it cannot copy and returns the errors joined.
+func (m *Mirror) Push(ctx context.Context) (bool, error) {
+	prefix, err := m.prefix()
+	if err != nil {
+		return false, err
+	}
+	if m.known == nil {
+		keys, err := m.Store.List(ctx, prefix)
+		if err != nil {
+			return false, fmt.Errorf("program: push: %w", err)
+		}
+		m.known = map[string]fileState{}
+		for _, k := range keys {
+			if rel := strings.TrimPrefix(k, prefix); !skipped(rel) {
+				m.known[rel] = fileState{size: -1} // matches no file: uploaded again
+			}
+		}
+	}
+	seen := map[string]bool{}
+	changed := false
+	var errs []error
+	err = filepath.WalkDir(m.Dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // renamed or deleted while we walked
+			}
+			return err
+		}
+		if p == m.Dir {
+			return nil
+		}
+		rel, err := filepath.Rel(m.Dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if skipped(rel) {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil // directories are walked; links and devices are not checkpoints
+		}
+		up, err := m.push(ctx, prefix, p, rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		seen[rel] = true
+		changed = changed || up
+		return ctx.Err()
+	})
+	if err != nil {
+		return changed, fmt.Errorf("program: push: %w", err)
+	}
+	for _, rel := range sortedKeys(m.known) {
+		if seen[rel] {
+			continue
+		}
+		if err := m.Store.Delete(ctx, prefix+rel); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(m.known, rel)
+		changed = true
+	}
+	return changed, errors.Join(errs...)
+}
+
+// push uploads one file if it changed, and reports whether it did.
+func (m *Mirror) push(ctx context.Context, prefix, p, rel string) (bool, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return false, err
+	}
+	old, had := m.known[rel]
+	if had && old.unchanged(fi) {
+		return false, nil
+	}
+	checked := time.Now()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return false, err
+	}
+	st := fileState{size: fi.Size(), mtime: fi.ModTime(), hash: sha256.Sum256(data), checked: checked}
+	if had && old.hash == st.hash {
+		m.known[rel] = st
+		return false, nil
+	}
+	key := prefix + rel
+	if err := blob.ValidKey(key); err != nil {
+		return false, fmt.Errorf("program: push %s: %w", rel, err)
+	}
+	if err := m.Store.Put(ctx, key, data); err != nil {
+		return false, err
+	}
+	m.known[rel] = st
+	return true, nil
+}
+
+// stepName is a checkpoint named with its step: step-120.pt, step-000120 (a directory).
+var stepName = regexp.MustCompile(`^step-(\d+)(\.[^/]*)?$`)
+
+// Steps returns the steps of the checkpoints stored under Prefix, from their names
+// (step-120.pt, step-000120/...), sorted, each once: those a probe can start from.
+func (m *Mirror) Steps(ctx context.Context) ([]int, error) {
+	prefix, err := m.prefix()
+	if err != nil {
+		return nil, err
+	}
+	keys, err := m.Store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("program: checkpoint steps: %w", err)
+	}
+	var steps []int
+	for _, k := range keys {
+		rel := strings.TrimPrefix(k, prefix)
+		if skipped(rel) {
+			continue
+		}
+		for seg := range strings.SplitSeq(rel, "/") {
+			if sm := stepName.FindStringSubmatch(path.Base(seg)); sm != nil {
+				if n, err := strconv.Atoi(sm[1]); err == nil {
+					steps = append(steps, n)
+				}
+				break
+			}
+		}
+	}
+	slices.Sort(steps)
+	return slices.Compact(steps), nil
+}

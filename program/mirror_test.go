@@ -1,0 +1,186 @@
+package program
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sfsweep/sfsweep/internal/blob"
+)
+
+func newStore(t *testing.T) *blob.Dir {
+	t.Helper()
+	s, err := blob.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func writeAt(t *testing.T, dir, name, text string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keys(t *testing.T, s blob.Store) []string {
+	t.Helper()
+	k, err := s.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func push(t *testing.T, m *Mirror, want bool) {
+	t.Helper()
+	changed, err := m.Push(context.Background())
+	if err != nil || changed != want {
+		t.Fatalf("Push = %v, %v; want %v", changed, err, want)
+	}
+}
+
+func TestMirror(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	dir := t.TempDir()
+	m := &Mirror{Store: store, Prefix: "trials/abc/program/checkpoints/", Dir: dir}
+	writeAt(t, dir, "step-10.pt", "ten")
+	writeAt(t, dir, "step-000020/model.pt", "twenty")
+	writeAt(t, dir, "step-000020/optim.pt", "opt")
+	writeAt(t, dir, "step-30.pt.tmp", "half")
+	writeAt(t, dir, ".step-30.pt", "half")
+	writeAt(t, dir, ".partial/step-40.pt", "half")
+	writeAt(t, dir, "upload.tmp/step-50.pt", "half")
+	writeAt(t, dir, "latest.txt", "20")
+	push(t, m, true)
+	want := []string{
+		"trials/abc/program/checkpoints/latest.txt",
+		"trials/abc/program/checkpoints/step-000020/model.pt",
+		"trials/abc/program/checkpoints/step-000020/optim.pt",
+		"trials/abc/program/checkpoints/step-10.pt",
+	}
+	if got := keys(t, store); !slices.Equal(got, want) {
+		t.Fatalf("store holds %q\nwant %q", got, want)
+	}
+	push(t, m, false)
+
+	// a rewrite with the same bytes is no change; new bytes are
+	writeAt(t, dir, "latest.txt", "20")
+	push(t, m, false)
+	writeAt(t, dir, "latest.txt", "30")
+	if err := os.Rename(filepath.Join(dir, "step-30.pt.tmp"), filepath.Join(dir, "step-30.pt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "step-10.pt")); err != nil {
+		t.Fatal(err)
+	}
+	push(t, m, true)
+	if b, err := store.Get(ctx, "trials/abc/program/checkpoints/latest.txt"); err != nil || string(b) != "30" {
+		t.Errorf("latest.txt = %q, %v", b, err)
+	}
+	// rewritten at once with as many bytes: the mtime may not have moved, the bytes have
+	writeAt(t, dir, "latest.txt", "31")
+	push(t, m, true)
+	// an old file whose size and mtime are as they were is not read again
+	old := time.Now().Add(-time.Hour)
+	latest := filepath.Join(dir, "latest.txt")
+	if err := os.Chtimes(latest, old, old); err != nil {
+		t.Fatal(err)
+	}
+	push(t, m, false) // read again, the same bytes
+	writeAt(t, dir, "latest.txt", "32")
+	if err := os.Chtimes(latest, old, old); err != nil {
+		t.Fatal(err)
+	}
+	push(t, m, false)
+	writeAt(t, dir, "latest.txt", "30")
+	push(t, m, true)
+	steps, err := m.Steps(ctx)
+	if err != nil || !slices.Equal(steps, []int{20, 30}) {
+		t.Errorf("Steps = %v, %v; want [20 30]", steps, err)
+	}
+
+	// another machine resumes from the store
+	other := &Mirror{Store: store, Prefix: m.Prefix, Dir: filepath.Join(t.TempDir(), "ckpt")}
+	if err := other.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"step-30.pt": "half", "step-000020/model.pt": "twenty", "latest.txt": "30"} {
+		if b, err := os.ReadFile(filepath.Join(other.Dir, filepath.FromSlash(name))); err != nil || string(b) != text {
+			t.Errorf("restored %s = %q, %v", name, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(other.Dir, "step-10.pt")); err == nil {
+		t.Error("restored a deleted checkpoint")
+	}
+	push(t, other, false) // what it restored is what the store holds
+	if err := os.RemoveAll(filepath.Join(other.Dir, "step-000020")); err != nil {
+		t.Fatal(err)
+	}
+	push(t, other, true)
+	if steps, err := other.Steps(ctx); err != nil || !slices.Equal(steps, []int{30}) {
+		t.Errorf("Steps after deleting step-000020 = %v, %v", steps, err)
+	}
+	// a mirror that never restored makes the store hold what Dir holds
+	fresh := &Mirror{Store: store, Prefix: m.Prefix, Dir: t.TempDir()}
+	writeAt(t, fresh.Dir, "step-5.pt", "five")
+	push(t, fresh, true)
+	if got := keys(t, store); !slices.Equal(got, []string{"trials/abc/program/checkpoints/step-5.pt"}) {
+		t.Errorf("store holds %q", got)
+	}
+}
+
+func TestMirrorBadPrefix(t *testing.T) {
+	for _, p := range []string{"", "/abs", "a/../b"} {
+		m := &Mirror{Store: newStore(t), Prefix: p, Dir: t.TempDir()}
+		if _, err := m.Push(context.Background()); err == nil {
+			t.Errorf("Push under prefix %q", p)
+		}
+		if err := m.Restore(context.Background()); err == nil {
+			t.Errorf("Restore under prefix %q", p)
+		}
+	}
+}
+
+// TestRunMirrorsCheckpoints is a trial's attempt as the Train activity runs it: the
+// checkpoint the program writes at the rung is in the store when Run returns, and a
+// retry elsewhere starts with it.
+func TestRunMirrorsCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	a := attempt(t, `ckpt step-5.pt weights
+line {"step": 5, "val_loss": 3.9}
+sleep 50ms
+ckpt step-10.pt weights
+line {"step": 10, "val_loss": 3.5}
+hang`)
+	m := &Mirror{Store: store, Prefix: "t/checkpoints", Dir: a.Env["SFSWEEP_CHECKPOINT_DIR"]}
+	if err := m.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Until = 10
+	a.Sync = func(ctx context.Context) error { _, err := m.Push(ctx); return err }
+	out, err := Run(ctx, a)
+	if err != nil || out.Status != Stopped {
+		t.Fatalf("Run = %s, %v (%s)", out.Status, err, out.Reason)
+	}
+	if steps, err := m.Steps(ctx); err != nil || !slices.Equal(steps, []int{5, 10}) {
+		t.Errorf("Steps = %v, %v", steps, err)
+	}
+	retry := &Mirror{Store: store, Prefix: "t/checkpoints", Dir: t.TempDir()}
+	if err := retry.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(retry.Dir, "step-10.pt")); err != nil || string(b) != "weights" {
+		t.Errorf("the retry's checkpoint: %q, %v", b, err)
+	}
+}
