@@ -67,7 +67,7 @@ func ParseMetric(line []byte) (Metric, error) {
 	}
 	s, err := wholeNumber(step)
 	if err != nil || s < 0 || s > 1<<53 {
-		return m, fmt.Errorf("step %v: want an integer >= 0", step)
+		return m, fmt.Errorf("step %s: want an integer >= 0", short(step))
 	}
 	m.Step = int(s)
 	for k, v := range obj {

@@ -123,35 +123,26 @@ func writeFile(p string, data []byte) error {
 }
 
 // Push uploads the files of Dir that appeared or changed since the last Push (or Restore)
-// and deletes from the store those deleted from Dir; on a Mirror never restored, the
-// first Push deletes whatever the store holds that Dir does not. It reports whether it
-// changed the store. It goes on past a file it cannot copy and returns the errors joined.
+// and deletes from the store those deleted from Dir since; objects Dir never held are left
+// alone. It reports whether it changed the store. It goes on past a file it cannot copy
+// and returns the errors joined; a missing Dir is an error.
 func (m *Mirror) Push(ctx context.Context) (bool, error) {
 	prefix, err := m.prefix()
 	if err != nil {
 		return false, err
 	}
 	if m.known == nil {
-		keys, err := m.Store.List(ctx, prefix)
-		if err != nil {
-			return false, fmt.Errorf("program: push: %w", err)
-		}
 		m.known = map[string]fileState{}
-		for _, k := range keys {
-			if rel := strings.TrimPrefix(k, prefix); !skipped(rel) {
-				m.known[rel] = fileState{size: -1} // matches no file: uploaded again
-			}
-		}
 	}
 	seen := map[string]bool{}
 	changed := false
 	var errs []error
 	err = filepath.WalkDir(m.Dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if p != m.Dir && errors.Is(err, fs.ErrNotExist) {
 				return nil // renamed or deleted while we walked
 			}
-			return err
+			return err // a missing Dir is no reason to empty the store
 		}
 		if p == m.Dir {
 			return nil

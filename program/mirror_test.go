@@ -130,12 +130,18 @@ func TestMirror(t *testing.T) {
 	if steps, err := other.Steps(ctx); err != nil || !slices.Equal(steps, []int{30}) {
 		t.Errorf("Steps after deleting step-000020 = %v, %v", steps, err)
 	}
-	// a mirror that never restored makes the store hold what Dir holds
+	// a mirror that never restored deletes only what it saw
 	fresh := &Mirror{Store: store, Prefix: m.Prefix, Dir: t.TempDir()}
 	writeAt(t, fresh.Dir, "step-5.pt", "five")
 	push(t, fresh, true)
-	if got := keys(t, store); !slices.Equal(got, []string{"trials/abc/program/checkpoints/step-5.pt"}) {
+	if got := keys(t, store); !slices.Equal(got, []string{"trials/abc/program/checkpoints/latest.txt", "trials/abc/program/checkpoints/step-30.pt", "trials/abc/program/checkpoints/step-5.pt"}) {
 		t.Errorf("store holds %q", got)
+	}
+	if err := os.RemoveAll(fresh.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Push(ctx); err == nil || len(keys(t, store)) != 3 {
+		t.Errorf("Push of a missing directory: %v", err)
 	}
 }
 

@@ -30,6 +30,10 @@ func Run(ctx context.Context, a Attempt) (Outcome, error) {
 	if len(a.Argv) == 0 {
 		return fail(errors.New("empty argv"))
 	}
+	if err := ctx.Err(); err != nil {
+		out.Status, out.Reason = Canceled, "canceled before it started"
+		return out, err
+	}
 	if a.Grace <= 0 {
 		a.Grace = DefaultGrace
 	}
@@ -72,7 +76,7 @@ func Run(ctx context.Context, a Attempt) (Outcome, error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	p := &proc{pgid: cmd.Process.Pid, grace: a.Grace, done: done}
-	t := &tailer{a: &a, f: metrics, out: &out, lastLine: time.Now()}
+	t := &tailer{a: &a, f: metrics, out: &out, lastLine: time.Now(), chunk: make([]byte, 64<<10)}
 
 	ending, why := run(ctx, &a, t, p, &out)
 	if ending != "" || groupAlive(p.pgid) {

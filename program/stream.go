@@ -14,6 +14,7 @@ type tailer struct {
 	f   *os.File
 	out *Outcome
 
+	chunk    []byte // read into
 	buf      []byte // the partial line
 	skipping bool   // in a line refused as too long, until its newline
 	lineNo   int
@@ -29,10 +30,9 @@ type tailer struct {
 // read reads what was appended since the last read; final also takes an unterminated last
 // line.
 func (t *tailer) read(final bool) {
-	chunk := make([]byte, 64<<10)
 	for {
-		n, err := t.f.Read(chunk)
-		t.consume(chunk[:n])
+		n, err := t.f.Read(t.chunk)
+		t.consume(t.chunk[:n])
 		if err != nil || n == 0 {
 			break
 		}
