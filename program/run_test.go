@@ -284,7 +284,7 @@ func TestRunLogs(t *testing.T) {
 	for i := range 30 {
 		script = append(script, "stderr warning "+strconv.Itoa(i))
 	}
-	script = append(script, "stdout hello", "stderr "+strings.Repeat("x", 1000), `line {"step": 1, "val_loss": 3.9}`, "exit 1")
+	script = append(script, "stdout hello", "stderr 10%|#   \r50%|##  \r100%|###", "stderr crlf\r", "stderr "+strings.Repeat("x", 1000), `line {"step": 1, "val_loss": 3.9}`, "exit 1")
 	a := attempt(t, strings.Join(script, "\n"))
 	out := runFake(t, a)
 	stdout, _ := os.ReadFile(filepath.Join(a.LogDir, "stdout"))
@@ -292,10 +292,10 @@ func TestRunLogs(t *testing.T) {
 	if string(stdout) != "hello\n" || !strings.HasPrefix(string(stderr), "warning 0\n") || len(stderr) < 1000 {
 		t.Errorf("logs: stdout %q, stderr %d bytes", stdout, len(stderr))
 	}
-	if len(out.StderrTail) != stderrLines || out.StderrTail[0] != "warning 11" || len(out.StderrTail[19]) != stderrLineLen+3 {
+	if len(out.StderrTail) != stderrLines || out.StderrTail[0] != "warning 13" || out.StderrTail[17] != "100%|###" || out.StderrTail[18] != "crlf" || len(out.StderrTail[19]) != stderrLineLen+3 {
 		t.Errorf("StderrTail = %q", out.StderrTail)
 	}
-	if !strings.Contains(out.Reason, "warning 28 | warning 29 | xxx") || len(out.Reason) > 600 {
+	if !strings.Contains(out.Reason, "exit status 1: 100%|### | crlf | xxx") || len(out.Reason) > 600 {
 		t.Errorf("Reason = %q", out.Reason)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -164,42 +165,46 @@ func (s *stderrPipe) close() {
 	s.file.Close()
 }
 
-// lineTail keeps the last stderrLines lines written to it, each cut to stderrLineLen.
+// lineTail keeps the last stderrLines lines written to it, each cut to stderrLineLen. A
+// carriage return starts its line again, as on a terminal, so that a progress bar shows
+// as its last state.
 type lineTail struct {
 	done []string
 	cur  []byte
-	cut  bool
+	cut  bool // cur lost bytes past stderrLineLen
+	cr   bool // a carriage return came last
 }
 
 func (l *lineTail) write(p []byte) {
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		part := p
-		if i >= 0 {
-			part = p[:i]
+	for _, c := range p {
+		switch {
+		case c == '\n':
+			l.push()
+		case c == '\r':
+			l.cr = true
+		default:
+			if l.cr {
+				l.cur, l.cut, l.cr = l.cur[:0], false, false
+			}
+			if len(l.cur) < stderrLineLen {
+				l.cur = append(l.cur, c)
+			} else {
+				l.cut = true
+			}
 		}
-		if room := stderrLineLen - len(l.cur); len(part) > room {
-			part, l.cut = part[:max(room, 0)], true
-		}
-		l.cur = append(l.cur, part...)
-		if i < 0 {
-			return
-		}
-		l.push()
-		p = p[i+1:]
 	}
 }
 
 func (l *lineTail) push() {
-	s := string(bytes.TrimRight(l.cur, "\r"))
+	s := string(l.cur)
 	if l.cut {
-		s += "..."
+		s = strings.ToValidUTF8(s, "") + "..." // the cut may split a character
 	}
 	l.done = append(l.done, s)
 	if len(l.done) > stderrLines {
 		l.done = l.done[len(l.done)-stderrLines:]
 	}
-	l.cur, l.cut = l.cur[:0], false
+	l.cur, l.cut, l.cr = l.cur[:0], false, false
 }
 
 // lines is the tail, with an unterminated last line.
