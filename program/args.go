@@ -61,16 +61,50 @@ func formatFloat(f float64, bits int) string {
 	return strconv.FormatFloat(f, 'g', -1, bits)
 }
 
-// marshal is json.Marshal without HTML escaping, which would turn a "<" in a value into
-// \u003c for a program that never sees a browser.
+// marshal is json.Marshal with numbers as Format writes them (1e-05, not 0.00001, as
+// Python's json writes it too) and without HTML escaping, which would turn a "<" in a
+// value into \u003c for a program that never sees a browser.
 func marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := enc.Encode(shortest(v)); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// shortest is v with its floats, at any depth of lists and maps, as json.Numbers in
+// Format's form. A NaN or an infinity becomes a number JSON refuses, as it should.
+func shortest(v any) any {
+	switch x := v.(type) {
+	case float64, float32:
+		return json.Number(Format(x))
+	case nil, string, bool, json.Number:
+		return v
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.IsNil() {
+			return v
+		}
+		out := make([]any, rv.Len())
+		for i := range out {
+			out[i] = shortest(rv.Index(i).Interface())
+		}
+		return out
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return v
+		}
+		out := make(map[string]any, rv.Len())
+		for it := rv.MapRange(); it.Next(); {
+			out[it.Key().String()] = shortest(it.Value().Interface())
+		}
+		return out
+	}
+	return v
 }
 
 // CheckValue reports, as a *fielderr.Error, why a parameter is unsafe to pass: a value

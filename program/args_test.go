@@ -37,6 +37,8 @@ func TestFormat(t *testing.T) {
 		{nil, "null"},
 		{[]any{1, 0.5, "a<b"}, `[1,0.5,"a<b"]`},
 		{[]int{64, 128}, "[64,128]"},
+		{[]float64{1e-05, 300, 0.5}, "[1e-05,300,0.5]"},
+		{[]byte("ab"), "[97,98]"},
 		{map[string]any{"b": 2, "a": []bool{true}}, `{"a":[true],"b":2}`},
 	} {
 		if got := Format(tc.v); got != tc.want {

@@ -312,3 +312,31 @@ func TestRunCannotStart(t *testing.T) {
 		t.Error("Run took an environment variable named BAD=NAME")
 	}
 }
+
+// TestRunSpec runs what Spec.Argv makes of a trainer and its parameters.
+func TestRunSpec(t *testing.T) {
+	a := attempt(t, "env\nline {\"step\": 1, \"val_loss\": 3.9}")
+	self := a.Argv[0]
+	spec := Spec{Name: "fake", Program: filepath.Base(self), Command: []string{"${env}", "${program}", "--config", "${args_json}", "${args}"}}
+	if err := spec.Check(); err != nil {
+		t.Fatal(err)
+	}
+	argv, err := spec.Argv(filepath.Dir(self), []Arg{{"lr", 1e-05}, {"model.n_layers", 4}, {"tags", []string{"a", "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Argv = argv
+	runFake(t, a)
+	b, err := os.ReadFile(filepath.Join(a.Dir, "argv.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--config", `{"lr":1e-05,"model.n_layers":4,"tags":["a","b"]}`, "--lr=1e-05", "--model.n_layers=4", `--tags=["a","b"]`}
+	if !slices.Equal(got, want) {
+		t.Errorf("the program got %q\nwant %q", got, want)
+	}
+}

@@ -49,23 +49,25 @@ func (t *tailer) read(final bool) {
 func (t *tailer) consume(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		if !t.skipping && len(t.buf)+len(part) > maxMetricsLine {
+			t.lineNo++
+			t.refuse(fmt.Sprintf("longer than %d bytes", maxMetricsLine), append(t.buf, part[:min(len(part), 200)]...))
+			t.buf, t.skipping = t.buf[:0], true
+		}
+		if !t.skipping {
+			t.buf = append(t.buf, part...)
+		}
 		if i < 0 {
-			if !t.skipping {
-				t.buf = append(t.buf, b...)
-				if len(t.buf) > maxMetricsLine {
-					t.lineNo++
-					t.refuse(fmt.Sprintf("longer than %d bytes", maxMetricsLine), t.buf)
-					t.buf, t.skipping = t.buf[:0], true
-				}
-			}
 			return
 		}
-		if t.skipping {
-			t.skipping = false
-		} else {
-			t.line(append(t.buf, b[:i]...))
+		if !t.skipping {
+			t.line(t.buf)
 		}
-		t.buf = t.buf[:0]
+		t.buf, t.skipping = t.buf[:0], false
 		b = b[i+1:]
 	}
 }
