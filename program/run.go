@@ -68,7 +68,7 @@ func Run(ctx context.Context, a Attempt) (Outcome, error) {
 	cmd := exec.Command(a.Argv[0], a.Argv[1:]...)
 	cmd.Dir, cmd.Env = a.Dir, env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, stdout, stderr.w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
