@@ -30,6 +30,11 @@ type Config struct {
 
 	Loop `yaml:",inline"`
 	Seed uint64 `json:"seed" yaml:"seed"` // initialisation and batch sampling
+
+	// Trainer, if set, is the program that trains the run instead of sfsweep's engine
+	// (docs/trainer.md). Such a run may leave out the optimizer, the model, the data and
+	// the batch, which are then the program's own business.
+	Trainer *Trainer `json:"trainer,omitempty" yaml:"trainer,omitempty"`
 }
 
 // Setup is what a run trains, where, and on what: the model, the backend and the data.
@@ -142,6 +147,37 @@ func (c Config) WithDefaults() Config {
 	if name, err := backend.Resolve(c.Backend, c.Precision); err == nil {
 		c.Backend, c.Precision = name, "" // else Validate reports the precision
 	}
+	if c.Trainer == nil || c.Optimizer.Name != "" {
+		c.optimizerDefaults()
+	}
+	if c.EWADecay == 0 {
+		c.EWADecay = 0.99
+	}
+	if c.Trainer == nil && c.Data.Path == "" && c.Data.Default == "" {
+		c.Data.Default = "byte"
+	}
+	if c.Data.Default != "" && c.Data.MaxBytes == 0 {
+		c.Data.MaxBytes = 16 << 20
+	}
+	if c.EvalSeqs == 0 {
+		c.EvalSeqs = 3200
+	}
+	if c.TestSeqs == 0 {
+		c.TestSeqs = c.EvalSeqs
+	}
+	if mc, err := c.ResolveModel(); err == nil {
+		if c.MicroBatch == 0 {
+			c.MicroBatch = mc.Batch
+		}
+		if c.SeqLen == 0 {
+			c.SeqLen = mc.Context
+		}
+	}
+	return c
+}
+
+// optimizerDefaults fills the optimizer's fields left unset with the paper's values.
+func (c *Config) optimizerDefaults() {
 	o := &c.Optimizer
 	if o.Eps == 0 {
 		o.Eps = 1e-8
@@ -167,30 +203,6 @@ func (c Config) WithDefaults() Config {
 			o.FinalFrac = ptr(0.1)
 		}
 	}
-	if c.EWADecay == 0 {
-		c.EWADecay = 0.99
-	}
-	if c.Data.Path == "" && c.Data.Default == "" {
-		c.Data.Default = "byte"
-	}
-	if c.Data.Default != "" && c.Data.MaxBytes == 0 {
-		c.Data.MaxBytes = 16 << 20
-	}
-	if c.EvalSeqs == 0 {
-		c.EvalSeqs = 3200
-	}
-	if c.TestSeqs == 0 {
-		c.TestSeqs = c.EvalSeqs
-	}
-	if mc, err := c.ResolveModel(); err == nil {
-		if c.MicroBatch == 0 {
-			c.MicroBatch = mc.Batch
-		}
-		if c.SeqLen == 0 {
-			c.SeqLen = mc.Context
-		}
-	}
-	return c
 }
 
 // ResolveModel returns the model of the run: ModelConfig with defaults, or the preset.
@@ -221,9 +233,20 @@ func (c Config) WarmupSteps() int { return int(*c.Optimizer.WarmupFrac * float64
 // Validate checks a Config with defaults applied; the error is a *fielderr.Error naming the
 // first invalid field.
 func (c Config) Validate() error {
-	mc, err := c.ResolveModel()
-	if err != nil {
-		return err
+	if c.Trainer != nil {
+		if err := c.Trainer.Check(); err != nil {
+			return err
+		}
+	}
+	// a program trainer's run may leave the model, the batch and the optimizer to the
+	// program
+	sized := c.Trainer == nil || c.Model != "" || c.ModelConfig != nil
+	var mc model.Config
+	if sized {
+		var err error
+		if mc, err = c.ResolveModel(); err != nil {
+			return err
+		}
 	}
 	if _, ok := backend.Lookup(c.Backend); !ok {
 		return &fielderr.Error{Field: "backend", Value: c.Backend, Reason: "must be one of " + backendNames()}
@@ -250,6 +273,9 @@ func (c Config) Validate() error {
 		v    int
 	}{{"steps", c.Steps}, {"batch_tokens", c.BatchTokens}, {"micro_batch", c.MicroBatch}, {"seq_len", c.SeqLen}, {"eval_seqs", c.EvalSeqs}, {"test_seqs", c.TestSeqs}}
 	for _, f := range pos {
+		if !sized && f.v == 0 && (f.name == "batch_tokens" || f.name == "micro_batch" || f.name == "seq_len") {
+			continue // left to the program
+		}
 		if f.v < 1 {
 			return &fielderr.Error{Field: f.name, Value: f.v, Reason: "must be ≥ 1"}
 		}
@@ -270,16 +296,28 @@ func (c Config) Validate() error {
 			return &fielderr.Error{Field: f.name, Value: f.v, Reason: fmt.Sprintf("must be ≤ %d", maxCount)}
 		}
 	}
+	if !sized {
+		return c.validateOptimizer()
+	}
 	if c.SeqLen > mc.Context {
 		return &fielderr.Error{Field: "seq_len", Value: c.SeqLen, Reason: fmt.Sprintf("must be ≤ the model's context (%d)", mc.Context)}
 	}
 	if seq := c.MicroBatch * c.SeqLen; c.BatchTokens%seq != 0 {
 		return &fielderr.Error{Field: "batch_tokens", Value: c.BatchTokens, Reason: fmt.Sprintf("must be a multiple of micro_batch × seq_len = %d × %d = %d", c.MicroBatch, c.SeqLen, seq)}
 	}
+	return c.validateOptimizer()
+}
+
+// validateOptimizer checks the run's EWA and optimizer; a program trainer's run may have
+// none.
+func (c Config) validateOptimizer() error {
 	if math.IsNaN(c.EWADecay) || c.EWADecay <= 0 || c.EWADecay >= 1 {
 		return &fielderr.Error{Field: "ewa_decay", Value: c.EWADecay, Reason: "must be in (0, 1)"}
 	}
 	o := c.Optimizer
+	if c.Trainer != nil && o.Name == "" {
+		return nil
+	}
 	if wf := *o.WarmupFrac; math.IsNaN(wf) || wf < 0 || wf >= 1 {
 		return &fielderr.Error{Field: "optimizer.warmup_frac", Value: wf, Reason: "must be in [0, 1)"}
 	}

@@ -29,6 +29,8 @@ type CurvePoint struct {
 	LR        float64            `json:"lr"`
 	TrainLoss float64            `json:"train_loss"`
 	Val       map[string]float64 `json:"val"`
+	// Metrics are a program trainer's named metrics at this step (docs/trainer.md).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
 // Result is what a finished run reports (result.json).
@@ -51,6 +53,8 @@ type Result struct {
 	// Engine is the engine that trained the run (the last attempt's; an attempt that
 	// resumed had the same arithmetic as the one before it).
 	Engine backend.Provenance `json:"engine"`
+	// Metrics are a program trainer's named metrics on its last metrics line.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
 // ModelCard describes a run's final model file (model.safetensors): what a reader needs

@@ -1,0 +1,56 @@
+package training
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTrainerConfig(t *testing.T) {
+	native := Config{Setup: Setup{Model: "tiny-llama"}, Optimizer: OptimizerConfig{Name: SFAdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.99}, BatchTokens: 2048, Loop: Loop{Steps: 10}}.WithDefaults()
+	if err := native.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// a program trainer's own run: no model, optimizer, data or batch
+	own := Config{Loop: Loop{Steps: 10}, Seed: 3, Trainer: &Trainer{Name: "mine", Identity: "version:1", Params: map[string]any{"dropout": 0.1}}}.WithDefaults()
+	if err := own.Validate(); err != nil {
+		t.Fatalf("a program's own run: %v", err)
+	}
+	if own.Data != (DataConfig{}) || own.Optimizer.WeightDecay != nil {
+		t.Fatalf("defaults filled what the program owns: data %+v, optimizer %+v", own.Data, own.Optimizer)
+	}
+	if own.Hash() == (Config{Loop: Loop{Steps: 10}, Seed: 3, Trainer: &Trainer{Name: "mine", Identity: "version:2", Params: map[string]any{"dropout": 0.1}}}).Hash() {
+		t.Fatal("two identities of a trainer hash alike")
+	}
+	if args := own.Args(); len(args) != 1 || args[0].Key != "dropout" {
+		t.Fatalf("args %v, want the trainer's parameters only", args)
+	}
+	// the same run by a program: the optimizer and loop as arguments, under config.json's names
+	prog := native
+	prog.Trainer = &Trainer{Name: "ref", Identity: "version:1"}
+	if err := prog.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, a := range prog.Args() {
+		keys = append(keys, a.Key)
+	}
+	if got := strings.Join(keys, " "); !strings.HasPrefix(got, "optimizer lr beta1 beta2 eps weight_decay grad_clip warmup_frac steps seed micro_batch seq_len batch_tokens") {
+		t.Fatalf("args %q", got)
+	}
+	if prog.Hash() == native.Hash() {
+		t.Fatal("a program's run hashes as the engine's")
+	}
+	for _, bad := range []*Trainer{{Name: "", Identity: "x"}, {Name: "-x", Identity: "x"}, {Name: "ok"}} {
+		c := own
+		c.Trainer = bad
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "trainer.") {
+			t.Errorf("trainer %+v: err = %v", bad, err)
+		}
+	}
+	// an optimizer, when a program run has one, is checked as the engine's
+	bad := prog
+	bad.Optimizer.Beta1 = 1.5
+	if err := bad.Validate(); err == nil {
+		t.Fatal("beta1 = 1.5 passed for a program's run")
+	}
+}
