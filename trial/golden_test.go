@@ -30,11 +30,11 @@ var runGoldens = map[string]map[string]string{
 		keys.ModelCardName: "ca063974a16b8a1941b446658502c847483464f01cdaf241430900d8879d5b71",
 	},
 	// A test loss past 709 nats has an infinite perplexity, which JSON cannot hold: the
-	// result does not encode and result.json is written empty (it reads as none).
+	// result does not encode, the run fails with that cause, and no result.json is
+	// written (an empty one would read as none, and the trial would train again).
 	"adamw not finite": {
 		keys.ConfigName:    "b0b669ce648d718341394d2d977e5971cafe4ca7c15f660e9e5e5533101b780e",
 		keys.CurvesName:    "fa3e20fe4441a288388ca946d2c41f1d13bfb0a0c0c20ff4e63db435ce0a458a",
-		keys.ResultName:    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		keys.ModelName:     "054e434c39dcd110569589e67cef3467bc1bb5110cee6344eb45a692dcea574a",
 		keys.ModelCardName: "f31ecde1a9768f809a669daa15d7b34d3f24af84c6de284d8cfe288e427c394b",
 	},
@@ -79,7 +79,7 @@ func trainRecorded(t *testing.T, cfg training.Config, store blob.Store, prefix s
 		t.Fatal(err)
 	}
 	res, err := training.Run(context.Background(), cfg, training.Options{Store: store, Prefix: prefix, Record: Recorder{Store: store, Prefix: prefix}, Data: b})
-	if err != nil {
+	if err != nil && !strings.Contains(err.Error(), "unsupported value: +Inf") {
 		t.Fatal(err)
 	}
 	return res

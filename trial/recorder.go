@@ -7,6 +7,7 @@ package trial
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
@@ -60,6 +61,9 @@ func (r Recorder) WriteModel(ctx context.Context, model *checkpoint.Checkpoint, 
 // encode (a test perplexity past the range of float64) is written empty, as it always
 // was: it reads as none.
 func (r Recorder) WriteResult(ctx context.Context, res *training.Result) error {
-	b, _ := json.MarshalIndent(res, "", "  ")
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil { // a loss JSON cannot hold: never an empty result.json
+		return fmt.Errorf("result of %s: %w", r.Prefix, err)
+	}
 	return r.Store.Put(ctx, keys.RunResult(r.Prefix), b)
 }
