@@ -36,6 +36,8 @@ type Point struct {
 	WarmupFrac  *float64 `json:"warmup_frac,omitempty"`
 	BatchTokens int      `json:"batch_tokens"`
 	Seed        int      `json:"seed"`
+	// Params are a program trainer's own parameters at this point (parameters:).
+	Params map[string]any `json:"params,omitempty"`
 }
 
 // CLabel is the column key of the point's C: "vanilla" or the number.
@@ -74,30 +76,40 @@ func (m *Manifest) Expand() ([]Trial, error) {
 			return vs
 		}
 		cs, wds, wfs := axis(g.C.Param), axis(g.WeightDecay), axis(m.WarmupFrac)
-		for li, lr := range g.LR.Values {
-			for bi, b := range g.betaPairs() {
+		lrs, pairs, bts := g.LR.Values, g.betaPairs(), g.batchTokens(m).Values
+		if g.program() { // one point, which leaves them to the program
+			lrs, pairs = []float64{0}, []BetaPair{{}}
+			if len(bts) == 0 {
+				bts = []float64{0}
+			}
+		}
+		params := m.Parameters.grid()
+		for li, lr := range lrs {
+			for bi, b := range pairs {
 				for ci, c := range cs {
 					for wi, wd := range wds {
 						for fi, wf := range wfs {
-							for ti, bt := range g.batchTokens(m).Values {
-								for _, seed := range m.Seeds {
-									p := Point{Grid: gi, Optimizer: g.Name, Label: g.Label, LR: lr, Beta1: b[0], Beta2: b[1],
-										WeightDecay: wd, WarmupFrac: wf, BatchTokens: int(bt), Seed: seed}
-									if c != nil {
-										p.C = *c
+							for ti, bt := range bts {
+								for _, pv := range params {
+									for _, seed := range m.Seeds {
+										p := Point{Grid: gi, Optimizer: g.Name, Label: g.Label, LR: lr, Beta1: b[0], Beta2: b[1],
+											WeightDecay: wd, WarmupFrac: wf, BatchTokens: int(bt), Seed: seed, Params: pv}
+										if c != nil {
+											p.C = *c
+										}
+										cfg := m.trialConfig(g, p)
+										if err := cfg.Validate(); err != nil {
+											at := axes{lr: li, betas: bi, c: ci, weightDecay: wi, warmupFrac: fi, batchTokens: ti}
+											return nil, m.fieldError(err, gi, at)
+										}
+										id := cfg.Hash()[:IDLen]
+										if i, ok := index[id]; ok {
+											trials[i].Points = append(trials[i].Points, p)
+											continue
+										}
+										index[id] = len(trials)
+										trials = append(trials, Trial{ID: id, Config: cfg.Canonical(), Points: []Point{p}})
 									}
-									cfg := m.trialConfig(g, p)
-									if err := cfg.Validate(); err != nil {
-										at := axes{lr: li, betas: bi, c: ci, weightDecay: wi, warmupFrac: fi, batchTokens: ti}
-										return nil, m.fieldError(err, gi, at)
-									}
-									id := cfg.Hash()[:IDLen]
-									if i, ok := index[id]; ok {
-										trials[i].Points = append(trials[i].Points, p)
-										continue
-									}
-									index[id] = len(trials)
-									trials = append(trials, Trial{ID: id, Config: cfg.Canonical(), Points: []Point{p}})
 								}
 							}
 						}
@@ -116,7 +128,13 @@ func (m *Manifest) trialConfig(g Grid, p Point) training.Config {
 		Name: g.Name, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, Eps: g.Eps, WeightDecay: p.WeightDecay,
 		C: p.C, GradClip: g.GradClip, WarmupFrac: p.WarmupFrac, Schedule: g.Schedule, FinalFrac: g.FinalFrac, DecayFrac: g.DecayFrac,
 	}
+	if g.program() {
+		o = training.OptimizerConfig{}
+	}
 	c := training.Config{Setup: m.Setup, Optimizer: o, BatchTokens: p.BatchTokens, Loop: m.Loop, Seed: uint64(p.Seed)}
+	if m.Trainer != nil {
+		c.Trainer = m.Trainer.Config(p.Params)
+	}
 	return c.WithDefaults()
 }
 
@@ -191,7 +209,7 @@ func (m *Manifest) Count() int {
 	total := 0
 	for _, g := range m.Optimizers {
 		n := 1
-		for _, k := range []int{len(g.LR.Values), g.nBetaPairs(), len(g.C.Values), len(g.WeightDecay.Values), len(m.WarmupFrac.Values), len(g.batchTokens(m).Values), len(m.Seeds)} {
+		for _, k := range []int{len(g.LR.Values), g.nBetaPairs(), len(g.C.Values), len(g.WeightDecay.Values), len(m.WarmupFrac.Values), len(g.batchTokens(m).Values), m.Parameters.count(), len(m.Seeds)} {
 			if k > 0 && n > math.MaxInt/k {
 				return math.MaxInt
 			}

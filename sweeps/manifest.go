@@ -27,13 +27,17 @@ type Manifest struct {
 	WarmupFrac  Param   `yaml:"warmup_frac,omitempty"`
 	Seeds       IntList `yaml:"seeds"`
 
-	Optimizers []Grid    `yaml:"optimizers"`
-	Search     *Search   `yaml:"search,omitempty"`
-	Probes     probe.Set `yaml:"probes,omitempty"`
-	Tables     []Table   `yaml:"tables,omitempty"`
-	MaxTrials  int       `yaml:"max_trials,omitempty"` // refuse larger expansions (default 10,000)
-	Output     Output    `yaml:"output,omitempty"`
-	Tags       []string  `yaml:"tags,omitempty"`
+	Optimizers []Grid `yaml:"optimizers"`
+	// Trainer, if set, is the program that trains the trials (docs/trainer.md), and
+	// Parameters its own parameters. Without optimizers, the parameters are the grid.
+	Trainer    *Trainer   `yaml:"trainer,omitempty"`
+	Parameters Parameters `yaml:"parameters,omitempty"`
+	Search     *Search    `yaml:"search,omitempty"`
+	Probes     probe.Set  `yaml:"probes,omitempty"`
+	Tables     []Table    `yaml:"tables,omitempty"`
+	MaxTrials  int        `yaml:"max_trials,omitempty"` // refuse larger expansions (default 10,000)
+	Output     Output     `yaml:"output,omitempty"`
+	Tags       []string   `yaml:"tags,omitempty"`
 }
 
 // Grid is one optimizer's grid: every combination of its lists is a trial, or, in a
@@ -55,6 +59,10 @@ type Grid struct {
 	DecayFrac   float64    `yaml:"decay_frac,omitempty"`
 	BatchTokens Param      `yaml:"batch_tokens,omitempty"` // overrides the manifest's
 }
+
+// program reports whether g is the grid of a program trainer's own parameters, which a
+// manifest with a trainer and no optimizers has in place of optimizer grids.
+func (g Grid) program() bool { return g.Name == "" }
 
 // IterEWA names the EWA of a trial's evaluated iterate (ewa_x for SF-AdamW, ewa_w for
 // AdamW) in a probe, so that a grid of both optimizers can probe from it.

@@ -6,6 +6,7 @@ package sweeps
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -188,10 +189,10 @@ func (m *Manifest) validateSearch() error {
 	if s.Parallel < 0 {
 		return &fielderr.Error{Field: "search.parallel", Value: s.Parallel, Reason: "must be ≥ 0 (0: as many as the window allows)"}
 	}
-	if s.Metric != "" && s.Metric != MetricValLoss && s.Metric != MetricTestLoss && s.Metric != MetricTestPPL {
+	if s.Metric != "" && s.Metric != MetricValLoss && s.Metric != MetricTestLoss && s.Metric != MetricTestPPL && m.Trainer == nil {
 		return &fielderr.Error{Field: "search.metric", Value: fmt.Sprintf("%q", s.Metric), Reason: `must be "val_loss", "test_loss" or "test_ppl"`}
 	}
-	if s.Goal != "" && s.Goal != "minimize" {
+	if s.Goal != "" && s.Goal != "minimize" && (m.Trainer == nil || s.Goal != "maximize" || s.Metric == "" || s.Metric == MetricValLoss || s.Metric == MetricTestLoss || s.Metric == MetricTestPPL) {
 		return &fielderr.Error{Field: "search.goal", Value: fmt.Sprintf("%q", s.Goal), Reason: "the metrics are losses: the goal is minimize"}
 	}
 	if it := s.Iterate; it != "" && it != IterEWA {
@@ -235,6 +236,9 @@ func (m *Manifest) validateSearch() error {
 		if r < 1 || r >= m.Steps || (i > 0 && r <= rungs[i-1]) {
 			return &fielderr.Error{Field: field, Value: r, Reason: fmt.Sprintf("rungs must increase within [1, steps = %d)", m.Steps)}
 		}
+		if m.Trainer != nil && !m.Trainer.native(m) {
+			continue // the program evaluates and checkpoints as it will
+		}
 		if m.EvalEvery == 0 || r%m.EvalEvery != 0 {
 			return &fielderr.Error{Field: field, Value: r, Reason: fmt.Sprintf("rung %d must be an evaluation step (a multiple of eval_every = %d)", r, m.EvalEvery)}
 		}
@@ -254,6 +258,9 @@ type Dim struct {
 	Name  string
 	Param Param
 	Whole bool // whole numbers only
+	// Index marks a choice among a program parameter's values that are not numbers: the
+	// dimension's values are their indices.
+	Index bool
 }
 
 // Dims are the parameters of grid gi that take more than one value, in a fixed order: the
@@ -280,6 +287,11 @@ func (m *Manifest) Dims(gi int) []Dim {
 	add(ParamWeightDecay, g.WeightDecay, false)
 	add(ParamWarmupFrac, m.WarmupFrac, false)
 	add(ParamBatchTokens, g.batchTokens(m), true)
+	for _, p := range m.Parameters {
+		if p.Searched() {
+			ds = append(ds, p.Dim())
+		}
+	}
 	return ds
 }
 
@@ -295,6 +307,15 @@ func (m *Manifest) PointTrials(gi int, values map[string]float64) ([]Trial, erro
 	}
 	var p Point
 	p.Grid, p.Optimizer, p.Label = gi, g.Name, g.Label
+	var err error
+	if p.Params, err = m.Parameters.at(values); err != nil {
+		return nil, fmt.Errorf("configuration of grid %d: %w", gi, err)
+	}
+	if g.program() {
+		bt, _ := pick(ParamBatchTokens, g.batchTokens(m))
+		p.BatchTokens = int(math.Round(bt))
+		return m.seedTrials(g, p)
+	}
 	var ok bool
 	if p.LR, ok = pick(ParamLR, g.LR); !ok {
 		return nil, fmt.Errorf("configuration of grid %d has no %s", gi, ParamLR)
@@ -332,6 +353,11 @@ func (m *Manifest) PointTrials(gi int, values map[string]float64) ([]Trial, erro
 		return nil, fmt.Errorf("configuration of grid %d has no batch_tokens", gi)
 	}
 	p.BatchTokens = int(math.Round(bt))
+	return m.seedTrials(g, p)
+}
+
+// seedTrials are the trials of the configuration p of grid g, one per seed.
+func (m *Manifest) seedTrials(g Grid, p Point) ([]Trial, error) {
 	trials := make([]Trial, 0, len(m.Seeds))
 	for _, seed := range m.Seeds {
 		p.Seed = seed
@@ -443,6 +469,25 @@ func (p Point) Values() map[string]float64 {
 	}
 	if p.WarmupFrac != nil {
 		v[ParamWarmupFrac] = *p.WarmupFrac
+	}
+	for k, x := range p.Params {
+		if f, ok := asNumber(x); ok {
+			v[k] = f
+		}
+	}
+	return v
+}
+
+// PointValues are a grid point's parameters by name, as a search samples them: Values,
+// with a program parameter whose values are not numbers given as the index of its value.
+func (m *Manifest) PointValues(p Point) map[string]float64 {
+	v := p.Values()
+	for _, q := range m.Parameters {
+		if d := q.Dim(); d.Index {
+			if i := slices.IndexFunc(q.Values, func(x any) bool { return reflect.DeepEqual(x, p.Params[q.Name]) }); i >= 0 {
+				v[q.Name] = float64(i)
+			}
+		}
 	}
 	return v
 }

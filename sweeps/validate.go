@@ -24,7 +24,7 @@ func (m *Manifest) validate() error {
 	if !nameRE.MatchString(m.Name) {
 		return &fielderr.Error{Field: "name", Value: fmt.Sprintf("%q", m.Name), Reason: "must be 1–100 letters, digits, '.', '_' or '-', starting with a letter or digit"}
 	}
-	if len(m.Optimizers) == 0 {
+	if len(m.Optimizers) == 0 && m.Trainer == nil {
 		return &fielderr.Error{Field: "optimizers", Value: "[]", Reason: "must list at least one optimizer grid"}
 	}
 	if len(m.Seeds) == 0 {
@@ -46,6 +46,12 @@ func (m *Manifest) validate() error {
 		if err := m.checkGrid(gi, g); err != nil {
 			return err
 		}
+	}
+	if err := m.checkTrainer(); err != nil {
+		return err
+	}
+	if len(m.Optimizers) == 0 {
+		m.Optimizers = []Grid{{Label: m.Trainer.Name}} // the program's own grid
 	}
 	if err := m.BatchTokens.check("batch_tokens", m.Sampled(), true); err != nil {
 		return err

@@ -1,0 +1,127 @@
+package sweeps
+
+// A manifest's trainer (trainer:): the program that trains its trials instead of
+// sfsweep's engine, named for a distributed worker's registry, or defined in full for
+// sfsweep run (docs/trainer.md).
+
+import (
+	"bytes"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sfsweep/sfsweep/fielderr"
+	"github.com/sfsweep/sfsweep/program"
+	"github.com/sfsweep/sfsweep/training"
+)
+
+// Trainer is a manifest's trainer: its name, and its version or identity; under sfsweep
+// run, also the program (Spec).
+type Trainer struct {
+	Name string `yaml:"name"`
+	// Identity is the trainer's identity as a worker computes it ("sha256:<hex>", or
+	// "version:<v>"): written by ResolveTrainer for a trainer identified by its files, or
+	// given by hand to name a registered trainer so identified.
+	Identity     string `yaml:"identity,omitempty"`
+	program.Spec `yaml:",inline"`
+}
+
+// Local reports whether the trainer defines its program (program, interpreter, command,
+// files, env), which only sfsweep run may start: a distributed worker runs only the
+// trainers its operator registered.
+func (t *Trainer) Local() bool {
+	s := t.Spec
+	return s.Program != "" || s.Interpreter != "" || len(s.Command) > 0 || len(s.Files) > 0 || len(s.Env) > 0
+}
+
+// identity is the trainer's identity as trial configs carry it: Identity, or its
+// version's; "" until ResolveTrainer has hashed its files.
+func (t *Trainer) identity() string {
+	if t.Identity != "" {
+		return t.Identity
+	}
+	if t.Version != "" {
+		return "version:" + t.Version
+	}
+	return ""
+}
+
+// Config is the trial config's trainer with the parameters params.
+func (t *Trainer) Config(params map[string]any) *training.Trainer {
+	if len(params) == 0 {
+		params = nil
+	}
+	return &training.Trainer{Name: t.Name, Identity: t.identity(), Params: params}
+}
+
+// check validates the manifest's trainer and parameters.
+func (m *Manifest) checkTrainer() error {
+	t := m.Trainer
+	if t == nil {
+		if len(m.Parameters) > 0 {
+			return &fielderr.Error{Field: "parameters", Value: m.Parameters[0].Name, Reason: "parameters are passed to a program trainer: give trainer (docs/trainer.md)"}
+		}
+		return nil
+	}
+	if !training.TrainerName.MatchString(t.Name) {
+		return &fielderr.Error{Field: "trainer.name", Value: fmt.Sprintf("%q", t.Name), Reason: "must be letters, digits, '.', '_' and '-', starting with a letter or digit"}
+	}
+	spec := t.Spec
+	spec.Name = t.Name
+	if t.Local() {
+		if err := spec.Check(); err != nil {
+			return err
+		}
+	}
+	for _, p := range spec.Probes {
+		if p != "decay" {
+			return &fielderr.Error{Field: "trainer.probes", Value: p, Reason: `the probes a program may implement: "decay"`}
+		}
+	}
+	if t.identity() == "" && !t.Local() {
+		return &fielderr.Error{Field: "trainer", Value: t.Name, Reason: "name the registered trainer's version (trainer.version) or identity (trainer.identity), so that a trial's ID covers its code"}
+	}
+	return m.Parameters.check(len(m.Optimizers) > 0, m.Sampled())
+}
+
+// ResolveTrainer returns the manifest src with its trainer's identity written in
+// (trainer.identity), where the trainer is identified by its files (or its program file)
+// rather than a version: the hash of their contents, found relative to dir, the manifest's
+// directory. A stored manifest so carries what every worker needs to compute its trials'
+// IDs. Other manifests come back as they are.
+func ResolveTrainer(src []byte, dir string) ([]byte, error) {
+	var probe struct {
+		Trainer *Trainer `yaml:"trainer"`
+	}
+	if err := yaml.Unmarshal(src, &probe); err != nil || probe.Trainer == nil || probe.Trainer.identity() != "" || !probe.Trainer.Local() {
+		return src, nil // Parse reports what is wrong
+	}
+	id, err := probe.Trainer.Spec.Identity(dir)
+	if err != nil {
+		return nil, fielderr.Under("trainer", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(src, &root); err != nil {
+		return src, nil
+	}
+	doc := root.Content[0]
+	t := lookup(doc, "trainer")
+	if t == nil || t.Kind != yaml.MappingNode {
+		return src, nil
+	}
+	setKey(t, "identity", quoted(id))
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// native reports whether the manifest's trials are of optimizer grids, whose runs pass
+// the trainer their optimizer and loop (and checkpoint and evaluate where the manifest
+// says).
+func (t *Trainer) native(m *Manifest) bool {
+	return len(m.Optimizers) > 0 && !m.Optimizers[0].program()
+}

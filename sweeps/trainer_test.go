@@ -1,0 +1,189 @@
+package sweeps
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/fielderr"
+)
+
+// programManifest is a sweep of a program trainer's own parameters, without optimizers.
+const programManifest = `name: own-program
+trainer:
+  name: my-trainer
+  version: "3"
+parameters:
+  dropout: [0.0, 0.1]
+  model_name: [small, large]
+  epochs: 2
+steps: 100
+seeds: [1, 2]
+`
+
+func TestProgramManifestExpands(t *testing.T) {
+	m, err := Parse([]byte(programManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials) != 2*2*2 {
+		t.Fatalf("%d trials, want 8 (2 dropouts × 2 models × 2 seeds)", len(trials))
+	}
+	ids := map[string]bool{}
+	for _, tr := range trials {
+		c := tr.Config
+		if c.Trainer == nil || c.Trainer.Name != "my-trainer" || c.Trainer.Identity != "version:3" {
+			t.Fatalf("trial %s: trainer %+v", tr.ID, c.Trainer)
+		}
+		if c.Optimizer.Name != "" || c.Model != "" || c.ModelConfig != nil || c.Data.Default != "" {
+			t.Fatalf("trial %s: a program's own grid sets no optimizer, model or data: %+v", tr.ID, c)
+		}
+		if got := c.Trainer.Params["epochs"]; got != 2 {
+			t.Fatalf("epochs = %v (%T), want 2", got, got)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("trial %s: %v", tr.ID, err)
+		}
+		ids[tr.ID] = true
+	}
+	if len(ids) != len(trials) {
+		t.Fatalf("%d distinct IDs for %d trials", len(ids), len(trials))
+	}
+	// the ID covers the trainer's identity: another version is another trial
+	m2, err := Parse([]byte(strings.Replace(programManifest, `version: "3"`, `version: "4"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials2, _ := m2.Expand()
+	for _, tr := range trials2 {
+		if ids[tr.ID] {
+			t.Fatalf("trial %s of version 4 has an ID of version 3", tr.ID)
+		}
+	}
+	args := trials[0].Config.Args()
+	var got []string
+	for _, a := range args {
+		got = append(got, a.Key)
+	}
+	if strings.Join(got, ",") != "dropout,epochs,model_name" {
+		t.Fatalf("args %v: a program's own grid passes only its parameters, by name", got)
+	}
+}
+
+func TestProgramWithOptimizerGrid(t *testing.T) {
+	src := strings.Replace(readExample(t, "c-sensitivity-quick.yaml"), "name: c-sensitivity-quick\n", "name: c-sensitivity-quick-program\ntrainer: {name: ref, version: v1}\nparameters: {compile: [false, true]}\n", 1)
+	m, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	native, _ := expandExample(t, "c-sensitivity-quick.yaml")
+	if n, _ := native.Expand(); len(trials) != 2*len(n) {
+		t.Fatalf("%d trials, want %d (the native grid × 2 values of compile)", len(trials), 2*len(n))
+	}
+	keys := map[string]bool{}
+	for _, a := range trials[0].Config.Args() {
+		keys[a.Key] = true
+	}
+	for _, k := range []string{"optimizer", "lr", "beta1", "beta2", "c", "steps", "seed", "batch_tokens", "micro_batch", "seq_len", "eval_every", "checkpoint_every", "compile"} {
+		if k == "c" && trials[0].Config.Optimizer.C == 0 {
+			continue
+		}
+		if !keys[k] {
+			t.Errorf("a trial of an optimizer grid is not passed %s: %v", k, trials[0].Config.Args())
+		}
+	}
+}
+
+func readExample(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("examples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestProgramManifestErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, edit, field, reason string
+		line                      int
+	}{
+		{"flag value", "model_name: [small, --rm]", "parameters.model_name[1]", "flag", 7},
+		{"path outside", "model_name: [/etc/passwd]", "parameters.model_name[0]", "absolute path", 7},
+		{"parent path", "model_name: [../secrets]", "parameters.model_name[0]", "run directory", 7},
+		{"no version", `version: "3"`, "trainer", "version", 0},
+		{"bad name", "name: my-trainer", "trainer.name", "letters", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := programManifest
+			switch {
+			case strings.HasPrefix(c.edit, "model_name"):
+				src = strings.Replace(src, "model_name: [small, large]", c.edit, 1)
+			case c.name == "no version":
+				src = strings.Replace(src, `  version: "3"`+"\n", "", 1)
+			default:
+				src = strings.Replace(src, "name: my-trainer", "name: -x", 1)
+			}
+			_, err := Parse([]byte(src))
+			var fe *fielderr.Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want a field error", err)
+			}
+			if fe.Field != c.field || !strings.Contains(fe.Reason, c.reason) || (c.line > 0 && fe.Line != c.line) {
+				t.Fatalf("err = %v (field %q line %d), want field %q line %d, a reason about %q", err, fe.Field, fe.Line, c.field, c.line, c.reason)
+			}
+		})
+	}
+	// a native grid passes lr itself: a parameter may not shadow it
+	src := strings.Replace(readExample(t, "c-sensitivity-quick.yaml"), "name: c-sensitivity-quick\n", "name: x\ntrainer: {name: ref, version: v1}\nparameters: {lr: 0.1}\n", 1)
+	if _, err := Parse([]byte(src)); err == nil || !strings.Contains(err.Error(), "parameters.lr") {
+		t.Fatalf("a parameter named lr beside optimizer grids: err = %v", err)
+	}
+}
+
+func TestResolveTrainerHashesFiles(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "train.py")
+	if err := os.WriteFile(prog, []byte("print('v1')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := []byte("name: p\ntrainer:\n  name: t\n  program: train.py\n  interpreter: python3\n  files: [\"*.py\"]\nsteps: 10\nseeds: [1]\n")
+	ids := map[string]bool{}
+	for _, body := range []string{"print('v1')\n", "print('v2')\n"} {
+		if err := os.WriteFile(prog, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := ResolveTrainer(src, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Parse(out)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if !strings.HasPrefix(m.Trainer.Identity, "sha256:") {
+			t.Fatalf("identity %q, want the files' sha256", m.Trainer.Identity)
+		}
+		trials, err := m.Expand()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[trials[0].ID] = true
+	}
+	if len(ids) != 2 {
+		t.Fatal("a change to the trainer's files left its trial's ID as it was")
+	}
+	if _, err := Parse(src); err == nil {
+		t.Fatal("a trainer known by its files parsed without its identity")
+	}
+}
