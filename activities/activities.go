@@ -45,6 +45,8 @@ type Activities struct {
 	// WrapEngine, if set, wraps the compute engine of every Train attempt; ctx is the
 	// activity's (activity.GetInfo gives the attempt). Fault-injection tests use it.
 	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine
+	// Trainers are the program trainers this worker runs; nil: none.
+	Trainers *Trainers
 	// OnStall, if set, is called when a Train or probe attempt is abandoned because its
 	// compute stopped making progress (see watched).
 	OnStall func(err error)
@@ -179,7 +181,7 @@ func (a *Activities) trialConfig(ctx context.Context, id string) (training.Confi
 	if h := cfg.Hash()[:sweeps.IDLen]; h != id {
 		return cfg, invalid(fmt.Errorf("trial %s: config.json hashes to %s", id, h))
 	}
-	if err := backend.Check(cfg.Backend); err != nil {
+	if err := backend.Check(cfg.Backend); err != nil && cfg.Trainer == nil { // a program needs only the device
 		// a trial reaches a worker without its backend only through the queue of sweeps
 		// planned before trials were routed by device (workflows.QueueGPU)
 		return cfg, invalid(fmt.Errorf("trial %s: %w", id, err))

@@ -228,7 +228,7 @@ func (a *Activities) segmentOutcome(ctx context.Context, sr *searcher, st *searc
 				ev.Failed = true
 				continue
 			}
-			v, ok, err := a.curveAt(ctx, t.ID, e.Until, it)
+			v, ok, err := a.curveAt(ctx, sr, t.ID, e.Until, it)
 			if err != nil {
 				return ev, err
 			}
@@ -254,15 +254,27 @@ func (a *Activities) segmentOutcome(ctx context.Context, sr *searcher, st *searc
 	return ev, nil
 }
 
-// curveAt is a trial's validation loss of iterate it at step, from its curves.
-func (a *Activities) curveAt(ctx context.Context, id string, step int, it string) (float64, bool, error) {
+// curveAt is a trial's validation loss of iterate it at step, from its curves, or a
+// program's named metric there (the search's metric, to minimize). A program may log
+// at steps of its own: its first point at or after step stands for step.
+func (a *Activities) curveAt(ctx context.Context, sr *searcher, id string, step int, it string) (float64, bool, error) {
 	points, err := trial.ReadCurves(ctx, a.Store, id)
 	if err != nil {
 		return 0, false, err
 	}
+	named := sr.named()
 	for _, p := range points {
-		if p.Step == step {
-			v, ok := p.Val[it]
+		if p.Step < step || (p.Step > step && sr.m.Trainer == nil) {
+			continue
+		}
+		if named {
+			v, ok := p.Metrics[sr.m.MetricName()]
+			if ok {
+				return sr.sign() * v, true, nil
+			}
+			continue
+		}
+		if v, ok := p.Val[it]; ok || sr.m.Trainer == nil {
 			return v, ok, nil
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 
@@ -132,7 +133,7 @@ func (sr *searcher) suggest(st *search.State) (int, search.Point, error) {
 			return 0, nil, fmt.Errorf("search: configuration %d asked of a grid of %d", n, len(sr.grid))
 		}
 		p := sr.grid[n]
-		return p.Grid, p.Values(), nil
+		return p.Grid, sr.m.PointValues(p), nil
 	}
 	count := make([]int, len(sr.budget))
 	for _, c := range st.Candidates {
@@ -167,13 +168,38 @@ func (sr *searcher) iterate(optimizer string) string {
 	return training.ResolveIterate(optimizer, sr.m.Search.Iterate)
 }
 
-// metric is a completed trial's metric at iterate it.
+// metric is a completed trial's metric at iterate it, to minimize: a program's named
+// metric to maximize is negated.
 func (sr *searcher) metric(r *training.Result, it string) float64 {
-	switch sr.m.MetricName() {
+	switch name := sr.m.MetricName(); name {
+	case sweeps.MetricValLoss:
+		return r.Val[it]
 	case sweeps.MetricTestLoss:
 		return r.Test[it]
 	case sweeps.MetricTestPPL:
 		return r.TestPPL[it]
+	default:
+		v, ok := r.Metrics[name]
+		if !ok {
+			return math.NaN()
+		}
+		return sr.sign() * v
 	}
-	return r.Val[it]
+}
+
+// named reports whether the search ranks by a program's named metric rather than a loss.
+func (sr *searcher) named() bool {
+	switch sr.m.MetricName() {
+	case sweeps.MetricValLoss, sweeps.MetricTestLoss, sweeps.MetricTestPPL:
+		return false
+	}
+	return true
+}
+
+// sign is −1 where the search maximizes its metric, which the search engine minimizes.
+func (sr *searcher) sign() float64 {
+	if sr.m.Search != nil && sr.m.Search.Goal == "maximize" {
+		return -1
+	}
+	return 1
 }

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/program"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
@@ -33,6 +34,30 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	}
 	if attempt := activity.GetInfo(ctx).Attempt; attempt > 1 {
 		a.recordAttempt(ctx, in.TrialID, int(attempt))
+	}
+	if cfg.Trainer != nil {
+		res, err := a.trainProgram(ctx, in, cfg, func(step int, loss float64) {
+			mu.Lock()
+			last = workflows.TrainHeartbeat{Step: step, Loss: loss}
+			mu.Unlock()
+			if a.Progress != nil {
+				a.Progress(in.TrialID, training.Progress{Step: step, Steps: cfg.Steps, TrainLoss: loss})
+			}
+		})
+		if err != nil {
+			a.log().Warn("train attempt failed", "trial", in.TrialID, "attempt", activity.GetInfo(ctx).Attempt, "err", err)
+			if a.AttemptFailed != nil && ctx.Err() == nil {
+				a.AttemptFailed(in.TrialID, int(activity.GetInfo(ctx).Attempt), err)
+			}
+			return workflows.TrainOutput{}, classify(err)
+		}
+		if res == nil {
+			return workflows.TrainOutput{Step: in.Until}, nil // paused at the rung
+		}
+		out := a.trainOutput(ctx, in.TrialID, res)
+		m := program.Mirror{Store: a.Store, Prefix: keys.ProgramCheckpoints(in.TrialID)}
+		out.Checkpoints, err = m.Steps(ctx)
+		return out, err
 	}
 	b, err := a.batches(ctx, cfg)
 	if err != nil {

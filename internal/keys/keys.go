@@ -178,3 +178,13 @@ func Owner(output string) string { return output + "/owner.json" }
 // TrialIndex is the key of an output's index of trials: each trial's configuration,
 // outcome and final losses in one object, read by the sweep page.
 func TrialIndex(output string) string { return output + "/trials.json" }
+
+// ProgramCheckpoints is the prefix under which a program trainer's checkpoint directory
+// is kept for trial id (docs/trainer.md, "Checkpoints").
+func ProgramCheckpoints(id string) string { return Join(Trial(id), "program/checkpoints") }
+
+// ProgramLog is the key of the log stream ("stdout" or "stderr") of attempt of a program
+// trainer's trial id.
+func ProgramLog(id string, attempt int, stream string) string {
+	return Join(Trial(id), fmt.Sprintf("program/logs/attempt-%d.%s", attempt, stream))
+}
