@@ -23,6 +23,9 @@ const reexecEnv = "SFSWEEP_TEST_RUN_MAIN"
 const standInCUDAEnv = "SFSWEEP_TEST_STAND_IN_CUDA"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeTrainerEnv) == "1" {
+		fakeTrainer() // exits
+	}
 	if os.Getenv(reexecEnv) == "1" {
 		os.Unsetenv(reexecEnv)
 		if os.Getenv(standInCUDAEnv) == "1" {

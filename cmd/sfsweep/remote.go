@@ -94,6 +94,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	devices := fs.String("devices", strings.Join(backend.Devices(), ","), "devices whose trials the gpu role trains, comma-separated: those of the backends this build has")
 	slots := fs.Int("slots", 1, "trials trained at once (one per GPU)")
 	cache := fs.String("cache", filepath.Join(".sfsweep", "data"), "directory of prepared default corpora")
+	trainersFile := fs.String("trainers", "", "file of the program trainers this worker runs (docs/trainer.md); none: only sfsweep's engine")
 	exitOnStall := fs.Bool("exit-on-stall", true, "exit (status 1) when a training attempt is abandoned as stuck, so that the supervisor restarts the worker with a fresh device; its other trials resume elsewhere")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -107,6 +108,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *slots < 1 {
 		return &usageError{msg: fmt.Sprintf("-slots = %d: must be ≥ 1", *slots)}
 	}
+	trainers, err := loadTrainers(*trainersFile)
+	if err != nil {
+		return err
+	}
 	c, store, err := r.connect(ctx)
 	if err != nil {
 		return err
@@ -116,7 +121,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	acts := &activities.Activities{Store: store, Client: c, CacheDir: cacheDir, Log: slog.New(slog.NewTextHandler(stderr, nil))}
+	acts := &activities.Activities{Store: store, Client: c, CacheDir: cacheDir, Log: slog.New(slog.NewTextHandler(stderr, nil)), Trainers: trainers}
 	if *exitOnStall {
 		acts.OnStall = func(err error) {
 			// after a moment, so that the attempt's failure reaches the server first
@@ -152,6 +157,9 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	src, m, trials, err := loadManifest(file)
 	if err != nil {
 		return err
+	}
+	if t := m.Trainer; t != nil && t.Local() {
+		return fmt.Errorf("%s: trainer: %s defines its program (program, interpreter, command, files or env), which only sfsweep run starts: a distributed worker runs only the trainers its operator registered (sfsweep worker -trainers FILE); name one with trainer.name and trainer.version", file, t.Name)
 	}
 	warnRungs(stderr, file, m)
 	c, store, err := r.connect(ctx)

@@ -121,7 +121,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer stopPage()
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
-		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe}
+		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Trainers: manifestTrainers(m, file)}
 	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: backend.Devices()}, *slots)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/sfsweep/sfsweep/sweeps"
@@ -77,6 +78,10 @@ func loadManifest(file string) ([]byte, *sweeps.Manifest, []sweeps.Trial, error)
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	// a trainer known by its files is known by their hash from here on
+	if src, err = sweeps.ResolveTrainer(src, filepath.Dir(file)); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	m, err := sweeps.Parse(src)
 	if err != nil {

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfsweep/sfsweep/internal/status"
+	"github.com/sfsweep/sfsweep/training"
+)
+
+// programTrials reads the trials a sweep of the fake trainer left in the state's bucket,
+// by their mode parameter.
+type programTrial struct {
+	dir     string
+	config  training.Config
+	result  *training.Result
+	failed  string
+	curves  []training.CurvePoint
+	logs    []string
+	attempt int
+}
+
+func readProgramTrials(t *testing.T, state string) map[string]programTrial {
+	t.Helper()
+	configs, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "config.json"))
+	out := map[string]programTrial{}
+	for _, c := range configs {
+		dir := filepath.Dir(c)
+		var tr programTrial
+		tr.dir = dir
+		readJSON(t, c, &tr.config)
+		if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err == nil {
+			tr.result = &training.Result{}
+			if err := json.Unmarshal(b, tr.result); err != nil {
+				t.Fatalf("%s: %v: %q", dir, err, b)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "failed.json")); err == nil {
+			tr.failed = string(b)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "curves.jsonl")); err == nil {
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if l == "" {
+					continue
+				}
+				var p training.CurvePoint
+				if err := json.Unmarshal([]byte(l), &p); err != nil {
+					t.Fatalf("%s: %v", dir, err)
+				}
+				tr.curves = append(tr.curves, p)
+			}
+		}
+		tr.logs, _ = filepath.Glob(filepath.Join(dir, "program", "logs", "*"))
+		if b, err := os.ReadFile(filepath.Join(dir, "attempts.json")); err == nil {
+			fmt.Sscan(strings.Trim(string(b), "{}\n \"attempts:"), &tr.attempt)
+		}
+		out[fmt.Sprint(tr.config.Trainer.Params["mode"])] = tr
+	}
+	return out
+}
+
+func readJSON(t *testing.T, file string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v: %q", file, err, b)
+	}
+}
+
+// TestProgramTrainerOutcomes runs a sweep of a program trainer through sfsweep run on
+// the embedded stack: one program completes, one fails twice and resumes from its
+// checkpoint, one diverges, one writes garbage between its metrics, one hangs, one
+// refuses its config. Each ends as docs/trainer.md says, and no program is left running.
+func TestProgramTrainerOutcomes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server (-short)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if d := os.Getenv("KEEPDIR"); d != "" {
+		dir = d
+	}
+	pids := filepath.Join(dir, "pids")
+	if err := os.Mkdir(pids, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(dir, "program.yaml")
+	src := fmt.Sprintf(`name: program-outcomes
+trainer:
+  name: fake
+  program: %s
+  version: fake-1
+  env: {%s: "1", FAKE_PIDDIR: %q}
+parameters:
+  mode: [ok, flaky, diverge, garbage, hang, invalid]
+  q: 0.5
+steps: 8
+seeds: [1]
+`, self, fakeTrainerEnv, pids)
+	if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, []string{"run", "-ui=false", "-page=off", "-dir", state, "-out", out,
+		"-stall-timeout", "3s", "-attempts", "3", "-retry-initial", "100ms", "-retry-max", "200ms", manifest}, &stdout, &stderr)
+	log := stdout.String() + stderr.String()
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, log)
+	}
+	trials := readProgramTrials(t, state)
+	if len(trials) != 6 {
+		t.Fatalf("%d trials, want 6\n%s", len(trials), log)
+	}
+	want := 1 + 0.5 + 4.0/9
+	for _, mode := range []string{"ok", "flaky", "garbage"} {
+		tr := trials[mode]
+		r := tr.result
+		if r == nil || r.Status != status.Completed {
+			t.Fatalf("%s: result %+v, failed %s\n%s", mode, r, tr.failed, log)
+		}
+		if r.Steps != 8 || math.Abs(r.Val["w"]-want) > 1e-9 || math.Abs(r.Test["w"]-want-0.02) > 1e-9 || math.Abs(r.Metrics["val_ppl"]-2*want) > 1e-9 {
+			t.Errorf("%s: result steps %d val %v test %v metrics %v, want 8, %v, %v, val_ppl %v", mode, r.Steps, r.Val, r.Test, r.Metrics, want, want+0.02, 2*want)
+		}
+		var steps []int
+		for _, p := range tr.curves {
+			steps = append(steps, p.Step)
+		}
+		if fmt.Sprint(steps) != "[1 2 3 4 5 6 7 8]" {
+			t.Errorf("%s: curve steps %v, want each of 1..8 once", mode, steps)
+		}
+		if len(tr.logs) == 0 {
+			t.Errorf("%s: no logs stored", mode)
+		}
+	}
+	var summary struct {
+		Refused int      `json:"refused_lines"`
+		Sample  []string `json:"refused_sample"`
+	}
+	readJSON(t, filepath.Join(trials["garbage"].dir, "program", "logs", "attempt-1.json"), &summary)
+	if summary.Refused != 3*8 || len(summary.Sample) == 0 {
+		t.Errorf("garbage: %d refused lines recorded (%q), want 24", summary.Refused, summary.Sample)
+	}
+	if a := trials["flaky"].attempt; a != 3 {
+		t.Errorf("flaky: %d attempts recorded, want 3", a)
+	}
+	if r := trials["diverge"].result; r == nil || r.Status != status.Diverged || r.DivergedAt != 4 {
+		t.Errorf("diverge: result %+v, failed %s", r, trials["diverge"].failed)
+	}
+	if tr := trials["hang"]; tr.result != nil || !strings.Contains(tr.failed, "no metrics line for 3s") {
+		t.Errorf("hang: result %+v, failed %q: want a failure after stalling", tr.result, tr.failed)
+	}
+	if tr := trials["invalid"]; tr.result != nil || !strings.Contains(tr.failed, "unrecognized arguments") || tr.attempt > 1 {
+		t.Errorf("invalid: result %+v, failed %q, attempts %d: want one attempt, failed with the program's stderr", tr.result, tr.failed, tr.attempt)
+	}
+	if left := fakeTrainerProcs(pids); len(left) > 0 {
+		t.Errorf("programs still running after the sweep: pids %v", left)
+	}
+}
