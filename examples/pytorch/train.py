@@ -1,35 +1,73 @@
 #!/usr/bin/env python3
 """Trains the LLaMA of bench/torch/torch_llama.py with SF-AdamW, refined SF-AdamW or AdamW.
 
-The first part of sfsweep's reference PyTorch trainer: the model, the optimizers of
-sfadamw_torch.py, and the token files of `sfsweep data` (DIR/train.bin and DIR/val.bin,
-flat little-endian uint16) or, without --data, uniformly random tokens. Parameters come as
-W&B passes them (--key=value), with the names of sfsweep's run config: the optimizer's
-fields (lr, beta1, c, warmup_frac, schedule, ...), steps, micro_batch, seq_len, eval_every,
-eval_seqs, and the model card's dim, layers, heads, hidden, vocab, context.
+sfsweep's reference trainer: a complete program of the protocol of docs/trainer.md, which
+sfsweep runs as a trial like a run of its own engine. It trains the model with the
+optimizers of sfadamw_torch.py on the token files of `sfsweep data`, as the engine would
+from the same run config:
 
-Each evaluation prints one JSON line, {"step", "train_loss", "val_loss", "lr"}; SF-AdamW is
-evaluated at x, where the paper evaluates it. Not here yet: resuming from a checkpoint, the
-decay probe and what sfsweep passes in the environment.
+  parameters  --key=value, as W&B passes them, with the names of sfsweep's config.json
+              (optimizer, lr, beta1, beta2, eps, weight_decay, c, grad_clip, warmup_frac,
+              schedule, final_frac, decay_frac, steps, seed, micro_batch, seq_len,
+              batch_tokens, eval_every, eval_seqs, test_seqs, checkpoint_every). Unset
+              values take the engine's defaults. An unknown one is an error (exit 2).
+  model       the "model" card of $SFSWEEP_CONFIG (training/model.Config's fields), or
+              without one --dim, --layers, --heads, --hidden, --vocab, --context.
+  data        $SFSWEEP_DATA or --data: train.bin, val.bin, test.bin (flat little-endian
+              uint16); without either, random tokens. Batches and evaluation windows are
+              the engine's (tokens.py): the same seed reads the same tokens.
+  a step      batch_tokens / (micro_batch seq_len) micro-batches, their gradients
+              averaged, then one optimizer step.
+  metrics     one JSON line per evaluation, {"step", "tokens", "lr", "train_loss",
+              "val_loss"}, appended to $SFSWEEP_METRICS (stdout without it) and flushed;
+              the last line also has "test_loss" where test_seqs > 0 and test.bin exists.
+              SF-AdamW is evaluated at x, where the paper evaluates it; evaluating leaves
+              the training state bit for bit as it was.
+  checkpoints every checkpoint_every steps and at the end, $SFSWEEP_CHECKPOINT_DIR (or
+              --checkpoint_dir)/step-<N>.pt: the model, the optimizer's whole state, the
+              RNG states and the step (batches need no state: they are a function of the
+              seed and the step). At start the newest checkpoint that reads is resumed:
+              the metrics lines after it are those of an uninterrupted run, bit for bit.
+              --keep_checkpoints keeps only the newest ones.
+  rungs       SFSWEEP_UNTIL=N > 0: exit 0 after the evaluation and checkpoint of step N.
+  exit        0 completed, 2 invalid config, 3 diverged (a non-finite loss, whose line is
+              written first); anything else is a failure sfsweep retries.
+
+The decay probe (SFSWEEP_MODE=probe, SFSWEEP_PROBE={"kind": "decay", "step": S, "steps":
+K, "shape": "linear" | "sqrt"}) loads step-S.pt, trains K more steps on the batches the run
+would have read, and writes a metrics line per step, the last with val_loss; it writes no
+checkpoint. Its learning rate is that of sfsweep's LR-decay branch (training.LRDecay: a
+WSD schedule whose decay starts at S): lr_t = lr_S (1 - t/K), or lr_S (1 - sqrt(t/K)) for
+"sqrt", t = 1..K, where lr_S is the run's learning rate at step S; the optimizer keeps its
+state from the checkpoint. For SF-AdamW the decay is on gamma_t, and the averaging weights
+go on as Algorithm 1's c_{t+1} = gamma_t^2 / sum_{i<=t} gamma_i^2 (Algorithm 2's cap for
+refined SF-AdamW), the sum carried on from the run. It is not the paper's decay probe of
+sfsweep's own engine (training.DecayProbe: fresh AdamW from x at a peak of 1e-4), whose
+peak SFSWEEP_PROBE does not carry. A probe of another kind is refused (exit 2).
 
     python3 train.py --optimizer=sfadamw --lr=2e-3 --beta1=0.95 --c=200 --steps=200 --data=DIR
 """
 import argparse
 import json
+import math
 import os
 import sys
 
 import numpy as np
 import torch
 
+import checkpoints
 import sfadamw_torch as sf
+import tokens as tk
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "torch"))
-from torch_llama import Llama  # noqa: E402  (the model sfsweep's tests already check)
+from torch_llama import Llama, RMSNorm, rope_tables  # noqa: E402  (the model sfsweep's tests already check)
+
+EXIT_INVALID, EXIT_DIVERGED = 2, 3
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     # the optimizer, as training.OptimizerConfig (unset values take its defaults)
     ap.add_argument("--optimizer", choices=("sfadamw", "adamw"), default="sfadamw")
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -43,24 +81,109 @@ def parse_args(argv):
     ap.add_argument("--schedule", choices=sf.SCHEDULES, default="cosine", help="adamw only")
     ap.add_argument("--final_frac", type=float, default=0.1, help="adamw cosine: final lr / peak")
     ap.add_argument("--decay_frac", type=float, default=0.0, help="adamw wsd: decay branch / steps")
-    # the loop
+    # the loop, as training.Loop
     ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--micro_batch", type=int, default=16)
-    ap.add_argument("--seq_len", type=int, default=0, help="default the model's context")
-    ap.add_argument("--eval_every", type=int, default=0, help="0: only at the end")
-    ap.add_argument("--eval_seqs", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
-    # the model (the "tiny" preset of torch_llama.py) and the data
+    ap.add_argument("--micro_batch", type=int, default=0, help="sequences per forward pass; default the card's batch")
+    ap.add_argument("--seq_len", type=int, default=0, help="default the model's context")
+    ap.add_argument("--batch_tokens", type=int, default=0, help="tokens per step; default one micro-batch")
+    ap.add_argument("--eval_every", type=int, default=0, help="0: only at the end")
+    ap.add_argument("--eval_seqs", type=int, default=3200)
+    ap.add_argument("--test_seqs", type=int, default=None, help="default eval_seqs; 0: no test loss")
+    ap.add_argument("--checkpoint_every", type=int, default=0, help="0: only at the end")
+    ap.add_argument("--keep_checkpoints", type=int, default=0, help="newest checkpoints kept; 0: all")
+    ap.add_argument("--checkpoint_dir", default="", help="default $SFSWEEP_CHECKPOINT_DIR; none: no checkpoints")
+    # the model without $SFSWEEP_CONFIG (the "tiny" preset of torch_llama.py), and the data
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=344)
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--context", type=int, default=128)
-    ap.add_argument("--data", default="", help="directory with train.bin and val.bin; none: random tokens")
+    ap.add_argument("--data", default="", help="default $SFSWEEP_DATA; none: random tokens")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    return ap.parse_args(argv)
+    a = ap.parse_args(argv)
+    try:
+        resolve(a)
+    except (tk.ConfigError, ValueError) as e:
+        ap.error(str(e))
+    return a
+
+
+def resolve(a):
+    """Fills in what the environment and the model card decide, and checks the run as the
+    engine's training.Config.Validate does; raises ConfigError naming the field."""
+    a.card = model_card(a)
+    a.data = a.data or os.environ.get("SFSWEEP_DATA", "")
+    a.checkpoint_dir = a.checkpoint_dir or os.environ.get("SFSWEEP_CHECKPOINT_DIR", "")
+    a.until = int(os.environ.get("SFSWEEP_UNTIL", "0") or 0)
+    a.micro_batch = a.micro_batch or a.card["batch"]
+    a.seq_len = a.seq_len or a.card["ctx"]
+    a.batch_tokens = a.batch_tokens or a.micro_batch * a.seq_len
+    a.test_seqs = a.eval_seqs if a.test_seqs is None else a.test_seqs
+    for name in ("steps", "micro_batch", "seq_len", "batch_tokens", "eval_seqs"):
+        if getattr(a, name) < 1:
+            raise tk.ConfigError(f"{name} = {getattr(a, name)}: must be ≥ 1")
+    for name in ("test_seqs", "eval_every", "checkpoint_every", "keep_checkpoints"):
+        if getattr(a, name) < 0:
+            raise tk.ConfigError(f"{name} = {getattr(a, name)}: must be ≥ 0")
+    if a.seq_len > a.card["ctx"]:
+        raise tk.ConfigError(f"seq_len = {a.seq_len}: must be ≤ the model's context ({a.card['ctx']})")
+    if a.batch_tokens % (a.micro_batch * a.seq_len):
+        raise tk.ConfigError(f"batch_tokens = {a.batch_tokens}: must be a multiple of micro_batch × seq_len = "
+                             f"{a.micro_batch} × {a.seq_len} = {a.micro_batch * a.seq_len}")
+    if not 0 <= a.warmup_frac < 1:
+        raise tk.ConfigError(f"warmup_frac = {a.warmup_frac}: must be in [0, 1)")
+    a.accum = a.batch_tokens // (a.micro_batch * a.seq_len)
+    meta = tk.read_meta(a.data)
+    if meta and meta.get("vocab", 0) > a.card["vocab"]:
+        raise tk.ConfigError(f"vocab = {a.card['vocab']}: the data's tokens go up to {meta['vocab'] - 1}")
+
+
+def model_card(a):
+    """The model as torch_llama's card: the "model" object of $SFSWEEP_CONFIG (sfsweep's
+    resolved training/model.Config, its defaults filled in as model.Config.WithDefaults
+    does), or the --dim, --layers, ... arguments."""
+    m = None
+    if os.environ.get("SFSWEEP_CONFIG"):
+        with open(os.environ["SFSWEEP_CONFIG"]) as f:
+            m = json.load(f).get("model")
+    if not m:
+        return dict(vocab=a.vocab, d=a.dim, layers=a.layers, heads=a.heads, ctx=a.context, hidden=a.hidden,
+                    batch=16, rope_theta=10000.0, norm_eps=1e-5, init_std=0.02)
+    if m.get("arch", "llama") != "llama":
+        raise tk.ConfigError(f"model.arch = {m['arch']}: this trainer trains \"llama\" only")
+    card = dict(vocab=m.get("vocab", 0), d=m.get("dim", 0), layers=m.get("layers", 0), heads=m.get("heads", 0),
+                ctx=m.get("context", 0), hidden=m.get("hidden", 0), batch=m.get("batch") or 16,
+                rope_theta=m.get("rope_theta") or 10000.0, norm_eps=m.get("norm_eps") or 1e-5,
+                init_std=m.get("init_std") or 0.02)
+    for field, key in (("vocab", "vocab"), ("dim", "d"), ("layers", "layers"), ("heads", "heads"),
+                       ("context", "ctx"), ("hidden", "hidden")):
+        if not isinstance(card[key], int) or card[key] < 1:
+            raise tk.ConfigError(f"model.{field} = {card[key]}: must be an integer ≥ 1")
+    if card["d"] % card["heads"] or (card["d"] // card["heads"]) % 2:
+        raise tk.ConfigError(f"model.heads = {card['heads']}: must divide dim ({card['d']}) into even head sizes")
+    return card
+
+
+def make_model(a):
+    """torch_llama's Llama of the card, with its RoPE base, norm epsilon and initialisation."""
+    c = a.card
+    torch.manual_seed(a.seed)
+    model = Llama(c)
+    if c["init_std"] != 0.02:  # torch_llama initialises every matrix with N(0, 0.02²)
+        torch.manual_seed(a.seed)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() == 2:
+                    p.normal_(0.0, c["init_std"])
+    if c["rope_theta"] != 10000.0:
+        model.cos, model.sin = rope_tables(c["ctx"], c["d"] // c["heads"], c["rope_theta"])
+    for m in model.modules():
+        if isinstance(m, RMSNorm):
+            m.eps = c["norm_eps"]
+    return model.to(device=a.device, dtype=getattr(torch, a.dtype))
 
 
 def make_optimizer(a, params):
@@ -79,86 +202,235 @@ def make_optimizer(a, params):
                     grad_clip=clip)
 
 
-class Tokens:
-    """Windows of seq_len+1 tokens from one split (a token file, or random tokens)."""
-
-    def __init__(self, data, split, vocab, seq_len, seed):
-        if data:
-            self.tokens = np.fromfile(os.path.join(data, split + ".bin"), dtype="<u2")
-            if self.tokens.size and int(self.tokens.max()) >= vocab:
-                raise SystemExit(f"{split}.bin has token {int(self.tokens.max())}: --vocab={vocab} is too small")
-        else:
-            rng = np.random.default_rng(seed)
-            self.tokens = rng.integers(0, vocab, size=1 << 16, dtype=np.uint16)
-        if self.tokens.size <= seq_len:
-            raise SystemExit(f"{split}: {self.tokens.size} tokens, want more than seq_len = {seq_len}")
-        self.seq_len = seq_len
-        self.gen = torch.Generator().manual_seed(seed)
-
-    def batch(self, rows, device):
-        """Returns rows windows at random places, as (inputs, targets)."""
-        starts = torch.randint(0, self.tokens.size - self.seq_len, (rows,), generator=self.gen)
-        return self._windows(starts.tolist(), device)
-
-    def fixed(self, first, rows, count, device):
-        """Returns windows first..first+rows-1 of count windows spread evenly over the split,
-        so that every evaluation sees the same tokens."""
-        stride = max(1, (self.tokens.size - self.seq_len - 1) // count)
-        span = self.tokens.size - self.seq_len
-        return self._windows([(first + i) * stride % span for i in range(rows)], device)
-
-    def _windows(self, starts, device):
-        w = torch.stack([torch.from_numpy(self.tokens[s:s + self.seq_len + 1].astype(np.int64)) for s in starts])
-        w = w.to(device)
-        return w[:, :-1], w[:, 1:]
+class Diverged(Exception):
+    """A non-finite loss: its metrics line is written, and the program exits 3."""
 
 
-@torch.no_grad()
-def evaluate(model, opt, val, a):
-    """Mean validation loss over eval_seqs sequences; SF-AdamW's parameters are x meanwhile."""
-    if isinstance(opt, sf.SFAdamW):
-        opt.eval()
-    model.eval()
-    total, seqs = 0.0, 0
-    while seqs < a.eval_seqs:
-        rows = min(a.micro_batch, a.eval_seqs - seqs)
-        idx, tgt = val.fixed(seqs, rows, a.eval_seqs, a.device)
-        total += model(idx, tgt).item() * rows
-        seqs += rows
-    model.train()
-    if isinstance(opt, sf.SFAdamW):
-        opt.train()
-    return total / seqs
+class Metrics:
+    """The metrics lines: appended to $SFSWEEP_METRICS, or printed, each flushed at once."""
+
+    def __init__(self):
+        name = os.environ.get("SFSWEEP_METRICS")
+        self.out = open(name, "a") if name else sys.stdout
+
+    def write(self, line):
+        self.out.write(json.dumps(line) + "\n")
+        self.out.flush()
+        losses = [line[k] for k in ("train_loss", "val_loss", "test_loss") if k in line]
+        if not all(math.isfinite(v) for v in losses):
+            raise Diverged(f"step {line['step']}: {line}")
+
+
+class Trainer:
+    """The model, its optimizer and its data: the one training step, evaluation and the
+    state a checkpoint holds, shared by the run and the probe."""
+
+    def __init__(self, a):
+        self.a = a
+        self.model = make_model(a)
+        self.params = list(self.model.parameters())
+        self.opt = make_optimizer(a, self.params)
+        self.sf = isinstance(self.opt, sf.SFAdamW)
+        self.decay = None  # the probe's learning rate, a function of the step
+        vocab = a.card["vocab"]
+        self.train = tk.Sampler(tk.load_split(a.data, "train", vocab, a.seed), a.seq_len, a.seed)
+        self.val = tk.EvalSet(tk.load_split(a.data, "val", vocab, a.seed + 1), a.seq_len, a.eval_seqs,
+                              a.micro_batch, "val")
+        test = tk.load_split(a.data, "test", vocab, a.seed + 2, required=False) if a.data else None
+        self.test = None
+        if test is not None and a.test_seqs > 0:
+            self.test = tk.EvalSet(test, a.seq_len, a.test_seqs, a.micro_batch, "test")
+
+    def step(self, step):
+        """Takes optimizer step step on its batches and returns the mean training loss. A
+        micro-batch whose loss is not finite ends the step there, with no update, as in
+        the engine."""
+        a = self.a
+        self.opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for micro in range(a.accum):
+            idx, tgt = self.train.batch(step, micro, a.micro_batch, a.device)
+            loss = self.model(idx, tgt)
+            if not math.isfinite(loss.item()):
+                return loss.item()
+            loss.backward()
+            total += loss.item()
+        if a.accum > 1:  # the sum of the gradients, then their mean, as the engine
+            for p in self.params:
+                if p.grad is not None:
+                    p.grad.mul_(1 / a.accum)
+        if self.decay is not None and self.sf:
+            for g in self.opt.param_groups:
+                g["lr"], g["warmup_steps"] = self.decay(step), 0
+        self.opt.step()
+        return total / a.accum
+
+    def lr(self):
+        """The learning rate of the last step: gamma_t for SF-AdamW."""
+        return self.opt.param_groups[0]["last_lr"] if self.sf else self.opt.last_lr
+
+    def schedule_lr(self, step):
+        """The learning rate the run's schedule gives step step."""
+        if self.sf:
+            return sf.warmup_lr(self.a.lr, self.opt.param_groups[0]["warmup_steps"], step)
+        return self.opt.schedule.at(step)
+
+    @torch.no_grad()
+    def evaluate(self, evalset):
+        """The mean loss over evalset; SF-AdamW's parameters are x meanwhile, and y is
+        restored from a copy after, since x -> y in floating point does not give back y's
+        bits, and a run must not depend on when it was evaluated."""
+        saved = [p.detach().clone() for p in self.params] if self.sf else None
+        if self.sf:
+            self.opt.eval()
+        self.model.eval()
+        losses = [self.model(idx, tgt).item() for idx, tgt in evalset.batches(self.a.device)]
+        self.model.train()
+        if self.sf:
+            self.opt.train()
+            for p, s in zip(self.params, saved):
+                p.copy_(s)
+        return sum(losses) / len(losses)
+
+    def line(self, step, train_loss, val=True, test=False):
+        """The metrics line of step step."""
+        out = {"step": step, "tokens": step * self.a.batch_tokens, "lr": self.lr()}
+        if train_loss is not None:  # None: a run resumed at its end, whose step is not redone
+            out["train_loss"] = train_loss
+        if val:
+            out["val_loss"] = self.evaluate(self.val)
+        if test and self.test is not None:
+            out["test_loss"] = self.evaluate(self.test)
+        return out
+
+    def state(self, step):
+        """What a checkpoint holds: enough to go on from step bit for bit."""
+        np_state = np.random.get_state()
+        rng = {"torch": torch.get_rng_state(),
+               "numpy": [np_state[0], torch.from_numpy(np_state[1].astype("int64")), *np_state[2:]]}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        return {"step": step, "run": self.identity(), "model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "rng": rng,
+                "sampler": {"kind": "counter", "seed": self.a.seed}}
+
+    def identity(self):
+        """What a checkpoint must agree on to be this run's: the optimizer and the model."""
+        return {"optimizer": self.a.optimizer, "card": {k: v for k, v in self.a.card.items() if k != "batch"}}
+
+    def restore(self, state):
+        """Makes the trainer what it was when state was taken."""
+        if state.get("run") != self.identity():
+            raise SystemExit(f"checkpoint of step {state['step']} is of another run: {state.get('run')}, "
+                             f"this run is {self.identity()}")
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"].cpu())
+        kind, keys, *rest = rng["numpy"]
+        np.random.set_state((kind, keys.numpy().astype("uint32"), *rest))
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([s.cpu() for s in rng["cuda"]])
+
+
+def train(t, metrics):
+    """The run: from the newest checkpoint, or step 0, to the end or to $SFSWEEP_UNTIL."""
+    a = t.a
+    start = 0
+    if a.checkpoint_dir:
+        state = checkpoints.newest(a.checkpoint_dir, a.device, a.steps)
+        if state is not None:
+            t.restore(state)
+            start = state["step"]
+            print(f"resumed from {checkpoints.path(a.checkpoint_dir, start)}", file=sys.stderr, flush=True)
+    if start == a.steps:  # finished but for its exit: the result line again
+        metrics.write(t.line(start, None, test=True))
+        return
+    for step in range(start + 1, a.steps + 1):
+        loss = t.step(step)
+        if not math.isfinite(loss):
+            metrics.write({"step": step, "tokens": step * a.batch_tokens, "train_loss": loss})
+        last, stop = step == a.steps, step == a.until
+        if last or stop or (a.eval_every and step % a.eval_every == 0):
+            metrics.write(t.line(step, loss, test=last))
+        if a.checkpoint_dir and (last or stop or (a.checkpoint_every and step % a.checkpoint_every == 0)):
+            checkpoints.save(a.checkpoint_dir, step, t.state(step), a.keep_checkpoints)
+        if stop:
+            return
+
+
+def probe(t, metrics, spec):
+    """The decay probe from the checkpoint of spec["step"]; see the module's doc."""
+    a = t.a
+    s, k, shape = spec["step"], spec["steps"], spec.get("shape") or "linear"
+    file = checkpoints.path(a.checkpoint_dir, s)
+    if not os.path.exists(file):
+        raise SystemExit(f"probe: no checkpoint of step {s}: {file} does not exist")
+    t.restore(checkpoints.load(file, a.device))
+    peak = t.schedule_lr(s)
+    t.decay = lambda step: decay_lr(peak, (step - s) / k, shape)
+    if not t.sf:
+        t.opt.schedule = DecaySchedule(t.decay)
+    for step in range(s + 1, s + k + 1):
+        loss = t.step(step)
+        last = step == s + k
+        evaluate = math.isfinite(loss) and (last or (a.eval_every and step % a.eval_every == 0))
+        metrics.write(t.line(step, loss, val=evaluate))
+
+
+def decay_lr(peak, progress, shape):
+    """lr_S (1 - p) or lr_S (1 - sqrt p) at progress p = t/K of the decay."""
+    return peak * (1 - (math.sqrt(progress) if shape == "sqrt" else progress))
+
+
+class DecaySchedule:
+    """The probe's decay as sf.AdamW reads its schedule: at(step)."""
+
+    def __init__(self, at):
+        self.at = at
+
+
+def probe_spec(ap_error):
+    """$SFSWEEP_PROBE, checked: a decay probe of a checkpoint step S ≥ 1 over K ≥ 1 steps."""
+    try:
+        spec = json.loads(os.environ.get("SFSWEEP_PROBE", ""))
+    except json.JSONDecodeError as e:
+        ap_error(f"SFSWEEP_PROBE = {os.environ.get('SFSWEEP_PROBE', '')!r}: not JSON: {e}")
+    if not isinstance(spec, dict) or spec.get("kind") != "decay":
+        ap_error(f"SFSWEEP_PROBE = {json.dumps(spec)}: kind must be \"decay\", the only probe this trainer implements")
+    for key in ("step", "steps"):
+        if not isinstance(spec.get(key), int) or spec[key] < 1:
+            ap_error(f"SFSWEEP_PROBE.{key} = {spec.get(key)}: must be an integer ≥ 1")
+    if spec.get("shape", "linear") not in ("", "linear", "sqrt"):
+        ap_error(f"SFSWEEP_PROBE.shape = {spec['shape']}: must be \"linear\" or \"sqrt\"")
+    return spec
+
+
+def invalid(msg):
+    print(f"train.py: error: {msg}", file=sys.stderr, flush=True)
+    sys.exit(EXIT_INVALID)
 
 
 def main(argv):
     a = parse_args(argv)
-    a.seq_len = a.seq_len or a.context
-    if a.seq_len > a.context:
-        raise SystemExit(f"seq_len = {a.seq_len}: must be at most the model's context ({a.context})")
-    torch.manual_seed(a.seed)
-
-    # --- model and optimizer
-    card = dict(vocab=a.vocab, d=a.dim, layers=a.layers, heads=a.heads, ctx=a.context, hidden=a.hidden)
-    model = Llama(card).to(device=a.device, dtype=getattr(torch, a.dtype))
-    opt = make_optimizer(a, list(model.parameters()))
-
-    # --- data
-    train = Tokens(a.data, "train", a.vocab, a.seq_len, a.seed)
-    val = Tokens(a.data, "val", a.vocab, a.seq_len, a.seed + 1)
-
-    # --- training loop
-    for step in range(1, a.steps + 1):
-        idx, tgt = train.batch(a.micro_batch, a.device)
-        loss = model(idx, tgt)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        train_loss = loss.item()
-        if step == a.steps or (a.eval_every and step % a.eval_every == 0):
-            lr = opt.param_groups[0]["last_lr"] if isinstance(opt, sf.SFAdamW) else opt.last_lr
-            print(json.dumps({"step": step, "train_loss": train_loss, "val_loss": evaluate(model, opt, val, a),
-                              "lr": lr}), flush=True)
+    mode = os.environ.get("SFSWEEP_MODE") or "train"
+    if mode not in ("train", "probe"):
+        invalid(f"SFSWEEP_MODE = {mode}: must be train or probe")
+    spec = probe_spec(invalid) if mode == "probe" else None
+    if spec and not a.checkpoint_dir:
+        invalid("probe: no checkpoint directory ($SFSWEEP_CHECKPOINT_DIR or --checkpoint_dir)")
+    try:
+        t = Trainer(a)
+    except (tk.ConfigError, ValueError) as e:
+        invalid(str(e))
+    metrics = Metrics()
+    try:
+        if spec:
+            probe(t, metrics, spec)
+        else:
+            train(t, metrics)
+    except Diverged as e:
+        print(f"diverged: {e}", file=sys.stderr, flush=True)
+        return EXIT_DIVERGED
     return 0
 
 
