@@ -28,18 +28,23 @@ type metric struct {
 // writes them, of a sequence a small model learns in a few dozen steps.
 func writeTokens(t *testing.T, dir string, vocab int) {
 	t.Helper()
-	for split, n := range map[string]int{"train": 20000, "val": 3000} {
-		toks := make([]uint16, n)
-		for i := range toks {
-			toks[i] = uint16(i * 7 % vocab)
-		}
-		var b bytes.Buffer
-		if err := binary.Write(&b, binary.LittleEndian, toks); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, split+".bin"), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	writeSplit(t, dir, "train", 20000, vocab)
+	writeSplit(t, dir, "val", 3000, vocab)
+}
+
+// writeSplit writes split.bin of n tokens of the sequence i·7 mod vocab.
+func writeSplit(t *testing.T, dir, split string, n, vocab int) {
+	t.Helper()
+	toks := make([]uint16, n)
+	for i := range toks {
+		toks[i] = uint16(i * 7 % vocab)
+	}
+	var b bytes.Buffer
+	if err := binary.Write(&b, binary.LittleEndian, toks); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, split+".bin"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -48,9 +53,7 @@ func writeTokens(t *testing.T, dir string, vocab int) {
 // evaluation, and follows the learning rate sfsweep's engine derives from the same run
 // config. Needs Debian's python3-torch and python3-numpy; skips, saying so, without them.
 func TestTrainLearns(t *testing.T) {
-	if err := exec.Command(python, "-c", "import torch, numpy").Run(); err != nil {
-		t.Skipf("%s cannot import torch and numpy (apt-get install python3-torch python3-numpy): %v", python, err)
-	}
+	needTorch(t)
 	const vocab, steps, every = 31, 60, 20
 	dir := t.TempDir()
 	writeTokens(t, dir, vocab)
@@ -70,6 +73,7 @@ func TestTrainLearns(t *testing.T) {
 			}
 			var stderr bytes.Buffer
 			cmd := exec.Command(python, args...)
+			cmd.Env = baseEnv()
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
 			if err != nil {
