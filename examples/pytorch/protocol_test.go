@@ -144,8 +144,9 @@ func stepsOf(ls []line) []int {
 }
 
 // TestMetricsAndEnvironment runs train.py as sfsweep does: the model card of
-// $SFSWEEP_CONFIG, the token files of $SFSWEEP_DATA (with a test split), metrics appended to
-// $SFSWEEP_METRICS, two micro-batches a step, and checks every line.
+// $SFSWEEP_CONFIG, the token files of $SFSWEEP_DATA (with a test split), the steps of
+// $SFSWEEP_STEPS, metrics appended to $SFSWEEP_METRICS, two micro-batches a step, and checks
+// every line.
 func TestMetricsAndEnvironment(t *testing.T) {
 	tr := newTrial(t)
 	writeSplit(t, filepath.Join(tr.dir, "data"), "test", 2000, 31)
@@ -164,8 +165,8 @@ func TestMetricsAndEnvironment(t *testing.T) {
 	// batch_tokens 64 is two micro-batches of the card's batch (4) × context (8): without the
 	// card, micro_batch 16 × seq_len 128 would make it invalid.
 	const batchTokens = 64
-	code, stdout, stderr := tr.run(t, "metrics.jsonl", []string{"SFSWEEP_CONFIG=" + cfgFile},
-		"--steps=12", "--eval_every=4", "--eval_seqs=8", "--test_seqs=8", "--batch_tokens=64", "--lr=0.01")
+	env := []string{"SFSWEEP_CONFIG=" + cfgFile, "SFSWEEP_STEPS=12", "SFSWEEP_SEED=7"}
+	code, stdout, stderr := tr.run(t, "metrics.jsonl", env, "--eval_every=4", "--eval_seqs=8", "--test_seqs=8", "--batch_tokens=64", "--lr=0.01")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}

@@ -62,6 +62,13 @@ func TestUntilAndResume(t *testing.T) {
 			if names := tr.checkpoints(t); !slices.Equal(names, []string{"step-10.pt", "step-12.pt"}) {
 				t.Fatalf("checkpoints %v after SFSWEEP_UNTIL=12, want [step-10.pt step-12.pt]", names)
 			}
+			// Started again at its rung, it writes that line again and stops.
+			code, _, stderr = tr.run(t, "again.jsonl", []string{"SFSWEEP_UNTIL=12"}, runArgs(opt)...)
+			if again := tr.lines(t, "again.jsonl"); code != 0 || len(again) != 1 {
+				t.Fatalf("SFSWEEP_UNTIL=12 again: exit %d, lines %q, want 0 and one line:\n%s", code, again, stderr)
+			} else if l, rung := parseLines(t, again)[0], parseLines(t, got[2:])[0]; l.Step != 12 || l.ValLoss == nil || *l.ValLoss != *rung.ValLoss {
+				t.Errorf("SFSWEEP_UNTIL=12 again: %s, want step 12 and the rung's val_loss %v", again[0], *rung.ValLoss)
+			}
 			code, _, stderr = tr.run(t, "resumed.jsonl", []string{"SFSWEEP_UNTIL=0"}, runArgs(opt)...)
 			if code != 0 || !strings.Contains(stderr, "resumed from") {
 				t.Fatalf("resumed run: exit %d, want 0, resumed:\n%s", code, stderr)

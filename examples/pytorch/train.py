@@ -10,7 +10,9 @@ from the same run config:
               (optimizer, lr, beta1, beta2, eps, weight_decay, c, grad_clip, warmup_frac,
               schedule, final_frac, decay_frac, steps, seed, micro_batch, seq_len,
               batch_tokens, eval_every, eval_seqs, test_seqs, checkpoint_every). Unset
-              values take the engine's defaults. An unknown one is an error (exit 2).
+              values take the engine's defaults; steps and seed those of $SFSWEEP_STEPS
+              and $SFSWEEP_SEED, which a manifest without optimizer grids passes only
+              there. An unknown parameter is an error (exit 2).
   model       the "model" card of $SFSWEEP_CONFIG (training/model.Config's fields), or
               without one --dim, --layers, --heads, --hidden, --vocab, --context.
   data        $SFSWEEP_DATA or --data: train.bin, val.bin, test.bin (flat little-endian
@@ -29,7 +31,10 @@ from the same run config:
               seed and the step). At start the newest checkpoint that reads is resumed:
               the metrics lines after it are those of an uninterrupted run, bit for bit.
               --keep_checkpoints keeps only the newest ones.
-  rungs       SFSWEEP_UNTIL=N > 0: exit 0 after the evaluation and checkpoint of step N.
+  rungs       SFSWEEP_UNTIL=N > 0: exit 0 after the evaluation and checkpoint of step N
+              (even where N is neither an evaluation nor a checkpoint step). A run
+              started again at or past its rung or its end writes the line of the step
+              it resumed at again, and exits 0.
   exit        0 completed, 2 invalid config, 3 diverged (a non-finite loss, whose line is
               written first); anything else is a failure sfsweep retries.
 
@@ -82,8 +87,8 @@ def parse_args(argv):
     ap.add_argument("--final_frac", type=float, default=0.1, help="adamw cosine: final lr / peak")
     ap.add_argument("--decay_frac", type=float, default=0.0, help="adamw wsd: decay branch / steps")
     # the loop, as training.Loop
-    ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=None, help="default $SFSWEEP_STEPS, else 100")
+    ap.add_argument("--seed", type=int, default=None, help="default $SFSWEEP_SEED, else 1")
     ap.add_argument("--micro_batch", type=int, default=0, help="sequences per forward pass; default the card's batch")
     ap.add_argument("--seq_len", type=int, default=0, help="default the model's context")
     ap.add_argument("--batch_tokens", type=int, default=0, help="tokens per step; default one micro-batch")
@@ -117,7 +122,9 @@ def resolve(a):
     a.card = model_card(a)
     a.data = a.data or os.environ.get("SFSWEEP_DATA", "")
     a.checkpoint_dir = a.checkpoint_dir or os.environ.get("SFSWEEP_CHECKPOINT_DIR", "")
-    a.until = int(os.environ.get("SFSWEEP_UNTIL", "0") or 0)
+    a.steps = env_int("SFSWEEP_STEPS", 100) if a.steps is None else a.steps
+    a.seed = env_int("SFSWEEP_SEED", 1) if a.seed is None else a.seed
+    a.until = env_int("SFSWEEP_UNTIL", 0)
     a.micro_batch = a.micro_batch or a.card["batch"]
     a.seq_len = a.seq_len or a.card["ctx"]
     a.batch_tokens = a.batch_tokens or a.micro_batch * a.seq_len
@@ -139,6 +146,15 @@ def resolve(a):
     meta = tk.read_meta(a.data)
     if meta and meta.get("vocab", 0) > a.card["vocab"]:
         raise tk.ConfigError(f"vocab = {a.card['vocab']}: the data's tokens go up to {meta['vocab'] - 1}")
+
+
+def env_int(name, default):
+    """The integer in environment variable name, or default where it is unset or empty."""
+    v = os.environ.get(name, "")
+    try:
+        return int(v) if v else default
+    except ValueError:
+        raise tk.ConfigError(f"${name} = {v!r}: must be an integer") from None
 
 
 def model_card(a):
@@ -327,7 +343,7 @@ class Trainer:
         rng = state["rng"]
         torch.set_rng_state(rng["torch"].cpu())
         kind, keys, *rest = rng["numpy"]
-        np.random.set_state((kind, keys.numpy().astype("uint32"), *rest))
+        np.random.set_state((kind, keys.cpu().numpy().astype("uint32"), *rest))
         if "cuda" in rng and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([s.cpu() for s in rng["cuda"]])
 
@@ -342,8 +358,8 @@ def train(t, metrics):
             t.restore(state)
             start = state["step"]
             print(f"resumed from {checkpoints.path(a.checkpoint_dir, start)}", file=sys.stderr, flush=True)
-    if start == a.steps:  # finished but for its exit: the result line again
-        metrics.write(t.line(start, None, test=True))
+    if start == a.steps or 0 < a.until <= start:  # done but for its exit: its last line again
+        metrics.write(t.line(start, None, test=start == a.steps))
         return
     for step in range(start + 1, a.steps + 1):
         loss = t.step(step)
