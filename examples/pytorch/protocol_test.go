@@ -148,6 +148,7 @@ func stepsOf(ls []line) []int {
 // $SFSWEEP_STEPS, metrics appended to $SFSWEEP_METRICS, two micro-batches a step, and checks
 // every line.
 func TestMetricsAndEnvironment(t *testing.T) {
+	t.Parallel()
 	tr := newTrial(t)
 	writeSplit(t, filepath.Join(tr.dir, "data"), "test", 2000, 31)
 	card := model.Config{Arch: model.LLaMA, Vocab: 31, Dim: 32, Layers: 2, Heads: 2, Context: 8, Hidden: 64, Batch: 4}.WithDefaults()
@@ -196,6 +197,7 @@ func TestMetricsAndEnvironment(t *testing.T) {
 // TestExitStatus checks the documented statuses: 2 for what argparse or the config refuses,
 // 3 for divergence, after the line with the non-finite loss.
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	tr := newTrial(t)
 	gpt2 := filepath.Join(tr.dir, "gpt2.json")
 	if err := os.WriteFile(gpt2, []byte(`{"model": {"arch": "gpt2", "vocab": 31, "dim": 32, "layers": 1, "heads": 2, "context": 16, "hidden": 128, "batch": 4}}`), 0o644); err != nil {

@@ -142,6 +142,10 @@ def resolve(a):
                              f"{a.micro_batch} × {a.seq_len} = {a.micro_batch * a.seq_len}")
     if not 0 <= a.warmup_frac < 1:
         raise tk.ConfigError(f"warmup_frac = {a.warmup_frac}: must be in [0, 1)")
+    if a.optimizer == "adamw" and a.c != 0:
+        raise tk.ConfigError(f"c = {a.c}: applies to sfadamw only")
+    if a.optimizer == "adamw" and a.schedule == "wsd" and not 0 < a.decay_frac <= 1:
+        raise tk.ConfigError(f"decay_frac = {a.decay_frac}: must be in (0, 1] for the wsd schedule")
     a.accum = a.batch_tokens // (a.micro_batch * a.seq_len)
     meta = tk.read_meta(a.data)
     if meta and meta.get("vocab", 0) > a.card["vocab"]:
@@ -249,7 +253,7 @@ class Trainer:
         self.sf = isinstance(self.opt, sf.SFAdamW)
         self.decay = None  # the probe's learning rate, a function of the step
         vocab = a.card["vocab"]
-        self.train = tk.Sampler(tk.load_split(a.data, "train", vocab, a.seed), a.seq_len, a.seed)
+        self.sampler = tk.Sampler(tk.load_split(a.data, "train", vocab, a.seed), a.seq_len, a.seed)
         self.val = tk.EvalSet(tk.load_split(a.data, "val", vocab, a.seed + 1), a.seq_len, a.eval_seqs,
                               a.micro_batch, "val")
         test = tk.load_split(a.data, "test", vocab, a.seed + 2, required=False) if a.data else None
@@ -265,7 +269,7 @@ class Trainer:
         self.opt.zero_grad(set_to_none=True)
         total = 0.0
         for micro in range(a.accum):
-            idx, tgt = self.train.batch(step, micro, a.micro_batch, a.device)
+            idx, tgt = self.sampler.batch(step, micro, a.micro_batch, a.device)
             loss = self.model(idx, tgt)
             if not math.isfinite(loss.item()):
                 return loss.item()
@@ -405,19 +409,19 @@ class DecaySchedule:
         self.at = at
 
 
-def probe_spec(ap_error):
+def probe_spec(refuse):
     """$SFSWEEP_PROBE, checked: a decay probe of a checkpoint step S ≥ 1 over K ≥ 1 steps."""
     try:
         spec = json.loads(os.environ.get("SFSWEEP_PROBE", ""))
     except json.JSONDecodeError as e:
-        ap_error(f"SFSWEEP_PROBE = {os.environ.get('SFSWEEP_PROBE', '')!r}: not JSON: {e}")
+        refuse(f"SFSWEEP_PROBE = {os.environ.get('SFSWEEP_PROBE', '')!r}: not JSON: {e}")
     if not isinstance(spec, dict) or spec.get("kind") != "decay":
-        ap_error(f"SFSWEEP_PROBE = {json.dumps(spec)}: kind must be \"decay\", the only probe this trainer implements")
+        refuse(f"SFSWEEP_PROBE = {json.dumps(spec)}: kind must be \"decay\", the only probe this trainer implements")
     for key in ("step", "steps"):
         if not isinstance(spec.get(key), int) or spec[key] < 1:
-            ap_error(f"SFSWEEP_PROBE.{key} = {spec.get(key)}: must be an integer ≥ 1")
+            refuse(f"SFSWEEP_PROBE.{key} = {spec.get(key)}: must be an integer ≥ 1")
     if spec.get("shape", "linear") not in ("", "linear", "sqrt"):
-        ap_error(f"SFSWEEP_PROBE.shape = {spec['shape']}: must be \"linear\" or \"sqrt\"")
+        refuse(f"SFSWEEP_PROBE.shape = {spec['shape']}: must be \"linear\" or \"sqrt\"")
     return spec
 
 

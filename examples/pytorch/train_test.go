@@ -53,6 +53,7 @@ func writeSplit(t *testing.T, dir, split string, n, vocab int) {
 // evaluation, and follows the learning rate sfsweep's engine derives from the same run
 // config. Needs Debian's python3-torch and python3-numpy; skips, saying so, without them.
 func TestTrainLearns(t *testing.T) {
+	t.Parallel()
 	needTorch(t)
 	const vocab, steps, every = 31, 60, 20
 	dir := t.TempDir()
