@@ -213,6 +213,7 @@ func TestExitStatus(t *testing.T) {
 		{"unknown argument", nil, []string{"--dropout=0.1"}, 2, "unrecognized arguments: --dropout=0.1"},
 		{"abbreviated argument", nil, []string{"--step=5"}, 2, "unrecognized arguments: --step=5"},
 		{"batch_tokens", nil, []string{"--batch_tokens=100"}, 2, "batch_tokens = 100"},
+		{"c for adamw", nil, []string{"--optimizer=adamw", "--c=50"}, 2, "c = 50.0: applies to sfadamw only"},
 		{"gpt2 card", []string{"SFSWEEP_CONFIG=" + gpt2}, nil, 2, "model.arch = gpt2"},
 		{"probe kind", []string{"SFSWEEP_MODE=probe", `SFSWEEP_PROBE={"kind": "interpolate", "step": 5, "steps": 3}`}, nil, 2, "kind must be"},
 		{"diverged", nil, []string{"--lr=1e30"}, 3, "diverged"},
