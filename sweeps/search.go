@@ -418,9 +418,10 @@ func (m *Manifest) Plan() (SearchPlan, error) {
 		// the costliest configuration: the grid's largest batch
 		big := m.corners()
 		big.Seeds = m.Seeds[:1]
-		bt := slices.Max(m.Optimizers[gi].batchTokens(m).corners())
 		big.Optimizers = []Grid{big.Optimizers[gi]}
-		big.Optimizers[0].BatchTokens = Param{Values: []float64{bt}}
+		if bts := m.Optimizers[gi].batchTokens(m).corners(); len(bts) > 0 { // a program's own grid may have none
+			big.Optimizers[0].BatchTokens = Param{Values: []float64{slices.Max(bts)}}
+		}
 		ts, err := big.Expand()
 		if err != nil || len(ts) == 0 {
 			return p, err

@@ -78,6 +78,9 @@ func (m *Manifest) checkTrainer() error {
 			return &fielderr.Error{Field: "trainer.probes", Value: p, Reason: `the probes a program may implement: "decay"`}
 		}
 	}
+	if ps := m.Probes; ps.Decay != nil || ps.LRDecay != nil || ps.Interpolate != nil {
+		return &fielderr.Error{Field: "probes", Value: "a program trainer", Reason: "sfsweep runs probes with its own engine only, for now: a program's trials have none"}
+	}
 	if t.identity() == "" && !t.Local() {
 		return &fielderr.Error{Field: "trainer", Value: t.Name, Reason: "name the registered trainer's version (trainer.version) or identity (trainer.identity), so that a trial's ID covers its code"}
 	}

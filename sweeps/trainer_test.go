@@ -187,3 +187,48 @@ func TestResolveTrainerHashesFiles(t *testing.T) {
 		t.Fatal("a trainer known by its files parsed without its identity")
 	}
 }
+
+// A search over a program's own parameters, as README shows it: its plan samples the
+// distributions, and a sampled configuration's trials pass the values it drew.
+func TestProgramSearchPlan(t *testing.T) {
+	src := strings.Replace(programManifest, "parameters:\n", "parameters:\n  lr: {distribution: log_uniform, min: 1e-4, max: 1e-2}\n", 1) +
+		"search: {method: random, trials: 4, metric: val_ppl, goal: maximize}\n"
+	m, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Worst.Trials != 4*2 || p.Worst.Steps != 8*100 {
+		t.Fatalf("plan %+v, want 8 trials of 100 steps", p.Worst)
+	}
+	dims := m.Dims(0)
+	var names []string
+	for _, d := range dims {
+		names = append(names, d.Name)
+	}
+	if strings.Join(names, ",") != "dropout,lr,model_name" || !dims[2].Index {
+		t.Fatalf("dims %+v: want dropout, lr and model_name (an index among its strings)", dims)
+	}
+	trials, err := m.PointTrials(0, map[string]float64{"dropout": 0.1, "lr": 3e-3, "model_name": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := trials[0].Config.Trainer.Params
+	if got["lr"] != 3e-3 || got["model_name"] != "large" || got["dropout"] != 0.1 || got["epochs"] != 2 {
+		t.Fatalf("params %v", got)
+	}
+	if _, err := Parse([]byte(strings.Replace(src, "metric: val_ppl", "metric: val_loss", 1))); err == nil {
+		t.Fatal("maximize a loss: no error")
+	}
+}
+
+func TestProgramProbesRefused(t *testing.T) {
+	_, err := Parse([]byte(programManifest + "probes: {decay: {steps: 5}}\n"))
+	var fe *fielderr.Error
+	if !errors.As(err, &fe) || fe.Field != "probes" || fe.Line != 11 {
+		t.Fatalf("err = %v, want probes refused on line 11", err)
+	}
+}

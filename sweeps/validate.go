@@ -138,6 +138,12 @@ func (m *Manifest) corners() *Manifest {
 	c.MaxTrials = math.MaxInt
 	fix := func(p Param) Param { return Param{Values: p.corners()} }
 	c.BatchTokens, c.WarmupFrac = fix(m.BatchTokens), fix(m.WarmupFrac)
+	c.Parameters = slices.Clone(m.Parameters)
+	for i, p := range c.Parameters {
+		if p.Dist != nil {
+			c.Parameters[i] = Parameter{Name: p.Name, Values: []any{p.Dist.Min, p.Dist.Max}, Line: p.Line}
+		}
+	}
 	c.Optimizers = slices.Clone(m.Optimizers)
 	for i, g := range c.Optimizers {
 		g.LR, g.Beta1, g.Beta2, g.WeightDecay, g.BatchTokens = fix(g.LR), fix(g.Beta1), fix(g.Beta2), fix(g.WeightDecay), fix(g.BatchTokens)

@@ -114,7 +114,11 @@ func printSearchPlan(w io.Writer, m *sweeps.Manifest, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "search %s: %s, ranked by %s (lower is better), %d seeds a configuration\n", m.Name, p.Method, p.Metric, p.Seeds)
 	for gi, g := range m.Optimizers {
-		fmt.Fprintf(w, "  optimizers[%d] %s: %d configurations", gi, g.Name, p.Configs[gi])
+		if g.Name == "" { // a program trainer's own parameters
+			fmt.Fprintf(w, "  trainer %s: %d configurations", g.Label, p.Configs[gi])
+		} else {
+			fmt.Fprintf(w, "  optimizers[%d] %s: %d configurations", gi, g.Name, p.Configs[gi])
+		}
 		if len(p.Space[gi]) > 0 {
 			fmt.Fprintf(w, " over %s", strings.Join(p.Space[gi], "; "))
 		}
