@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,8 +17,7 @@ import (
 	"github.com/sfsweep/sfsweep/training"
 )
 
-// programTrials reads the trials a sweep of the fake trainer left in the state's bucket,
-// by their mode parameter.
+// programTrial is what a trial of a sweep left in the state's bucket.
 type programTrial struct {
 	dir     string
 	config  training.Config
@@ -28,10 +28,21 @@ type programTrial struct {
 	attempt int
 }
 
+// readProgramTrials reads the trials of a sweep of the fake trainer, by their mode.
 func readProgramTrials(t *testing.T, state string) map[string]programTrial {
 	t.Helper()
-	configs, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "config.json"))
 	out := map[string]programTrial{}
+	for _, tr := range readAllTrials(t, state) {
+		out[fmt.Sprint(tr.config.Trainer.Params["mode"])] = tr
+	}
+	return out
+}
+
+// readAllTrials reads every trial a sweep left in the state's bucket.
+func readAllTrials(t *testing.T, state string) []programTrial {
+	t.Helper()
+	configs, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "config.json"))
+	var out []programTrial
 	for _, c := range configs {
 		dir := filepath.Dir(c)
 		var tr programTrial
@@ -62,7 +73,7 @@ func readProgramTrials(t *testing.T, state string) map[string]programTrial {
 		if b, err := os.ReadFile(filepath.Join(dir, "attempts.json")); err == nil {
 			fmt.Sscan(strings.Trim(string(b), "{}\n \"attempts:"), &tr.attempt)
 		}
-		out[fmt.Sprint(tr.config.Trainer.Params["mode"])] = tr
+		out = append(out, tr)
 	}
 	return out
 }
@@ -171,5 +182,70 @@ seeds: [1]
 	}
 	if left := fakeTrainerProcs(pids); len(left) > 0 {
 		t.Errorf("programs still running after the sweep: pids %v", left)
+	}
+}
+
+// TestReferenceTrainerSweep sweeps examples/pytorch/train.py, the reference PyTorch
+// trainer, through sfsweep run on the embedded stack: refined SF-AdamW against vanilla on
+// the end-to-end model, with its table and plots. Needs Debian's python3-torch; skips,
+// saying so, without it.
+func TestReferenceTrainerSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server and trains (-short)")
+	}
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import torch, numpy").Run(); err != nil {
+		t.Skipf("%s cannot import torch and numpy (apt-get install python3-torch python3-numpy): %v", python, err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "torch.yaml")
+	src := fmt.Sprintf(`name: torch-e2e
+trainer:
+  name: torch-llama
+  program: %s/examples/pytorch/train.py
+  interpreter: %s
+  files: [%s/examples/pytorch/*.py, %s/bench/torch/torch_llama.py]
+  env: {OMP_NUM_THREADS: "1"}
+%soptimizers:
+  - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]], c: [vanilla, 50]}
+tables:
+  - {kind: c_sensitivity, name: c_torch, title: reference trainer, label: tab:c_torch}
+`, root, python, root, root, e2eTraining)
+	if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state, out := filepath.Join(dir, "state"), filepath.Join(dir, "out")
+	log := runCommand(t, state, out, manifest)
+	md, err := os.ReadFile(filepath.Join(out, "sweeps", "torch-e2e", "tables", "c_torch.md"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if !strings.Contains(string(md), "| 0.9 | ") || strings.Count(string(md), "±") != 0 && !strings.Contains(string(md), "**") {
+		t.Errorf("table:\n%s", md)
+	}
+	trials := 0
+	for _, tr := range readAllTrials(t, state) {
+		trials++
+		r := tr.result
+		if r == nil || r.Status != status.Completed || r.Steps != 12 || r.Primary != "x" || len(tr.curves) != 2 {
+			t.Fatalf("trial %s: result %+v, %d curve points, failed %s", tr.dir, r, len(tr.curves), tr.failed)
+		}
+		if v := r.Val["x"]; !(v > 0 && v < math.Log(257)+1) || r.TestPPL["x"] <= 1 {
+			t.Errorf("trial %s: val %v test ppl %v", tr.dir, r.Val, r.TestPPL)
+		}
+		if !strings.HasPrefix(tr.config.Trainer.Identity, "sha256:") {
+			t.Errorf("trial %s: identity %q, want the hash of the trainer's files", tr.dir, tr.config.Trainer.Identity)
+		}
+		ckpts, _ := filepath.Glob(filepath.Join(tr.dir, "program", "checkpoints", "step-*.pt"))
+		if len(ckpts) != 2 {
+			t.Errorf("trial %s: checkpoints %v, want those of steps 6 and 12", tr.dir, ckpts)
+		}
+	}
+	if trials != 2 {
+		t.Fatalf("%d trials, want 2", trials)
 	}
 }
