@@ -85,20 +85,38 @@ func FromWandb(src, base []byte) (manifest []byte, notes []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	manifest, err = encodeManifest(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := Parse(manifest)
+	if err != nil {
+		return nil, nil, w.explain(err, bm)
+	}
+	if w.finishBest(m, out) {
+		if manifest, err = encodeManifest(out); err != nil {
+			return nil, nil, err
+		}
+		if _, err := Parse(manifest); err != nil {
+			return nil, nil, w.explain(err, bm)
+		}
+	}
+	return manifest, w.notesText(), nil
+}
+
+// encodeManifest writes out, the manifest's mapping, under the import's header.
+func encodeManifest(out *yaml.Node) ([]byte, error) {
 	doc := &yaml.Node{Kind: yaml.DocumentNode, HeadComment: wandbHeader, Content: []*yaml.Node{out}}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(doc); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := enc.Close(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if _, err := Parse(buf.Bytes()); err != nil {
-		return nil, nil, w.explain(err, bm)
-	}
-	return buf.Bytes(), w.notesText(), nil
+	return buf.Bytes(), nil
 }
 
 // yamlMapping reads src, a YAML mapping, as Parse would (size, nesting, no aliases or
@@ -129,6 +147,10 @@ type wandbImport struct {
 	notes            []*fielderr.Error
 	origins          []origin
 	baseGrid         []int // the base's grid each of the manifest's optimizers comes from; -1: none
+	runCap           int   // the sweep's run_cap, 0 if none
+	runCapLine       int
+	beta2Noted       bool
+	etLine           int // early_terminate's
 }
 
 // origin is the key of the sweep that a field of the manifest comes from, so that an
@@ -137,7 +159,22 @@ type origin struct {
 	field string // in the manifest: "optimizers[0].lr"
 	key   string // in the sweep: "parameters.learning_rate"
 	line  int
-	exact bool // only the field itself, not the fields below it
+	exact bool   // only the field itself, not the fields below it
+	value string // the value as the sweep writes it, if the error's is not
+}
+
+// bounds records that the bounds of v, a distribution, are the manifest field's first and
+// second values where a check meets them (validation expands a distribution to its
+// bounds), so that an error there names the sweep's min or max rather than the parameter.
+func (w *wandbImport) bounds(field string, v wandbValue) {
+	p := v.p
+	if v.node.Kind != yaml.MappingNode || p.f["min"] == nil || p.f["max"] == nil {
+		return
+	}
+	for i, b := range []string{"min", "max"} {
+		n := p.f[b]
+		w.origins = append(w.origins, origin{field: fmt.Sprintf("%s[%d]", field, i), key: p.field() + "." + b, line: n.Line, value: brief(n)})
+	}
 }
 
 // note records text about the sweep's field, which stands on line.
@@ -197,6 +234,10 @@ func (w *wandbImport) manifest(top, base *yaml.Node) (*yaml.Node, error) {
 		w.note("method", "bayes", mk[0].Line, "searched by tpe: both model the metric from the results so far; W&B's bayes is a Gaussian process, sfsweep's model-based search is the tree-structured Parzen estimator")
 	}
 	w.from("search.method", "method", mk[0].Line)
+	if rk, ok := keys["run_cap"]; ok { // checked with the search block
+		w.runCap, _ = strconv.Atoi(rk[1].Value)
+		w.runCapLine = rk[0].Line
+	}
 	out := cloneNode(base)
 	out.HeadComment, out.FootComment = "", ""
 	if len(out.Content) > 0 {
@@ -284,7 +325,11 @@ func (w *wandbImport) explain(err error, base *yaml.Node) error {
 		}
 	}
 	if best != nil {
-		return &fielderr.Error{Field: best.key, Value: e.Value, Reason: e.Reason, Line: best.line}
+		var v any = e.Value
+		if best.value != "" {
+			v = best.value
+		}
+		return &fielderr.Error{Field: best.key, Value: v, Reason: e.Reason, Line: best.line}
 	}
 	field := e.Field
 	var gi int

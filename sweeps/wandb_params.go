@@ -187,6 +187,12 @@ func (w *wandbImport) numeric(p *wandbParam, vanilla bool) (*yaml.Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !(lo < hi) {
+			return nil, p.err(fmt.Sprintf("[%s, %s]", p.f["min"].Value, p.f["max"].Value), "want min < max")
+		}
+		if lo <= 0 && (p.dist == "log_uniform_values" || p.dist == "inv_log_uniform_values") {
+			return nil, &fielderr.Error{Field: p.field() + ".min", Value: p.f["min"].Value, Reason: p.dist + " takes values > 0: its logarithm is uniform", Line: p.f["min"].Line}
+		}
 		switch p.dist {
 		case "uniform":
 			return dist(Uniform, lo, hi), nil
@@ -308,14 +314,16 @@ func (w *wandbImport) seeds(p *wandbParam) (*yaml.Node, error) {
 	return seq, nil
 }
 
+// wandbValue is a parameter of the sweep and its manifest node.
+type wandbValue struct {
+	p    *wandbParam
+	node *yaml.Node
+}
+
 // parameters puts the sweep's parameters into out: the shared ones (batch_tokens,
-// warmup_frac, seeds) at the top, the others in each optimizer grid.
+// warmup_frac, seeds) at the top, the others in each optimizer grid (wandb_grid.go).
 func (w *wandbImport) parameters(out, k, v, baseGrids *yaml.Node) error {
-	type gridParam struct {
-		p    *wandbParam
-		node *yaml.Node
-	}
-	var grid []gridParam
+	var grid, shared []wandbValue
 	var names []string
 	var optimizer *wandbParam
 	seen := map[string]*wandbParam{}
@@ -342,14 +350,13 @@ func (w *wandbImport) parameters(out, k, v, baseGrids *yaml.Node) error {
 			w.from("seeds", p.field(), p.line)
 		case ParamBatchTokens, ParamWarmupFrac:
 			node, err = w.numeric(p, false)
-			setKey(out, p.name, node)
-			w.from(p.name, p.field(), p.line)
+			shared = append(shared, wandbValue{p, node})
 		case ParamBetas:
 			node, err = w.betas(p)
-			grid = append(grid, gridParam{p, node})
+			grid = append(grid, wandbValue{p, node})
 		default:
 			node, err = w.numeric(p, p.name == ParamC)
-			grid = append(grid, gridParam{p, node})
+			grid = append(grid, wandbValue{p, node})
 		}
 		if err != nil {
 			return err
@@ -359,81 +366,31 @@ func (w *wandbImport) parameters(out, k, v, baseGrids *yaml.Node) error {
 		p := seen[ParamBetas]
 		return p.err("[[beta1, beta2], ...]", "give betas as pairs, or beta1 and beta2 apart, not both")
 	}
-	// the grids: one per optimizer named, the base's of that name as its template; else
-	// each of the base's; else one sfadamw grid
-	var grids []*yaml.Node
-	var bases []*yaml.Node
-	if baseGrids != nil && baseGrids.Kind == yaml.SequenceNode {
-		bases = baseGrids.Content
-	}
-	switch {
-	case names != nil:
-		for _, name := range names {
-			g, j := &yaml.Node{Kind: yaml.MappingNode}, -1
-			setKey(g, "name", quoted(name))
-			for bi, b := range bases {
-				if n := lookup(b, "name"); n != nil && n.Value == name {
-					g, j = cloneNode(b), bi
-					break
-				}
-			}
-			grids, w.baseGrid = append(grids, g), append(w.baseGrid, j)
-		}
-	case len(bases) > 0:
-		for bi, b := range bases {
-			grids, w.baseGrid = append(grids, cloneNode(b)), append(w.baseGrid, bi)
-		}
-	default:
-		g := &yaml.Node{Kind: yaml.MappingNode}
-		setKey(g, "name", quoted(training.SFAdamW))
-		grids, w.baseGrid = append(grids, g), append(w.baseGrid, -1)
-	}
-	sfadamw := false
-	for gi, g := range grids {
-		gname := ""
-		if n := lookup(g, "name"); n != nil {
-			gname = n.Value
-		}
-		sfadamw = sfadamw || gname == training.SFAdamW
-		if optimizer != nil {
-			w.from(fmt.Sprintf("optimizers[%d].name", gi), optimizer.field(), optimizer.line)
-		}
-		for _, gp := range grid {
-			if gp.p.name == ParamC && gname != training.SFAdamW {
-				continue // C is refined SF-AdamW's
-			}
-			switch gp.p.name {
-			case ParamBetas:
-				delKey(g, ParamBeta1)
-				delKey(g, ParamBeta2)
-			case ParamBeta1, ParamBeta2:
-				delKey(g, ParamBetas)
-			}
-			setKey(g, gp.p.name, cloneNode(gp.node))
-			w.from(fmt.Sprintf("optimizers[%d].%s", gi, gp.p.name), gp.p.field(), gp.p.line)
-			if gp.p.name == ParamBeta1 || gp.p.name == ParamBeta2 {
-				w.from(fmt.Sprintf("optimizers[%d].%s", gi, ParamBetas), gp.p.field(), gp.p.line)
-			}
-		}
-		missing := ""
-		switch {
-		case lookup(g, ParamLR) == nil:
-			missing = "learning_rate"
-		case lookup(g, ParamBetas) == nil && lookup(g, ParamBeta1) == nil:
-			missing = "beta1"
-		case lookup(g, ParamBetas) == nil && lookup(g, ParamBeta2) == nil:
-			missing = "beta2"
-		}
-		if missing != "" {
-			return &fielderr.Error{Field: "parameters." + missing, Value: "not given", Reason: fmt.Sprintf("the %s grid needs it: give it here, or in an optimizer grid of the base manifest (sfsweep needs lr, and beta1 and beta2 or betas)", gname), Line: k.Line}
-		}
-	}
-	if p := seen[ParamC]; p != nil && !sfadamw {
+	if p := seen[ParamC]; p != nil && !w.trainsSFAdamW(names, baseGrids) {
 		return p.err(brief(p.v), "C is refined SF-AdamW's, and the sweep trains no sfadamw")
+	}
+	grids, err := w.grids(out, k, grid, shared, names, optimizer, baseGrids)
+	if err != nil {
+		return err
 	}
 	setKey(out, "optimizers", &yaml.Node{Kind: yaml.SequenceNode, Content: grids})
 	w.origins = append(w.origins, origin{field: "optimizers", key: "parameters", line: k.Line, exact: true})
 	return nil
 }
 
-// explain maps an error of the imported manifest to the key of the sweep it comes from,
+// trainsSFAdamW reports whether the grids of the import train sfadamw: the optimizers the
+// sweep names, else the base's grids, else the default sfadamw grid.
+func (w *wandbImport) trainsSFAdamW(names []string, baseGrids *yaml.Node) bool {
+	if names != nil {
+		return slices.Contains(names, training.SFAdamW)
+	}
+	if baseGrids == nil || baseGrids.Kind != yaml.SequenceNode || len(baseGrids.Content) == 0 {
+		return true
+	}
+	for _, b := range baseGrids.Content {
+		if n := lookup(b, "name"); n != nil && n.Value == training.SFAdamW {
+			return true
+		}
+	}
+	return false
+}

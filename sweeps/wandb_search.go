@@ -34,11 +34,15 @@ func (w *wandbImport) search(keys map[string][2]*yaml.Node, base *yaml.Node, gri
 		if err != nil || n < 1 || rk[1].Kind != yaml.ScalarNode {
 			return nil, &fielderr.Error{Field: "run_cap", Value: brief(rk[1]), Reason: "must be a whole number ≥ 1", Line: rk[0].Line}
 		}
+		if w.method == MethodGrid { // the grids hold the points run_cap lets run
+			delKey(s, "trials")
+			if seeds > 1 {
+				w.note("run_cap", n, rk[0].Line, fmt.Sprintf("sfsweep trains each configuration on every seed (%d)", seeds))
+			}
+			break
+		}
 		setKey(s, "trials", plain(strconv.Itoa(n)))
 		w.from("search.trials", "run_cap", rk[0].Line)
-		if w.method == MethodGrid {
-			w.note("run_cap", n, rk[0].Line, fmt.Sprintf("W&B's grid stops after the first %d runs in grid order; sfsweep tries %d configurations of each grid, drawn at random", n, n))
-		}
 		if grids*seeds > 1 {
 			w.note("run_cap", n, rk[0].Line, fmt.Sprintf("search.trials = %d configurations of each optimizer grid (%d), each trained on every seed (%d): up to %d trials, where W&B runs %d", n, grids, seeds, n*grids*seeds, n))
 		}
@@ -64,6 +68,7 @@ func (w *wandbImport) search(keys map[string][2]*yaml.Node, base *yaml.Node, gri
 		delKey(s, "early_stopping")
 		return s, nil
 	}
+	w.etLine = ek[0].Line
 	es, err := w.earlyStopping(ek[0], ek[1])
 	if err != nil {
 		return nil, err
@@ -92,9 +97,12 @@ func (w *wandbImport) metric(k, v *yaml.Node) (string, error) {
 			return "", &fielderr.Error{Field: "metric." + mk.Value, Value: brief(mv), Reason: "not a key of a W&B metric (name, goal, target)", Line: mk.Line}
 		}
 	}
-	m := wandbMetric(name)
+	m, ppl := wandbMetric(name)
 	if m == "" {
-		return "", &fielderr.Error{Field: "metric.name", Value: fmt.Sprintf("%q", name), Reason: "sfsweep ranks by val_loss (the validation loss: val_loss, valid_loss, eval_loss, loss/val, ...), test_loss or test_ppl", Line: nameLine}
+		return "", &fielderr.Error{Field: "metric.name", Value: fmt.Sprintf("%q", name), Reason: "sfsweep ranks by val_loss (the validation loss or perplexity: val_loss, valid_loss, eval_loss, loss/val, val_ppl, perplexity, ...), test_loss or test_ppl", Line: nameLine}
+	}
+	if ppl {
+		w.note("metric.name", fmt.Sprintf("%q", name), nameLine, "ranked by val_loss: a perplexity is e^loss, so the two rank configurations alike")
 	}
 	if goal != nil && goal.Value != "minimize" {
 		return "", &fielderr.Error{Field: "metric.goal", Value: fmt.Sprintf("%q", goal.Value), Reason: "sfsweep's metrics are losses (val_loss, test_loss, test_ppl): the goal is minimize", Line: goalKey.Line}
@@ -104,10 +112,13 @@ func (w *wandbImport) metric(k, v *yaml.Node) (string, error) {
 }
 
 // wandbMetric is sfsweep's metric for a W&B metric name ("val_loss", "eval/loss",
-// "test_perplexity"), or "" if it has none. The name's words, split at anything but
-// letters and digits, must be a split (validation or test) and a quantity (loss or
-// perplexity): "loss" alone is most often the training loss.
-func wandbMetric(name string) string {
+// "epoch/val_ppl", "test_perplexity"), or "" if it has none. The name's words, split at
+// anything but letters and digits, must be a quantity (loss or perplexity) with a split
+// (validation or test) and words that only say when or how it was taken (epoch, final,
+// mean): "loss" alone is most often the training loss. A perplexity alone is the
+// validation's, and a validation perplexity ranks as val_loss (perplexity is e^loss, so
+// the two rank alike); ppl says so.
+func wandbMetric(name string) (metric string, ppl bool) {
 	var split, quantity string
 	for _, t := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		s, q := "", ""
@@ -118,25 +129,32 @@ func wandbMetric(name string) string {
 			s = "test"
 		case "loss", "nll", "xent":
 			q = "loss"
-		case "ppl", "perplexity":
+		case "ppl", "perplexity", "perp":
 			q = "ppl"
+		case "epoch", "final", "best", "avg", "average", "mean", "total", "overall", "min", "lm":
+			continue
 		default:
-			return ""
+			return "", false
 		}
 		if (s != "" && split != "" && s != split) || (q != "" && quantity != "" && q != quantity) {
-			return ""
+			return "", false
 		}
 		split, quantity = cmpOr(s, split), cmpOr(q, quantity)
 	}
+	if split == "" && quantity == "ppl" {
+		split = "val"
+	}
 	switch split + "_" + quantity {
 	case "val_loss":
-		return MetricValLoss
+		return MetricValLoss, false
+	case "val_ppl":
+		return MetricValLoss, true
 	case "test_loss":
-		return MetricTestLoss
+		return MetricTestLoss, false
 	case "test_ppl":
-		return MetricTestPPL
+		return MetricTestPPL, false
 	}
-	return ""
+	return "", false
 }
 
 func cmpOr(a, b string) string {
@@ -236,6 +254,51 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 	}
 	setKey(es, "eta", plain(strconv.Itoa(eta)))
 	return es, nil
+}
+
+// finishBest keeps the best configuration of m's halving training to the end, as W&B's
+// hyperband does: W&B stops a run only when it is worse than the bracket's threshold,
+// the value of rank ⌊n/eta⌋ among the n runs there, so the best always goes on. Halving
+// promotes ⌊n/eta⌋ of a rung's n, none of fewer than eta: with configs configurations,
+// k rungs before the end let one finish only if eta^k ≤ configs. finishBest keeps the
+// first so many rungs in out, and notes it, or drops early stopping if even the first
+// would stop them all; it reports whether it changed out.
+func (w *wandbImport) finishBest(m *Manifest, out *yaml.Node) bool {
+	if m.Search == nil || m.Search.EarlyStopping == nil || m.Search.EarlyStopping.Rule != RuleASHA {
+		return false
+	}
+	plan, err := m.Plan()
+	if err != nil {
+		return false
+	}
+	configs := 0
+	for _, n := range plan.Configs {
+		configs += n
+	}
+	rungs := m.Rungs()
+	rungs = rungs[:len(rungs)-1] // the end is no rung to stop at
+	keep, eta := 0, m.Eta()
+	for p := eta; keep < len(rungs) && p <= configs; p *= eta {
+		keep++
+	}
+	if keep == len(rungs) {
+		return false
+	}
+	search := lookup(out, "search")
+	if keep == 0 {
+		delKey(search, "early_stopping")
+		w.note("early_terminate", "hyperband", w.etLine, fmt.Sprintf("dropped: %d configurations are fewer than eta = %d, and halving would stop them all at the first bracket, where W&B's hyperband lets the best go on; every configuration trains to the end", configs, eta))
+		return true
+	}
+	es := lookup(search, "early_stopping")
+	delKey(es, "min_steps")
+	seq := flowSeq()
+	for _, r := range rungs[:keep] {
+		seq.Content = append(seq.Content, plain(strconv.Itoa(r)))
+	}
+	setKey(es, "rungs", seq)
+	w.note("early_terminate", "hyperband", w.etLine, fmt.Sprintf("rungs %v of %v kept: halving keeps ⌊n/eta⌋ of a rung's n, and %d configurations with eta = %d let one reach the end past at most %d rungs; W&B's hyperband always lets its best run finish", rungs[:keep], rungs, configs, eta, keep))
+	return true
 }
 
 // wandbBrackets are W&B's hyperband brackets from max_iter, in iterations: ⌊max_iter/eta^k⌋

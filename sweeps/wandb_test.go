@@ -263,7 +263,8 @@ func TestWandbDistributions(t *testing.T) {
 		{"min_iter: 1", "min_iter: 3", func(m *Manifest) bool { return slices.Equal(m.Rungs(), []int{90, 270, 300}) }},
 		// max_iter 81, s 3: brackets 3, 9, 27 evaluations; 27 (step 810) lies past the end
 		{"min_iter: 1", "max_iter: 81\n  s: 3", func(m *Manifest) bool { return slices.Equal(m.Rungs(), []int{90, 270, 300}) }},
-		{"min_iter: 1", "min_iter: 1\n  eta: 2", func(m *Manifest) bool { return slices.Equal(m.Rungs(), []int{30, 60, 120, 240, 300}) }},
+		{"min_iter: 1", "min_iter: 1\n  eta: 2", // run_cap 10 lets one of them reach the end past 3 rungs of eta 2 (2^3 ≤ 10), not 4
+			func(m *Manifest) bool { return slices.Equal(m.Rungs(), []int{30, 60, 120, 300}) }},
 	} {
 		src := strings.Replace(wandbSweep, tc.old, tc.new, 1)
 		if src == wandbSweep {
@@ -313,10 +314,11 @@ func TestWandbErrors(t *testing.T) {
 		{"max: 1.0e-2", "max: 1.0e-2\n    mode: 3", "parameters.lr.mode", 11, "not a key of a W&B parameter"},
 		// the manifest's own checks, on the sweep's key
 		{"values: [0.9, 0.95]", "values: [0.9, 1.5]", "parameters.beta1", 11, "must be in [0, 1)"},
-		{"min: 1.0e-4", "min: 0.0", "parameters.lr", 7, "log_uniform needs min > 0"},
+		{"min: 1.0e-4", "min: 0.0", "parameters.lr.min", 9, "log_uniform_values takes values > 0"},
+		{"min: 1.0e-4", "min: 1.0e-1", "parameters.lr", 7, "want min < max"},
 		{"  beta2:", "  warmup_frac:\n    values: [0.1, 1.5]\n  beta2:", "parameters.warmup_frac", 13, "must be in [0, 1)"},
 		{"  lr:\n    distribution: log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2\n", "", "parameters.learning_rate", 6, "the sfadamw grid needs it"},
-		{"  beta2:\n    value: 0.99\n", "", "parameters.beta2", 6, "the sfadamw grid needs it"},
+		{"  beta1:\n    values: [0.9, 0.95]\n", "", "parameters.beta1", 6, "the sfadamw grid needs it"},
 		{"  beta2:", "  optimizer:\n    values: [sfadamw, sgd]\n  beta2:", "parameters.optimizer", 13, "sfsweep trains sfadamw (Schedule-Free AdamW) and adamw"},
 		{"  beta2:", "  optimizer:\n    value: adamw\n  c:\n    values: [vanilla, 50]\n  beta2:", "parameters.c", 15, "the sweep trains no sfadamw"},
 		{"  beta2:", "  seed:\n    min: 1\n    max: 3\n  beta2:", "parameters.seed", 13, "seeds are listed: give value or values"},
@@ -464,12 +466,20 @@ func TestWandbMetric(t *testing.T) {
 	for name, want := range map[string]string{
 		"val_loss": MetricValLoss, "valid_loss": MetricValLoss, "validation_loss": MetricValLoss,
 		"eval_loss": MetricValLoss, "loss/val": MetricValLoss, "val/loss": MetricValLoss, "eval/loss": MetricValLoss,
-		"Validation Loss": MetricValLoss, "test_loss": MetricTestLoss, "test/loss": MetricTestLoss,
+		"Validation Loss": MetricValLoss, "epoch/val_loss": MetricValLoss, "final_val_loss": MetricValLoss,
+		"test_loss": MetricTestLoss, "test/loss": MetricTestLoss,
 		"test_ppl": MetricTestPPL, "test_perplexity": MetricTestPPL, "perplexity/test": MetricTestPPL,
-		"loss": "", "train_loss": "", "val_ppl": "", "val_test_loss": "", "val_accuracy": "", "": "",
+		"val_ppl": MetricValLoss, "perplexity": MetricValLoss, "val_perplexity": MetricValLoss,
+		"eval/perplexity": MetricValLoss, "epoch/val_ppl": MetricValLoss,
+		"loss": "", "train_loss": "", "epoch/loss": "", "val_test_loss": "", "val_accuracy": "", "": "", "epoch": "",
 	} {
-		if got := wandbMetric(name); got != want {
+		got, ppl := wandbMetric(name)
+		if got != want {
 			t.Errorf("wandbMetric(%q) = %q, want %q", name, got, want)
+		}
+		lower := strings.ToLower(name)
+		if wantPPL := want == MetricValLoss && (strings.Contains(lower, "ppl") || strings.Contains(lower, "perplexity")); ppl != wantPPL {
+			t.Errorf("wandbMetric(%q): perplexity %v, want %v", name, ppl, wantPPL)
 		}
 	}
 }
