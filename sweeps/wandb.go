@@ -62,6 +62,12 @@ metric, parameters, early stopping, budget) is the sweep's, the rest the base ma
 // An error of the sweep is an *fielderr.Error with the line of its key in src; an error of the
 // base is a *BaseError.
 func FromWandb(src, base []byte) (manifest []byte, notes []string, err error) {
+	return fromWandb(src, WandbOptions{Base: base, Native: true})
+}
+
+// fromWandb is the import of a sweep that trains with sfsweep's engine.
+func fromWandb(src []byte, o WandbOptions) (manifest []byte, notes []string, err error) {
+	base := o.Base
 	if base == nil {
 		base = []byte(DefaultWandbBase)
 	}
@@ -69,18 +75,10 @@ func FromWandb(src, base []byte) (manifest []byte, notes []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	bm, err := yamlMapping(base, "base manifest")
+	w, bm, err := readBase(base)
 	if err != nil {
-		return nil, nil, &BaseError{err}
+		return nil, nil, err
 	}
-	var b struct {
-		Steps     int `yaml:"steps"`
-		EvalEvery int `yaml:"eval_every"`
-	}
-	if err := bm.Decode(&b); err != nil {
-		return nil, nil, &BaseError{fmt.Errorf("steps, eval_every: %s", strings.TrimPrefix(err.Error(), "yaml: "))}
-	}
-	w := &wandbImport{steps: b.Steps, evalEvery: b.EvalEvery}
 	out, err := w.manifest(top, bm)
 	if err != nil {
 		return nil, nil, err
@@ -119,6 +117,22 @@ func encodeManifest(out *yaml.Node) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// readBase reads the base manifest, and starts an import on its steps and eval_every.
+func readBase(base []byte) (*wandbImport, *yaml.Node, error) {
+	bm, err := yamlMapping(base, "base manifest")
+	if err != nil {
+		return nil, nil, &BaseError{err}
+	}
+	var b struct {
+		Steps     int `yaml:"steps"`
+		EvalEvery int `yaml:"eval_every"`
+	}
+	if err := bm.Decode(&b); err != nil {
+		return nil, nil, &BaseError{fmt.Errorf("steps, eval_every: %s", strings.TrimPrefix(err.Error(), "yaml: "))}
+	}
+	return &wandbImport{steps: b.Steps, evalEvery: b.EvalEvery}, bm, nil
+}
+
 // yamlMapping reads src, a YAML mapping, as Parse would (size, nesting, no aliases or
 // duplicate keys).
 func yamlMapping(src []byte, what string) (*yaml.Node, error) {
@@ -149,6 +163,8 @@ type wandbImport struct {
 	baseGrid         []int // the base's grid each of the manifest's optimizers comes from; -1: none
 	runCap           int   // the sweep's run_cap, 0 if none
 	runCapLine       int
+	program          bool   // a sweep of the researcher's program
+	sweepName        string // the sweep's name, if it gives one
 	beta2Noted       bool
 	etLine           int // early_terminate's
 }
@@ -205,14 +221,59 @@ var wandbMethods = map[string]string{"grid": MethodGrid, "random": MethodRandom,
 // manifest builds the imported manifest: base, a mapping, with the sweep's name,
 // description, parameters and search in place.
 func (w *wandbImport) manifest(top, base *yaml.Node) (*yaml.Node, error) {
+	keys, err := w.topKeys(top)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range []string{"program", "command"} {
+		if k, ok := keys[key]; ok {
+			w.note(key, brief(k[1]), k[0].Line, "ignored: sfsweep trains with its own loop, not a script")
+		}
+	}
+	out := cloneNode(base)
+	out.HeadComment, out.FootComment = "", ""
+	if len(out.Content) > 0 {
+		out.Content[0].HeadComment = "" // the base file's header: it describes the base
+	}
+	if err := w.nameAndDescription(out, keys, top); err != nil {
+		return nil, err
+	}
+	pk, ok := keys["parameters"]
+	if !ok || pk[1].Kind != yaml.MappingNode || len(pk[1].Content) == 0 {
+		return nil, &fielderr.Error{Field: "parameters", Value: "none", Reason: "a W&B sweep lists its parameters: a mapping of parameter names to {value}, {values} or a distribution", Line: keyLine(keys, "parameters", top.Line)}
+	}
+	if err := w.parameters(out, pk[0], pk[1], lookup(base, "optimizers")); err != nil {
+		return nil, err
+	}
+	seeds := 1
+	if s := lookup(out, "seeds"); s != nil && s.Kind == yaml.SequenceNode {
+		seeds = len(s.Content)
+	}
+	search, err := w.search(keys, lookup(base, "search"), len(lookup(out, "optimizers").Content), seeds)
+	if err != nil {
+		return nil, err
+	}
+	setKey(out, "search", search)
+	return out, nil
+}
+
+// keyLine is the line of the sweep's key, or def if it has none.
+func keyLine(keys map[string][2]*yaml.Node, key string, def int) int {
+	if k, ok := keys[key]; ok {
+		return k[0].Line
+	}
+	return def
+}
+
+// topKeys reads the sweep's top-level keys, notes those ignored, and reads its method
+// and run_cap.
+func (w *wandbImport) topKeys(top *yaml.Node) (map[string][2]*yaml.Node, error) {
 	keys := map[string][2]*yaml.Node{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		switch k.Value {
-		case "method", "metric", "parameters", "early_terminate", "run_cap", "name", "description":
+		case "method", "metric", "parameters", "early_terminate", "run_cap", "name", "description", "program", "command":
 			keys[k.Value] = [2]*yaml.Node{k, v}
-		case "program", "command":
-			w.note(k.Value, brief(v), k.Line, "ignored: sfsweep trains with its own loop, not a script")
 		case "project", "entity":
 			w.note(k.Value, brief(v), k.Line, "ignored: results go to the store under the manifest's name (output.prefix)")
 		case "controller", "job", "image_uri", "apiVersion", "kind":
@@ -238,14 +299,14 @@ func (w *wandbImport) manifest(top, base *yaml.Node) (*yaml.Node, error) {
 		w.runCap, _ = strconv.Atoi(rk[1].Value)
 		w.runCapLine = rk[0].Line
 	}
-	out := cloneNode(base)
-	out.HeadComment, out.FootComment = "", ""
-	if len(out.Content) > 0 {
-		out.Content[0].HeadComment = "" // the base file's header: it describes the base
-	}
+	return keys, nil
+}
+
+// nameAndDescription carries the sweep's name and description into out.
+func (w *wandbImport) nameAndDescription(out *yaml.Node, keys map[string][2]*yaml.Node, top *yaml.Node) error {
 	if nk, ok := keys["name"]; ok {
 		if err := w.name(out, nk[0], nk[1]); err != nil {
-			return nil, err
+			return err
 		}
 	} else if n := lookup(out, "name"); n != nil {
 		w.note("name", "not given", top.Line, fmt.Sprintf("the manifest is the base's %s: its results go where that name says", n.Value))
@@ -263,41 +324,24 @@ func (w *wandbImport) manifest(top, base *yaml.Node) (*yaml.Node, error) {
 		setKey(out, "description", quoted(dk[1].Value))
 		w.from("description", "description", dk[0].Line)
 	}
-	pk, ok := keys["parameters"]
-	if !ok || pk[1].Kind != yaml.MappingNode || len(pk[1].Content) == 0 {
-		line := top.Line
-		if ok {
-			line = pk[0].Line
-		}
-		return nil, &fielderr.Error{Field: "parameters", Value: "none", Reason: "a W&B sweep lists its parameters: a mapping of parameter names to {value}, {values} or a distribution", Line: line}
-	}
-	if err := w.parameters(out, pk[0], pk[1], lookup(base, "optimizers")); err != nil {
-		return nil, err
-	}
-	seeds := 1
-	if s := lookup(out, "seeds"); s != nil && s.Kind == yaml.SequenceNode {
-		seeds = len(s.Content)
-	}
-	search, err := w.search(keys, lookup(base, "search"), len(lookup(out, "optimizers").Content), seeds)
-	if err != nil {
-		return nil, err
-	}
-	setKey(out, "search", search)
-	return out, nil
+	return nil
 }
 
-// name carries the sweep's name, made a manifest name.
-func (w *wandbImport) name(out, k, v *yaml.Node) error {
-	name := strings.Map(func(r rune) rune {
+// nameChars is s with each character a manifest's or trainer's name may not hold (letters,
+// digits, '.', '_', '-') written '-'.
+func nameChars(s string) string {
+	return strings.Map(func(r rune) rune {
 		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-') {
 			return r
 		}
 		return '-'
-	}, strings.TrimSpace(v.Value))
-	name = strings.TrimLeft(name, "._-")
-	if len(name) > 100 {
-		name = name[:100]
-	}
+	}, s)
+}
+
+// name carries the sweep's name, made a manifest name.
+func (w *wandbImport) name(out, k, v *yaml.Node) error {
+	name := strings.TrimLeft(nameChars(strings.TrimSpace(v.Value)), "._-")
+	name = name[:min(len(name), 100)]
 	if name == "" {
 		return &fielderr.Error{Field: "name", Value: fmt.Sprintf("%q", v.Value), Reason: "a manifest's name needs a letter or digit", Line: k.Line}
 	}
@@ -306,6 +350,7 @@ func (w *wandbImport) name(out, k, v *yaml.Node) error {
 	}
 	setKey(out, "name", quoted(name))
 	w.from("name", "name", k.Line)
+	w.sweepName = name
 	return nil
 }
 

@@ -69,8 +69,14 @@ func readWandbParam(k, v *yaml.Node) (*wandbParam, error) {
 	if p.name = wandbParams[norm]; p.name == "" {
 		return nil, p.err(brief(v), "no sfsweep equivalent: "+wandbSearched)
 	}
+	return p, p.read()
+}
+
+// read reads the parameter's fields and its distribution, given or inferred.
+func (p *wandbParam) read() error {
+	v := p.v
 	if v.Kind != yaml.MappingNode {
-		return nil, p.err(brief(v), "want {value: ...}, {values: [...]} or a distribution")
+		return p.err(brief(v), "want {value: ...}, {values: [...]} or a distribution")
 	}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		pk, pv := v.Content[i], v.Content[i+1]
@@ -80,11 +86,11 @@ func readWandbParam(k, v *yaml.Node) (*wandbParam, error) {
 		case "value", "values", "min", "max", "q", "mu", "sigma", "a", "b", "probabilities", "parameters":
 			p.f[pk.Value] = pv
 		default:
-			return nil, &fielderr.Error{Field: p.field() + "." + pk.Value, Value: brief(pv), Reason: "not a key of a W&B parameter (distribution, value, values, min, max, q, mu, sigma, a, b, probabilities, parameters)", Line: pk.Line}
+			return &fielderr.Error{Field: p.field() + "." + pk.Value, Value: brief(pv), Reason: "not a key of a W&B parameter (distribution, value, values, min, max, q, mu, sigma, a, b, probabilities, parameters)", Line: pk.Line}
 		}
 	}
 	if p.dist != "" {
-		return p, nil
+		return nil
 	}
 	switch { // as W&B infers a distribution not given
 	case p.f["parameters"] != nil:
@@ -100,9 +106,9 @@ func readWandbParam(k, v *yaml.Node) (*wandbParam, error) {
 	case p.f["min"] != nil && p.f["max"] != nil:
 		p.dist = "uniform"
 	default:
-		return nil, p.err(brief(v), "want value, values, or min and max (or a distribution)")
+		return p.err(brief(v), "want value, values, or min and max (or a distribution)")
 	}
-	return p, nil
+	return nil
 }
 
 // wandbUnsampled are W&B's distributions sfsweep does not sample, with why.

@@ -63,51 +63,73 @@ func (w *wandbImport) search(keys map[string][2]*yaml.Node, base *yaml.Node, gri
 	}
 	setKey(s, "metric", quoted(metric))
 	setKey(s, "goal", quoted("minimize"))
-	ek, ok := keys["early_terminate"]
-	if !ok {
-		delKey(s, "early_stopping")
-		return s, nil
-	}
-	w.etLine = ek[0].Line
-	es, err := w.earlyStopping(ek[0], ek[1])
-	if err != nil {
+	if _, err := w.hyperband(keys, s); err != nil {
 		return nil, err
 	}
-	setKey(s, "early_stopping", es)
 	return s, nil
 }
 
-// metric maps the sweep's metric to one of sfsweep's, which are losses.
-func (w *wandbImport) metric(k, v *yaml.Node) (string, error) {
-	if v.Kind != yaml.MappingNode {
-		return "", &fielderr.Error{Field: "metric", Value: brief(v), Reason: "want {name: ..., goal: minimize}", Line: k.Line}
+// hyperband sets the sweep's early_terminate as search's early_stopping, or deletes it
+// if the sweep has none or the import leaves it out; es is what it set, nil if nothing.
+func (w *wandbImport) hyperband(keys map[string][2]*yaml.Node, search *yaml.Node) (es *yaml.Node, err error) {
+	delKey(search, "early_stopping")
+	ek, ok := keys["early_terminate"]
+	if !ok {
+		return nil, nil
 	}
-	name, nameLine := "", k.Line
-	var goal, goalKey *yaml.Node
+	w.etLine = ek[0].Line
+	if es, err = w.earlyStopping(ek[0], ek[1]); err != nil || es == nil {
+		return nil, err
+	}
+	setKey(search, "early_stopping", es)
+	return es, nil
+}
+
+// wandbMetricSpec is the sweep's metric: its name and goal, with their lines.
+type wandbMetricSpec struct {
+	name, goal         string
+	nameLine, goalLine int
+}
+
+// readMetric reads the sweep's metric block, noting the keys sfsweep ignores.
+func (w *wandbImport) readMetric(k, v *yaml.Node) (wandbMetricSpec, error) {
+	m := wandbMetricSpec{nameLine: k.Line, goal: "minimize", goalLine: k.Line}
+	if v.Kind != yaml.MappingNode {
+		return m, &fielderr.Error{Field: "metric", Value: brief(v), Reason: "want {name: ..., goal: minimize}", Line: k.Line}
+	}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		mk, mv := v.Content[i], v.Content[i+1]
 		switch mk.Value {
 		case "name":
-			name, nameLine = mv.Value, mk.Line
+			m.name, m.nameLine = mv.Value, mk.Line
 		case "goal":
-			goal, goalKey = mv, mk
+			m.goal, m.goalLine = mv.Value, mk.Line
 		case "target", "impute", "impute_while_running":
 			w.note("metric."+mk.Value, brief(mv), mk.Line, "ignored: sfsweep runs the whole budget and counts failed trials as failed")
 		default:
-			return "", &fielderr.Error{Field: "metric." + mk.Value, Value: brief(mv), Reason: "not a key of a W&B metric (name, goal, target)", Line: mk.Line}
+			return m, &fielderr.Error{Field: "metric." + mk.Value, Value: brief(mv), Reason: "not a key of a W&B metric (name, goal, target)", Line: mk.Line}
 		}
 	}
-	m, ppl := wandbMetric(name)
+	return m, nil
+}
+
+// metric maps the sweep's metric to one of sfsweep's, which are losses.
+func (w *wandbImport) metric(k, v *yaml.Node) (string, error) {
+	spec, err := w.readMetric(k, v)
+	if err != nil {
+		return "", err
+	}
+	m, ppl := wandbMetric(spec.name)
 	if m == "" {
-		return "", &fielderr.Error{Field: "metric.name", Value: fmt.Sprintf("%q", name), Reason: "sfsweep ranks by val_loss (the validation loss or perplexity: val_loss, valid_loss, eval_loss, loss/val, val_ppl, perplexity, ...), test_loss or test_ppl", Line: nameLine}
+		return "", &fielderr.Error{Field: "metric.name", Value: fmt.Sprintf("%q", spec.name), Reason: "sfsweep ranks by val_loss (the validation loss or perplexity: val_loss, valid_loss, eval_loss, loss/val, val_ppl, perplexity, ...), test_loss or test_ppl", Line: spec.nameLine}
 	}
 	if ppl {
-		w.note("metric.name", fmt.Sprintf("%q", name), nameLine, "ranked by val_loss: a perplexity is e^loss, so the two rank configurations alike")
+		w.note("metric.name", fmt.Sprintf("%q", spec.name), spec.nameLine, "ranked by val_loss: a perplexity is e^loss, so the two rank configurations alike")
 	}
-	if goal != nil && goal.Value != "minimize" {
-		return "", &fielderr.Error{Field: "metric.goal", Value: fmt.Sprintf("%q", goal.Value), Reason: "sfsweep's metrics are losses (val_loss, test_loss, test_ppl): the goal is minimize", Line: goalKey.Line}
+	if spec.goal != "minimize" {
+		return "", &fielderr.Error{Field: "metric.goal", Value: fmt.Sprintf("%q", spec.goal), Reason: "sfsweep's metrics are losses (val_loss, test_loss, test_ppl): the goal is minimize", Line: spec.goalLine}
 	}
-	w.from("search.metric", "metric.name", nameLine)
+	w.from("search.metric", "metric.name", spec.nameLine)
 	return m, nil
 }
 
@@ -231,6 +253,10 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 				past = append(past, b)
 			}
 		}
+		if len(rungs.Content) == 0 && w.program {
+			w.note("early_terminate.max_iter", maxIter, lines["max_iter"], w.pastTheEnd(fmt.Sprintf("its brackets %v", wandbBrackets(maxIter, s, eta))))
+			return nil, nil
+		}
 		if len(rungs.Content) == 0 {
 			return nil, &fielderr.Error{Field: "early_terminate.max_iter", Value: maxIter, Reason: fmt.Sprintf("its brackets %v (iterations: evaluations every eval_every = %d steps) all lie at or past the base's steps = %d, %d evaluations", wandbBrackets(maxIter, s, eta), w.evalEvery, w.steps, w.steps/w.evalEvery), Line: lines["max_iter"]}
 		}
@@ -243,6 +269,10 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 		minIter, err := whole("min_iter", 1)
 		if err != nil {
 			return nil, err
+		}
+		if minIter*w.evalEvery >= w.steps && w.program {
+			w.note("early_terminate.min_iter", minIter, lines["min_iter"], w.pastTheEnd(fmt.Sprintf("its first bracket, %d", minIter)))
+			return nil, nil
 		}
 		if minIter*w.evalEvery >= w.steps {
 			return nil, &fielderr.Error{Field: "early_terminate.min_iter", Value: minIter, Reason: fmt.Sprintf("the first bracket, evaluation %d, is step %d: not before the base's steps = %d (%d evaluations of eval_every = %d)", minIter, minIter*w.evalEvery, w.steps, w.steps/w.evalEvery, w.evalEvery), Line: lines["min_iter"]}
@@ -276,15 +306,20 @@ func (w *wandbImport) finishBest(m *Manifest, out *yaml.Node) bool {
 		configs += n
 	}
 	rungs := m.Rungs()
-	rungs = rungs[:len(rungs)-1] // the end is no rung to stop at
-	keep, eta := 0, m.Eta()
+	return w.keepFinishing(lookup(out, "search"), rungs[:len(rungs)-1], configs, m.Eta())
+}
+
+// keepFinishing keeps the first of rungs (those before the end) that let one of configs
+// configurations reach the end under halving by eta, in search's early_stopping, or drops
+// early stopping; it reports whether it changed search.
+func (w *wandbImport) keepFinishing(search *yaml.Node, rungs []int, configs, eta int) bool {
+	keep := 0
 	for p := eta; keep < len(rungs) && p <= configs; p *= eta {
 		keep++
 	}
 	if keep == len(rungs) {
 		return false
 	}
-	search := lookup(out, "search")
 	if keep == 0 {
 		delKey(search, "early_stopping")
 		w.note("early_terminate", "hyperband", w.etLine, fmt.Sprintf("dropped: %d configurations are fewer than eta = %d, and halving would stop them all at the first bracket, where W&B's hyperband lets the best go on; every configuration trains to the end", configs, eta))
@@ -299,6 +334,12 @@ func (w *wandbImport) finishBest(m *Manifest, out *yaml.Node) bool {
 	setKey(es, "rungs", seq)
 	w.note("early_terminate", "hyperband", w.etLine, fmt.Sprintf("rungs %v of %v kept: halving keeps ⌊n/eta⌋ of a rung's n, and %d configurations with eta = %d let one reach the end past at most %d rungs; W&B's hyperband always lets its best run finish", rungs[:keep], rungs, configs, eta, keep))
 	return true
+}
+
+// pastTheEnd notes hyperband brackets that a program's run never reaches: W&B's
+// hyperband stops no run there either.
+func (w *wandbImport) pastTheEnd(brackets string) string {
+	return fmt.Sprintf("early stopping left out: %s (iterations: metrics lines, one every eval_every = %d steps) lies at or past the base's steps = %d, which no run reaches, so W&B's hyperband would stop none; give a base whose steps and eval_every are the program's to keep it", brackets, w.evalEvery, w.steps)
 }
 
 // wandbBrackets are W&B's hyperband brackets from max_iter, in iterations: ⌊max_iter/eta^k⌋

@@ -13,7 +13,7 @@ import (
 
 // runImport is "sfsweep import wandb": a W&B sweep configuration as a manifest.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "sfsweep import wandb [-base BASE.yaml] [-o OUT.yaml] SWEEP.yaml"
+	const usage = "sfsweep import wandb [-base BASE.yaml] [-program PATH | -native] [-count N] [-o OUT.yaml] SWEEP.yaml"
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
 		fmt.Fprintln(stderr, "Usage: "+usage)
 		return flag.ErrHelp
@@ -24,9 +24,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("import wandb", stderr)
 	baseFile := fs.String("base", "", "the manifest that supplies what W&B has no notion of: model, data, steps, evaluation, seeds, tables (default: the settings of sweeps/examples/c-sensitivity-quick.yaml)")
 	outFile := fs.String("o", "", "write the manifest to this file (default: standard output)")
+	program := fs.String("program", "", "sweep this training program (its path), over the sweep's own program")
+	native := fs.Bool("native", false, "train with sfsweep's engine, ignoring the sweep's program and command")
+	count := fs.Int("count", 0, "the configurations to try when the sweep has no run_cap, as wandb agent --count")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: "+usage)
-		fmt.Fprintln(stderr, "Turns a W&B sweep configuration into a manifest; docs/wandb.md has the mapping. Notes go to standard error.")
+		fmt.Fprintln(stderr, "Turns a W&B sweep configuration into a manifest: a sweep of its program (docs/trainer.md) if it names one or -program gives one, else one of sfsweep's engine. docs/wandb.md has the mapping. Notes go to standard error.")
 		fs.PrintDefaults()
 	}
 	file, err := parseWithArg(fs, args[1:], "a W&B sweep configuration: sfsweep import wandb SWEEP.yaml")
@@ -37,6 +40,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if *native && *program != "" {
+		return &usageError{msg: "give -program or -native, not both"}
+	}
+	if *count < 0 {
+		return &usageError{msg: fmt.Sprintf("-count %d: want a number of configurations ≥ 1", *count)}
+	}
 	var base []byte
 	baseName := "the default base manifest"
 	if *baseFile != "" {
@@ -45,7 +54,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		baseName = *baseFile
 	}
-	manifest, notes, err := sweeps.FromWandb(src, base)
+	manifest, notes, err := sweeps.ImportWandb(src, sweeps.WandbOptions{Base: base, Program: *program, Native: *native, Count: *count})
 	if be := (*sweeps.BaseError)(nil); errors.As(err, &be) {
 		return fmt.Errorf("%s: %w", baseName, be.Err)
 	} else if err != nil {

@@ -25,7 +25,29 @@ func TestImportWandb(t *testing.T) {
 		return code, stdout.String(), stderr.String()
 	}
 	sweep := wandbTestdata("bayes-hyperband.yaml")
+	// it names its program: a sweep of that program, every parameter passed through
 	code, stdout, stderr := run("wandb", sweep)
+	if code != 0 || !strings.Contains(stdout, "\ntrainer:\n  name: train\n  program: train.py\n") || !strings.Contains(stdout, "\n  c: [vanilla, 50, 200]\n") {
+		t.Errorf("a sweep of its program: exit code %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = run("wandb", "-program", "fit.py", sweep)
+	if code != 0 || !strings.Contains(stdout, "  program: fit.py\n") || !strings.Contains(stderr, sweep+": line 3: program = train.py: the program is fit.py, as given") {
+		t.Errorf("-program: exit code %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	// -count is the budget of a sweep without run_cap
+	noCap := filepath.Join(t.TempDir(), "no-cap.yaml")
+	if err := os.WriteFile(noCap, []byte("program: t.py\nmethod: random\nparameters: {lr: {min: 0.1, max: 0.2}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr = run("wandb", "-count", "7", noCap); code != 0 || !strings.Contains(stdout, "  trials: 7\n") {
+		t.Errorf("-count: exit code %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr = run("wandb", noCap); code != 1 || !strings.Contains(stderr, "give run_cap, or -count") {
+		t.Errorf("no budget: exit code %d, stderr:\n%s", code, stderr)
+	}
+
+	// -native: sfsweep's engine, the program ignored
+	code, stdout, stderr = run("wandb", "-native", sweep)
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
 	}
@@ -43,7 +65,7 @@ func TestImportWandb(t *testing.T) {
 	// -o writes the file, flags after the sweep too
 	dir := t.TempDir()
 	out := filepath.Join(dir, "imported.yaml")
-	code, stdout, stderr = run("wandb", sweep, "-o", out)
+	code, stdout, stderr = run("wandb", sweep, "-native", "-o", out)
 	if code != 0 || stdout != "" {
 		t.Fatalf("-o: exit code %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 	}
@@ -60,7 +82,7 @@ func TestImportWandb(t *testing.T) {
 	if err := os.WriteFile(base, []byte(strings.Replace(sweeps.DefaultWandbBase, "steps: 300", "steps: 600", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr = run("wandb", "-base", base, wandbTestdata("grid.yaml"))
+	code, stdout, stderr = run("wandb", "-native", "-base", base, wandbTestdata("grid.yaml"))
 	if m, err := sweeps.Parse([]byte(stdout)); code != 0 || err != nil || m.Steps != 600 {
 		t.Errorf("-base: exit code %d, %v; stderr:\n%s", code, err, stderr)
 	}
@@ -68,7 +90,7 @@ func TestImportWandb(t *testing.T) {
 	if err := os.WriteFile(base, []byte(strings.Replace(sweeps.DefaultWandbBase, "seq_len: 128", "seq_len: -1", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = run("wandb", "-base", base, wandbTestdata("grid.yaml"))
+	code, _, stderr = run("wandb", "-native", "-base", base, wandbTestdata("grid.yaml"))
 	if code != 1 || !strings.Contains(stderr, base+": line 6: seq_len = -1") {
 		t.Errorf("bad base: exit code %d, stderr:\n%s", code, stderr)
 	}
@@ -84,7 +106,7 @@ func TestImportWandb(t *testing.T) {
 	}
 
 	// the command line itself: exit code 2
-	for _, args := range [][]string{{}, {"comet", sweep}, {"wandb"}, {"wandb", sweep, "extra.yaml"}, {"wandb", "-x", sweep}} {
+	for _, args := range [][]string{{}, {"comet", sweep}, {"wandb"}, {"wandb", sweep, "extra.yaml"}, {"wandb", "-x", sweep}, {"wandb", "-native", "-program", "t.py", sweep}, {"wandb", "-count", "-1", sweep}} {
 		if code, _, stderr := run(args...); code != 2 {
 			t.Errorf("sfsweep import %v: exit code %d, want 2; stderr:\n%s", args, code, stderr)
 		}

@@ -1,0 +1,358 @@
+package sweeps
+
+// The import of a W&B sweep as a sweep of the researcher's own program (docs/trainer.md):
+// the sweep's program and command become the manifest's trainer, and every one of its
+// parameters passes through to the program as W&B would pass it.
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sfsweep/sfsweep/fielderr"
+)
+
+// DefaultProgramBase is the base manifest of a program sweep's import when none is given:
+// 300 steps, a metrics line and a checkpoint expected every 30 (one W&B iteration is one
+// of them), and one seed, as W&B runs each configuration once.
+const DefaultProgramBase = `name: wandb-import
+steps: 300
+eval_every: 30
+checkpoint_every: 30
+seeds: [1]
+`
+
+// WandbOptions are an import's settings besides the sweep.
+type WandbOptions struct {
+	Base    []byte // the base manifest; nil: DefaultWandbBase, or DefaultProgramBase for a program
+	Program string // the program to sweep, over the sweep's own program if it names one
+	Native  bool   // train with sfsweep's engine, ignoring the sweep's program and command
+	Count   int    // the configurations to try when the sweep has no run_cap (wandb agent --count)
+}
+
+// ImportWandb turns the W&B sweep configuration src into a manifest. A sweep that names a
+// program or command, or is given one in o.Program, is a sweep of that program (unless
+// o.Native); any other trains with sfsweep's engine, as FromWandb. Notes and errors are as
+// FromWandb's.
+func ImportWandb(src []byte, o WandbOptions) (manifest []byte, notes []string, err error) {
+	top, err := yamlMapping(src, "W&B sweep")
+	if err != nil {
+		return nil, nil, err
+	}
+	program := o.Program != "" || lookup(top, "program") != nil || lookup(top, "command") != nil
+	if o.Native || !program {
+		return fromWandb(src, o)
+	}
+	base := o.Base
+	if base == nil {
+		base = []byte(DefaultProgramBase)
+	}
+	w, bm, err := readBase(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.program = true
+	out, err := w.programManifest(top, bm, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	manifest, err = encodeManifest(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return manifest, w.notesText(), nil
+}
+
+// programManifest builds a program sweep's manifest: the base's settings less its
+// optimizer grids, the sweep's trainer, parameters and search.
+func (w *wandbImport) programManifest(top, base *yaml.Node, o WandbOptions) (*yaml.Node, error) {
+	keys, err := w.topKeys(top)
+	if err != nil {
+		return nil, err
+	}
+	out := cloneNode(base)
+	out.HeadComment, out.FootComment = "", ""
+	if len(out.Content) > 0 {
+		out.Content[0].HeadComment = ""
+	}
+	if lookup(out, "optimizers") != nil {
+		delKey(out, "optimizers")
+		w.note("parameters", "the base's optimizers", top.Line, "left out: a program sweep trains with the program's own optimizer, and its parameters are the sweep's")
+	}
+	if err := w.nameAndDescription(out, keys, top); err != nil {
+		return nil, err
+	}
+	trainer, err := w.trainer(keys, o.Program, top)
+	if err != nil {
+		return nil, err
+	}
+	pk, ok := keys["parameters"]
+	if !ok || pk[1].Kind != yaml.MappingNode || len(pk[1].Content) == 0 {
+		return nil, &fielderr.Error{Field: "parameters", Value: "none", Reason: "a W&B sweep lists its parameters: a mapping of parameter names to {value}, {values} or a distribution", Line: keyLine(keys, "parameters", top.Line)}
+	}
+	params := &yaml.Node{Kind: yaml.MappingNode}
+	configs, err := w.programParams(params, "", pk[1])
+	if err != nil {
+		return nil, err
+	}
+	// after the name and description: the trainer and the parameters
+	at := 0
+	for i := 0; i+1 < len(out.Content); i += 2 {
+		if v := out.Content[i].Value; v == "name" || v == "description" {
+			at = i + 2
+		}
+	}
+	out.Content = slices.Insert(out.Content, at, quoted("trainer"), trainer, quoted("parameters"), params)
+	search, err := w.programSearch(keys, lookup(base, "search"), configs, o.Count)
+	if err != nil {
+		return nil, err
+	}
+	setKey(out, "search", search)
+	return out, nil
+}
+
+// trainer is the trainer block: the program (o.Program over the sweep's), the
+// interpreter W&B would run it with, and the sweep's command.
+func (w *wandbImport) trainer(keys map[string][2]*yaml.Node, override string, top *yaml.Node) (*yaml.Node, error) {
+	t := &yaml.Node{Kind: yaml.MappingNode}
+	program, line := override, top.Line
+	if pk, ok := keys["program"]; ok {
+		if pk[1].Kind != yaml.ScalarNode || pk[1].Value == "" {
+			return nil, &fielderr.Error{Field: "program", Value: brief(pk[1]), Reason: "want the path of the training script", Line: pk[0].Line}
+		}
+		line = pk[0].Line
+		if override == "" {
+			program = pk[1].Value
+		} else if override != pk[1].Value {
+			w.note("program", pk[1].Value, line, fmt.Sprintf("the program is %s, as given", override))
+		}
+	}
+	ck, hasCommand := keys["command"]
+	var command []string
+	if hasCommand {
+		if ck[1].Kind != yaml.SequenceNode || len(ck[1].Content) == 0 {
+			return nil, &fielderr.Error{Field: "command", Value: brief(ck[1]), Reason: "want a list: the program's argv, with ${interpreter}, ${program}, ${args}, ...", Line: ck[0].Line}
+		}
+		for _, a := range ck[1].Content {
+			if a.Kind != yaml.ScalarNode {
+				return nil, &fielderr.Error{Field: "command", Value: brief(a), Reason: "each item is one argument, a string", Line: a.Line}
+			}
+			command = append(command, a.Value)
+		}
+	}
+	usesProgram := !hasCommand || slices.Contains(command, "${program}")
+	if program == "" && usesProgram {
+		return nil, &fielderr.Error{Field: "program", Value: "not given", Reason: "the command runs ${program}: name it here, or give -program", Line: keyLine(keys, "command", line)}
+	}
+	name := program
+	if name == "" {
+		name = w.sweepName
+	}
+	setKey(t, "name", quoted(trainerName(name)))
+	if program != "" {
+		setKey(t, "program", quoted(program))
+	}
+	if !hasCommand || slices.Contains(command, "${interpreter}") {
+		// W&B's default command is ${env} ${interpreter} ${program} ${args}, and its
+		// interpreter python
+		setKey(t, "interpreter", quoted("python3"))
+	}
+	if hasCommand {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, a := range command {
+			seq.Content = append(seq.Content, quoted(a))
+		}
+		setKey(t, "command", seq)
+	}
+	w.from("trainer", "program", line)
+	return t, nil
+}
+
+// trainerName is a trainer's name for a program: its base name without the extension,
+// made letters, digits, '-', '_' and '.'.
+func trainerName(program string) string {
+	name := strings.TrimSuffix(path.Base(program), path.Ext(program))
+	if name = strings.Trim(nameChars(name), "._-"); name == "" {
+		return "program"
+	}
+	return name[:min(len(name), 100)]
+}
+
+// programParams writes the sweep's parameters under prefix into params, nested ones
+// flattened to dotted names, and returns how many configurations a grid of them has
+// (capped at 1<<40).
+func (w *wandbImport) programParams(params *yaml.Node, prefix string, v *yaml.Node) (int, error) {
+	configs := 1
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k := v.Content[i]
+		key := cloneNode(k)
+		key.Value = prefix + k.Value
+		p := &wandbParam{key: key.Value, name: key.Value, line: k.Line, v: v.Content[i+1], f: map[string]*yaml.Node{}}
+		if err := p.read(); err != nil {
+			return 0, err
+		}
+		if p.dist == "nested" {
+			nested := p.f["parameters"]
+			if nested.Kind != yaml.MappingNode || len(nested.Content) == 0 {
+				return 0, p.err(brief(nested), "nested parameters: want a mapping of parameters")
+			}
+			n, err := w.programParams(params, key.Value+".", nested)
+			if err != nil {
+				return 0, err
+			}
+			configs = min(configs*n, 1<<40)
+			continue
+		}
+		if lookup(params, key.Value) != nil {
+			return 0, p.err(brief(p.v), "another parameter has this name")
+		}
+		node, n, err := w.programParam(p)
+		if err != nil {
+			return 0, err
+		}
+		if err := checkArgValue(p, node); err != nil {
+			return 0, err
+		}
+		params.Content = append(params.Content, quoted(key.Value), node)
+		w.from("parameters."+key.Value, p.field(), p.line)
+		configs = min(configs*n, 1<<40)
+	}
+	return configs, nil
+}
+
+// wandbFields are the fields of W&B's distributions, in the order a manifest writes them.
+var wandbFields = []string{"min", "max", "q", "mu", "sigma", "a", "b", "values", "probabilities"}
+
+// programParam is the manifest's form of p: a value as it is, values as a list, or its
+// distribution as {distribution: ..., min, max, ...} with W&B's names, and the values it
+// gives a grid (1 for a distribution).
+func (w *wandbImport) programParam(p *wandbParam) (*yaml.Node, int, error) {
+	switch p.dist {
+	case "constant":
+		n := p.f["value"]
+		if n == nil {
+			return nil, 0, p.err(brief(p.v), "constant needs value")
+		}
+		if n.Kind != yaml.ScalarNode { // a list or mapping that is one value
+			m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			setKey(m, "value", cloneNode(n))
+			return m, 1, nil
+		}
+		return cloneNode(n), 1, nil
+	case "categorical":
+		vs, err := p.values()
+		if err != nil {
+			return nil, 0, err
+		}
+		seq := flowSeq()
+		for _, n := range vs {
+			seq.Content = append(seq.Content, cloneNode(n))
+		}
+		if slices.ContainsFunc(vs, func(n *yaml.Node) bool { return n.Kind != yaml.ScalarNode }) {
+			m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			setKey(m, "values", seq)
+			return m, len(vs), nil
+		}
+		return seq, len(vs), nil
+	}
+	if w.method == MethodGrid {
+		return w.gridValues(p)
+	}
+	if _, ok := wandbDistributions[p.dist]; !ok {
+		return nil, 0, p.err(fmt.Sprintf("{distribution: %q}", p.dist), "not a W&B distribution")
+	}
+	m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	setKey(m, "distribution", quoted(p.dist))
+	for _, f := range wandbFields {
+		if n := p.f[f]; n != nil {
+			setKey(m, f, cloneNode(n))
+		}
+	}
+	for _, f := range wandbDistributions[p.dist] {
+		if p.f[f] == nil {
+			return nil, 0, p.err(fmt.Sprintf("{distribution: %s}", p.dist), fmt.Sprintf("%s needs %s", p.dist, strings.Join(wandbDistributions[p.dist], ", ")))
+		}
+	}
+	return m, 1, nil
+}
+
+// wandbDistributions are W&B's distributions, each with the fields it needs.
+var wandbDistributions = map[string][]string{
+	"int_uniform": {"min", "max"}, "uniform": {"min", "max"},
+	"log_uniform": {"min", "max"}, "log_uniform_values": {"min", "max"},
+	"inv_log_uniform": {"min", "max"}, "inv_log_uniform_values": {"min", "max"},
+	"q_uniform": {"min", "max"}, "q_log_uniform": {"min", "max"}, "q_log_uniform_values": {"min", "max"},
+	"normal": nil, "q_normal": nil, "log_normal": nil, "q_log_normal": nil,
+	"beta": nil, "q_beta": nil,
+	"categorical_w_probabilities": {"values", "probabilities"},
+}
+
+// gridValues lists p's values for a grid as W&B's grid does: every whole number of an
+// int_uniform, the points min, min+q, ... below max of a q_uniform.
+func (w *wandbImport) gridValues(p *wandbParam) (*yaml.Node, int, error) {
+	if p.dist != "int_uniform" && p.dist != "q_uniform" {
+		return nil, 0, p.err(fmt.Sprintf("{distribution: %s}", p.dist), "a grid takes value, values, int_uniform or q_uniform, as W&B's does: give values, or method random or bayes")
+	}
+	lo, hi, err := p.bounds()
+	if err != nil {
+		return nil, 0, err
+	}
+	step := 1.0
+	if p.dist == "q_uniform" {
+		q := 1.0
+		if n := p.f["q"]; n != nil {
+			if q, err = number(n, false); err != nil || !(q > 0) {
+				return nil, 0, p.err(brief(n), "q: want a number > 0")
+			}
+		}
+		step = q
+	} else if lo != math.Trunc(lo) || hi != math.Trunc(hi) {
+		return nil, 0, p.err(fmt.Sprintf("[%g, %g]", lo, hi), "int_uniform takes whole numbers min and max")
+	}
+	seq := flowSeq()
+	for i := 0; ; i++ {
+		v := lo + float64(i)*step
+		if v > hi || (p.dist == "q_uniform" && v >= hi) {
+			break
+		}
+		if i >= DefaultMaxTrials {
+			return nil, 0, p.err(fmt.Sprintf("[%g, %g]", lo, hi), fmt.Sprintf("more than %d grid points", DefaultMaxTrials))
+		}
+		seq.Content = append(seq.Content, numberNode(v))
+	}
+	if len(seq.Content) == 0 {
+		return nil, 0, p.err(fmt.Sprintf("[%g, %g]", lo, hi), "no grid points: want min < max")
+	}
+	return seq, len(seq.Content), nil
+}
+
+// checkArgValue refuses a value the program would misread, as validate does
+// (docs/trainer.md): a string that would be read as a flag, or as a path outside the run
+// directory.
+func checkArgValue(p *wandbParam, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.SequenceNode, yaml.MappingNode:
+		for _, c := range n.Content {
+			if err := checkArgValue(p, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if n.ShortTag() != "!!str" {
+		return nil
+	}
+	s := n.Value
+	if _, err := strconv.ParseFloat(s, 64); err != nil && strings.HasPrefix(s, "-") {
+		return p.err(fmt.Sprintf("%q", s), "would be read as a flag: a value may not start with '-'")
+	}
+	if strings.HasPrefix(s, "/") || slices.Contains(strings.Split(s, "/"), "..") {
+		return p.err(fmt.Sprintf("%q", s), "a path outside the run directory (absolute, or with a '..' segment): give a path inside it, or set it in the program")
+	}
+	return nil
+}
