@@ -163,8 +163,7 @@ type wandbImport struct {
 	baseGrid         []int // the base's grid each of the manifest's optimizers comes from; -1: none
 	runCap           int   // the sweep's run_cap, 0 if none
 	runCapLine       int
-	program          bool   // a sweep of the researcher's program
-	sweepName        string // the sweep's name, if it gives one
+	program          bool // a sweep of the researcher's program
 	beta2Noted       bool
 	etLine           int // early_terminate's
 }
@@ -350,7 +349,6 @@ func (w *wandbImport) name(out, k, v *yaml.Node) error {
 	}
 	setKey(out, "name", quoted(name))
 	w.from("name", "name", k.Line)
-	w.sweepName = name
 	return nil
 }
 

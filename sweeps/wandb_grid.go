@@ -240,9 +240,9 @@ func wandbBlocks(sizes []int, n int) [][][]int {
 				case j < i:
 					b[j] = []int{prefix[j]}
 				case j == i:
-					b[j] = indices(q)
+					b[j] = firstN(q)
 				default:
-					b[j] = indices(sizes[j])
+					b[j] = firstN(sizes[j])
 				}
 			}
 			blocks = append(blocks, b)
@@ -258,7 +258,7 @@ func wandbBlocks(sizes []int, n int) [][][]int {
 	return blocks
 }
 
-func indices(n int) []int {
+func firstN(n int) []int {
 	is := make([]int, n)
 	for i := range is {
 		is[i] = i

@@ -9,12 +9,12 @@ import (
 	"math"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sfsweep/sfsweep/fielderr"
+	"github.com/sfsweep/sfsweep/program"
 )
 
 // DefaultProgramBase is the base manifest of a program sweep's import when none is given:
@@ -142,21 +142,33 @@ func (w *wandbImport) trainer(keys map[string][2]*yaml.Node, override string, to
 			if a.Kind != yaml.ScalarNode {
 				return nil, &fielderr.Error{Field: "command", Value: brief(a), Reason: "each item is one argument, a string", Line: a.Line}
 			}
+			if strings.Contains(a.Value, "${") && !slices.Contains(commandMacros, a.Value) {
+				return nil, &fielderr.Error{Field: "command", Value: a.Value, Reason: "a trainer's command takes " + strings.Join(commandMacros, ", ") + " (docs/trainer.md), each as a whole argument", Line: a.Line}
+			}
 			command = append(command, a.Value)
 		}
 	}
-	usesProgram := !hasCommand || slices.Contains(command, "${program}")
-	if program == "" && usesProgram {
-		return nil, &fielderr.Error{Field: "program", Value: "not given", Reason: "the command runs ${program}: name it here, or give -program", Line: keyLine(keys, "command", line)}
+	if hasCommand && !slices.Contains(command, "${program}") {
+		// W&B runs the command as written; a trainer runs ${program}, whose contents are
+		// its identity: the script the command runs is the program
+		i := slices.IndexFunc(command, isScript)
+		if i < 0 {
+			return nil, &fielderr.Error{Field: "command", Value: brief(ck[1]), Reason: "runs no program file (no ${program}, and no script such as train.py): a trainer runs a program, whose contents are its identity; write the script's path in place of what the command runs", Line: ck[0].Line}
+		}
+		if override == "" {
+			if program != "" && program != command[i] {
+				w.note("program", program, line, fmt.Sprintf("the command runs %s: that is the program", command[i]))
+			}
+			program = command[i]
+		}
+		w.note("command", brief(ck[1]), ck[0].Line, fmt.Sprintf("%s is the trainer's program: ${program} in its command", command[i]))
+		command[i] = "${program}"
 	}
-	name := program
-	if name == "" {
-		name = w.sweepName
+	if program == "" {
+		return nil, &fielderr.Error{Field: "program", Value: "not given", Reason: "W&B runs ${interpreter} ${program} ${args}: name the program here, or give -program", Line: line}
 	}
-	setKey(t, "name", quoted(trainerName(name)))
-	if program != "" {
-		setKey(t, "program", quoted(program))
-	}
+	setKey(t, "name", quoted(trainerName(program)))
+	setKey(t, "program", quoted(program))
 	if !hasCommand || slices.Contains(command, "${interpreter}") {
 		// W&B's default command is ${env} ${interpreter} ${program} ${args}, and its
 		// interpreter python
@@ -171,6 +183,19 @@ func (w *wandbImport) trainer(keys map[string][2]*yaml.Node, override string, to
 	}
 	w.from("trainer", "program", line)
 	return t, nil
+}
+
+// commandMacros are the macros of a trainer's command (docs/trainer.md): W&B's, less
+// ${args_no_boolean_flags}.
+var commandMacros = []string{"${env}", "${interpreter}", "${program}", "${args}", "${args_no_hyphens}", "${args_json}"}
+
+// isScript reports whether a command's argument names a script to run: a literal (no
+// macro, no flag) with a script's extension.
+func isScript(arg string) bool {
+	if strings.HasPrefix(arg, "-") || strings.Contains(arg, "${") {
+		return false
+	}
+	return slices.Contains([]string{".py", ".sh", ".bash", ".jl", ".R", ".rb", ".pl", ".js", ".lua"}, path.Ext(arg))
 }
 
 // trainerName is a trainer's name for a program: its base name without the extension,
@@ -225,12 +250,9 @@ func (w *wandbImport) programParams(params *yaml.Node, prefix string, v *yaml.No
 	return configs, nil
 }
 
-// wandbFields are the fields of W&B's distributions, in the order a manifest writes them.
-var wandbFields = []string{"min", "max", "q", "mu", "sigma", "a", "b", "values", "probabilities"}
-
 // programParam is the manifest's form of p: a value as it is, values as a list, or its
-// distribution as {distribution: ..., min, max, ...} with W&B's names, and the values it
-// gives a grid (1 for a distribution).
+// distribution as sfsweep samples it, and the values it gives a grid (1 for a
+// distribution).
 func (w *wandbImport) programParam(p *wandbParam) (*yaml.Node, int, error) {
 	switch p.dist {
 	case "constant":
@@ -263,33 +285,9 @@ func (w *wandbImport) programParam(p *wandbParam) (*yaml.Node, int, error) {
 	if w.method == MethodGrid {
 		return w.gridValues(p)
 	}
-	if _, ok := wandbDistributions[p.dist]; !ok {
-		return nil, 0, p.err(fmt.Sprintf("{distribution: %q}", p.dist), "not a W&B distribution")
-	}
-	m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-	setKey(m, "distribution", quoted(p.dist))
-	for _, f := range wandbFields {
-		if n := p.f[f]; n != nil {
-			setKey(m, f, cloneNode(n))
-		}
-	}
-	for _, f := range wandbDistributions[p.dist] {
-		if p.f[f] == nil {
-			return nil, 0, p.err(fmt.Sprintf("{distribution: %s}", p.dist), fmt.Sprintf("%s needs %s", p.dist, strings.Join(wandbDistributions[p.dist], ", ")))
-		}
-	}
-	return m, 1, nil
-}
-
-// wandbDistributions are W&B's distributions, each with the fields it needs.
-var wandbDistributions = map[string][]string{
-	"int_uniform": {"min", "max"}, "uniform": {"min", "max"},
-	"log_uniform": {"min", "max"}, "log_uniform_values": {"min", "max"},
-	"inv_log_uniform": {"min", "max"}, "inv_log_uniform_values": {"min", "max"},
-	"q_uniform": {"min", "max"}, "q_log_uniform": {"min", "max"}, "q_log_uniform_values": {"min", "max"},
-	"normal": nil, "q_normal": nil, "log_normal": nil, "q_log_normal": nil,
-	"beta": nil, "q_beta": nil,
-	"categorical_w_probabilities": {"values", "probabilities"},
+	// sfsweep samples the program's distributions as its own (docs/wandb.md)
+	n, err := w.numeric(p, false)
+	return n, 1, err
 }
 
 // gridValues lists p's values for a grid as W&B's grid does: every whole number of an
@@ -333,26 +331,31 @@ func (w *wandbImport) gridValues(p *wandbParam) (*yaml.Node, int, error) {
 
 // checkArgValue refuses a value the program would misread, as validate does
 // (docs/trainer.md): a string that would be read as a flag, or as a path outside the run
-// directory.
+// directory. n is the parameter's manifest node: a value, a list of values, or a mapping
+// ({value: ...}, {values: [...]}, a distribution).
 func checkArgValue(p *wandbParam, n *yaml.Node) error {
+	var items []*yaml.Node
 	switch n.Kind {
-	case yaml.SequenceNode, yaml.MappingNode:
-		for _, c := range n.Content {
-			if err := checkArgValue(p, c); err != nil {
-				return err
-			}
+	case yaml.ScalarNode:
+		items = []*yaml.Node{n}
+	case yaml.SequenceNode:
+		items = n.Content
+	case yaml.MappingNode:
+		if vs := lookup(n, "values"); vs != nil {
+			items = vs.Content
 		}
-		return nil
 	}
-	if n.ShortTag() != "!!str" {
-		return nil
+	if err := program.CheckValue(p.key, 0); err != nil {
+		return p.err(fmt.Sprintf("%q", p.key), reason(err))
 	}
-	s := n.Value
-	if _, err := strconv.ParseFloat(s, 64); err != nil && strings.HasPrefix(s, "-") {
-		return p.err(fmt.Sprintf("%q", s), "would be read as a flag: a value may not start with '-'")
-	}
-	if strings.HasPrefix(s, "/") || slices.Contains(strings.Split(s, "/"), "..") {
-		return p.err(fmt.Sprintf("%q", s), "a path outside the run directory (absolute, or with a '..' segment): give a path inside it, or set it in the program")
+	for _, it := range items {
+		var v any
+		if it.Kind != yaml.ScalarNode || it.Decode(&v) != nil {
+			continue // a list or mapping goes to the program as JSON
+		}
+		if err := program.CheckValue(p.key, v); err != nil {
+			return p.err(fmt.Sprintf("%q", it.Value), reason(err))
+		}
 	}
 	return nil
 }

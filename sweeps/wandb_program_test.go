@@ -2,6 +2,8 @@ package sweeps
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -93,15 +95,10 @@ parameters:
   schedule:
     distribution: categorical
     values: [cosine, linear]
-  warmup:
-    distribution: q_uniform
-    min: 0
-    max: 100
-    q: 10
-  noise:
-    distribution: normal
-    mu: 0
-    sigma: 1
+  decay:
+    distribution: log_uniform
+    min: -4
+    max: 0
 early_terminate:
   type: hyperband
   min_iter: 1
@@ -115,25 +112,24 @@ func TestWandbProgram(t *testing.T) {
 	}
 	// every parameter, as written; nested ones dotted; distributions made explicit
 	for _, want := range []string{
-		"  lr: {distribution: log_uniform_values, min: 1.0e-5, max: 1.0e-3}\n",
+		"  lr: {distribution: log_uniform, min: 1e-05, max: 0.001}\n",
 		"  dropout: [0.0, 0.1]\n",
 		"  n_layers: {distribution: int_uniform, min: 2, max: 8}\n",
-		"  wd: {distribution: uniform, min: 0.0, max: 0.1}\n",
+		"  wd: {distribution: uniform, min: 0, max: 0.1}\n",
 		"  model_name: gpt2\n",
 		"  use_amp: [true, false]\n",
 		"  layers: {value: [4, 8]}\n",
 		"  model.n_heads: [4, 8]\n",
 		"  model.act: gelu\n",
 		"  schedule: [cosine, linear]\n",
-		"  warmup: {distribution: q_uniform, min: 0, max: 100, q: 10}\n",
-		"  noise: {distribution: normal, mu: 0, sigma: 1}\n",
+		"  decay: {distribution: log_uniform, min: 0.01831563888873418, max: 1}\n", // W&B's bounds are natural logs
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
 	}
-	if len(m.Parameters) != 12 {
-		t.Errorf("%d parameters, want 12: %v", len(m.Parameters), m.Parameters)
+	if len(m.Parameters) != 11 {
+		t.Errorf("%d parameters, want 11: %v", len(m.Parameters), m.Parameters)
 	}
 	// the program's metric as it names it; the base's steps and one seed
 	s := m.Search
@@ -144,7 +140,7 @@ func TestWandbProgram(t *testing.T) {
 	if es := s.EarlyStopping; es == nil || es.Rule != RuleASHA || !slices.Equal(es.Rungs, []int{30, 90}) || es.Eta != 3 {
 		t.Errorf("early stopping %+v, want asha at rungs [30 90]", es)
 	}
-	for _, want := range []string{"line 2: name = \"lm sweep\": written lm-sweep", "line 3: method = bayes: searched by tpe", "line 43: early_terminate = hyperband: rungs [30 90] of [30 90 270] kept"} {
+	for _, want := range []string{"line 2: name = \"lm sweep\": written lm-sweep", "line 3: method = bayes: searched by tpe", "line 38: early_terminate = hyperband: rungs [30 90] of [30 90 270] kept"} {
 		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
 			t.Errorf("no note %q in\n%s", want, strings.Join(notes, "\n"))
 		}
@@ -166,9 +162,13 @@ func TestWandbProgramForms(t *testing.T) {
 			func(m programOut, _ string) bool {
 				return m.Trainer.Interpreter == "" && m.Trainer.Program == "train.py" && len(m.Trainer.Command) == 3
 			}},
-		{"a command with no ${program}", "name: clm\ncommand: [deepspeed, run_clm.py, \"${args}\"]\nmethod: grid\nparameters: {lr: {values: [0.1]}}\n", WandbOptions{},
+		{"a command that runs a script", "command: [deepspeed, run_clm.py, \"${args}\"]\nmethod: grid\nparameters: {lr: {values: [0.1]}}\n", WandbOptions{},
 			func(m programOut, _ string) bool {
-				return m.Trainer.Name == "clm" && m.Trainer.Program == "" && m.Trainer.Interpreter == ""
+				return m.Trainer.Name == "run_clm" && m.Trainer.Program == "run_clm.py" && m.Trainer.Interpreter == "" && slices.Equal(m.Trainer.Command, []string{"deepspeed", "${program}", "${args}"})
+			}},
+		{"a command that runs the program by its path", "program: src/t.py\ncommand: [python, src/t.py, --x]\nmethod: grid\nparameters: {lr: {values: [0.1]}}\n", WandbOptions{},
+			func(m programOut, _ string) bool {
+				return m.Trainer.Program == "src/t.py" && slices.Equal(m.Trainer.Command, []string{"python", "${program}", "--x"})
 			}},
 		{"-program for a sweep without one", "method: grid\nparameters: {lr: {values: [0.1]}}\n", WandbOptions{Program: "bin/fit.sh"},
 			func(m programOut, _ string) bool { return m.Trainer.Name == "fit" && m.Trainer.Program == "bin/fit.sh" }},
@@ -225,11 +225,14 @@ func TestWandbProgramErrors(t *testing.T) {
 		line   int
 		reason string
 	}{
-		{"method: grid\ncommand: [python, \"${program}\"]\nparameters: {lr: {values: [1]}}\n", WandbOptions{}, "program", 2, "name it here, or give -program"},
+		{"method: grid\ncommand: [python, \"${program}\"]\nparameters: {lr: {values: [1]}}\n", WandbOptions{}, "program", 1, "name the program here, or give -program"},
+		{"method: grid\ncommand: [python, -m, src.train, \"${args}\"]\nparameters: {lr: {values: [1]}}\n", WandbOptions{Program: "src/train.py"}, "command", 2, "runs no program file"},
+		{"program: t.py\nmethod: random\nrun_cap: 3\nparameters:\n  w: {distribution: q_uniform, min: 0, max: 100, q: 10}\n", WandbOptions{}, "parameters.w", 5, "quantized"},
+		{"program: t.py\nmethod: random\nrun_cap: 3\nparameters:\n  w: {distribution: normal, mu: 0, sigma: 1}\n", WandbOptions{}, "parameters.w", 5, "unbounded"},
 		{"program: t.py\nmethod: random\nparameters: {lr: {min: 0.1, max: 0.2}}\n", WandbOptions{}, "run_cap", 2, "give run_cap, or -count"},
-		{"program: t.py\nmethod: grid\nparameters:\n  out: {value: /tmp/x}\n", WandbOptions{}, "parameters.out", 4, "a path outside the run directory"},
-		{"program: t.py\nmethod: grid\nparameters:\n  data: {values: [a, ../b]}\n", WandbOptions{}, "parameters.data", 4, "a path outside the run directory"},
-		{"program: t.py\nmethod: grid\nparameters:\n  mode: {value: --eval}\n", WandbOptions{}, "parameters.mode", 4, "would be read as a flag"},
+		{"program: t.py\nmethod: grid\nparameters:\n  out: {value: /tmp/x}\n", WandbOptions{}, "parameters.out", 4, "an absolute path"},
+		{"program: t.py\nmethod: grid\nparameters:\n  data: {values: [a, ../b]}\n", WandbOptions{}, "parameters.data", 4, "a '..' segment"},
+		{"program: t.py\nmethod: grid\nparameters:\n  mode: {value: --eval}\n", WandbOptions{}, "parameters.mode", 4, "would read it as a flag"},
 		{"program: t.py\nmethod: grid\nparameters:\n  lr: {min: 0.1, max: 0.2}\n", WandbOptions{}, "parameters.lr", 4, "a grid takes value, values, int_uniform or q_uniform"},
 		{"program: t.py\nmethod: grid\nparameters:\n  bits:\n    values: [4, 8]\n    conditions: {quantize: true}\n", WandbOptions{}, "parameters.bits.conditions", 6, "not a key of a W&B parameter"},
 		{"program: t.py\nmethod: grid\nparameters:\n  epochs:\n    values: 3\n", WandbOptions{}, "parameters.epochs", 4, "values: want a list"},
@@ -279,13 +282,33 @@ func manifestHasTrainer() bool {
 	return false
 }
 
-// checkProgramManifest parses a program sweep's manifest where Manifest reads trainers.
+// checkProgramManifest parses a program sweep's manifest where Manifest reads trainers,
+// with its program's file in place (its contents are the trainer's identity).
 func checkProgramManifest(t *testing.T, out []byte) {
 	t.Helper()
 	if !manifestHasTrainer() {
 		return
 	}
-	if _, err := Parse(out); err != nil {
-		t.Errorf("the program sweep's manifest does not parse: %v\n%s", err, out)
+	var m programOut
+	if err := yaml.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if prog := m.Trainer.Program; prog != "" && !filepath.IsAbs(prog) {
+		file := filepath.Join(dir, filepath.FromSlash(prog))
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte("# the program\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resolved, err := ResolveTrainer(out, dir)
+	if err != nil {
+		t.Errorf("the program sweep's trainer: %v\n%s", err, out)
+		return
+	}
+	if _, err := Parse(resolved); err != nil {
+		t.Errorf("the program sweep's manifest does not parse: %v\n%s", err, resolved)
 	}
 }
