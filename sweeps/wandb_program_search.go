@@ -28,13 +28,13 @@ func (w *wandbImport) programSearch(keys map[string][2]*yaml.Node, base *yaml.No
 	if hasCap && (w.runCap < 1 || rk[1].Kind != yaml.ScalarNode) {
 		return nil, &fielderr.Error{Field: "run_cap", Value: brief(rk[1]), Reason: "must be a whole number ≥ 1", Line: rk[0].Line}
 	}
-	trials := 0
+	trials, points := 0, configs
 	switch {
 	case w.method == MethodGrid:
 		delKey(s, "trials")
 		if hasCap && w.runCap < configs {
 			trials = w.runCap
-			w.note("run_cap", w.runCap, rk[0].Line, fmt.Sprintf("search.trials = %d of the grid's %d points: sfsweep draws them at random, where W&B takes the first in its order", w.runCap, configs))
+			w.note("run_cap", w.runCap, rk[0].Line, fmt.Sprintf("search.trials = %d of the grid's %d points, which early stopping draws at random, where W&B takes the first in its order", w.runCap, configs))
 		}
 	case hasCap:
 		trials = w.runCap
@@ -76,11 +76,17 @@ func (w *wandbImport) programSearch(keys map[string][2]*yaml.Node, base *yaml.No
 	setKey(s, "metric", quoted(metric))
 	setKey(s, "goal", quoted(goal))
 	es, err := w.hyperband(keys, s)
-	if err != nil || es == nil {
-		return s, err
+	if err != nil {
+		return nil, err
 	}
-	w.note("early_terminate", "hyperband", w.etLine, fmt.Sprintf("one W&B iteration is one metrics line of the program, taken as one every eval_every = %d steps: the program's metrics lines and checkpoints should come at those steps", w.evalEvery))
-	w.keepFinishing(s, esRungs(es, w.steps), configs, esEta(es))
+	if es != nil {
+		w.note("early_terminate", "hyperband", w.etLine, fmt.Sprintf("one W&B iteration is one metrics line of the program, taken as one every eval_every = %d steps: the program's metrics lines and checkpoints should come at those steps", w.evalEvery))
+		w.keepFinishing(s, esRungs(es, w.steps), configs, esEta(es))
+	}
+	if w.method == MethodGrid && trials > 0 && lookup(s, "early_stopping") == nil {
+		// a grid without early stopping is planned whole
+		return nil, &fielderr.Error{Field: "run_cap", Value: w.runCap, Reason: fmt.Sprintf("W&B runs the first %d of the grid's %d points, in its order; a program's grid is one product of its parameters, run whole, which no manifest cuts in W&B's order: drop run_cap, or list fewer values", w.runCap, points), Line: rk[0].Line}
+	}
 	return s, nil
 }
 

@@ -192,8 +192,8 @@ func TestWandbProgramForms(t *testing.T) {
 			func(m programOut, _ string) bool {
 				return m.Optimizers == nil && m.Model == "twin-llama" && m.Name == "my-base"
 			}},
-		{"a capped grid", "program: t.py\nmethod: grid\nrun_cap: 3\nparameters: {a: {values: [1, 2]}, b: {values: [1, 2, 3]}}\n", WandbOptions{},
-			func(m programOut, _ string) bool { return m.Search.Trials == 3 }},
+		{"a capped grid with early stopping", "program: t.py\nmethod: grid\nrun_cap: 3\nparameters: {a: {values: [1, 2]}, b: {values: [1, 2, 3]}}\nearly_terminate: {type: hyperband, min_iter: 1}\n", WandbOptions{},
+			func(m programOut, _ string) bool { return m.Search.Trials == 3 && m.Search.EarlyStopping != nil }},
 		{"a grid under its cap", "program: t.py\nmethod: grid\nrun_cap: 30\nparameters: {a: {values: [1, 2]}, b: {values: [1, 2, 3]}}\n", WandbOptions{},
 			func(m programOut, _ string) bool { return m.Search.Trials == 0 }},
 		{"brackets past the end", "program: t.py\nmethod: random\nrun_cap: 50\nparameters: {lr: {min: 0.1, max: 0.2}}\nearly_terminate: {type: hyperband, min_iter: 20}\n", WandbOptions{},
@@ -231,6 +231,7 @@ func TestWandbProgramErrors(t *testing.T) {
 		{"program: t.py\nmethod: random\nrun_cap: 3\nparameters:\n  w: {distribution: q_uniform, min: 0, max: 100, q: 10}\n", WandbOptions{}, "parameters.w", 5, "quantized"},
 		{"program: t.py\nmethod: random\nrun_cap: 3\nparameters:\n  w: {distribution: normal, mu: 0, sigma: 1}\n", WandbOptions{}, "parameters.w", 5, "unbounded"},
 		{"program: t.py\nmethod: random\nparameters: {lr: {min: 0.1, max: 0.2}}\n", WandbOptions{}, "run_cap", 2, "give run_cap, or -count"},
+		{"program: t.py\nmethod: grid\nrun_cap: 3\nparameters: {a: {values: [1, 2]}, b: {values: [1, 2, 3]}}\n", WandbOptions{}, "run_cap", 3, "W&B runs the first 3 of the grid's 6 points"},
 		{"program: t.py\nmethod: grid\nparameters:\n  out: {value: /tmp/x}\n", WandbOptions{}, "parameters.out", 4, "an absolute path"},
 		{"program: t.py\nmethod: grid\nparameters:\n  data: {values: [a, ../b]}\n", WandbOptions{}, "parameters.data", 4, "a '..' segment"},
 		{"program: t.py\nmethod: grid\nparameters:\n  mode: {value: --eval}\n", WandbOptions{}, "parameters.mode", 4, "would read it as a flag"},
@@ -312,4 +313,24 @@ func checkProgramManifest(t *testing.T, out []byte) {
 	if _, err := Parse(resolved); err != nil {
 		t.Errorf("the program sweep's manifest does not parse: %v\n%s", err, resolved)
 	}
+}
+
+// ImportWandb never panics, and what it writes is a YAML mapping.
+func FuzzImportWandb(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "wandb", "corpus", "*.yaml"))
+	for _, file := range files {
+		src, _ := os.ReadFile(file)
+		f.Add(src)
+	}
+	f.Add([]byte(programSweep))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		out, _, err := ImportWandb(src, WandbOptions{Count: 5, Program: "t.py"})
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(out, &m); err != nil || m["trainer"] == nil {
+			t.Fatalf("the import of\n%s\nis no program manifest (%v):\n%s", src, err, out)
+		}
+	})
 }
