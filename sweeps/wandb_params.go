@@ -40,7 +40,7 @@ var wandbRefused = map[string]string{
 }
 
 // wandbSearched lists the parameters an import maps, for errors.
-const wandbSearched = "sfsweep searches learning_rate (lr), beta1, beta2, betas, c, weight_decay (wd), warmup_frac (warmup_ratio), batch_tokens, optimizer and seed; the base manifest sets the rest"
+const wandbSearched = "sfsweep searches learning_rate (lr), beta1, beta2, betas, c, weight_decay (wd), warmup_frac (warmup_ratio), batch_tokens, optimizer and seed; the base manifest sets the rest. A sweep of your own program takes any parameter: name its program in the sweep, or give -program"
 
 // wandbParam is one entry of the sweep's parameters: its key, its distribution (given, or
 // inferred as W&B infers it) and its fields.
