@@ -41,7 +41,18 @@ func readProgramTrials(t *testing.T, state string) map[string]programTrial {
 // readAllTrials reads every trial a sweep left in the state's bucket.
 func readAllTrials(t *testing.T, state string) []programTrial {
 	t.Helper()
-	configs, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "config.json"))
+	dirs, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials"))
+	var out []programTrial
+	for _, d := range dirs {
+		out = append(out, readAllTrialsUnder(t, d)...)
+	}
+	return out
+}
+
+// readAllTrialsUnder reads every trial under a bucket's trials/ directory.
+func readAllTrialsUnder(t *testing.T, trials string) []programTrial {
+	t.Helper()
+	configs, _ := filepath.Glob(filepath.Join(trials, "*", "config.json"))
 	var out []programTrial
 	for _, c := range configs {
 		dir := filepath.Dir(c)
