@@ -155,7 +155,7 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 			return c.flush(ctx, rec)
 		},
 	})
-	a.keepLogs(ctx, in.TrialID, attempt, dirs.logs, out)
+	a.keepLogs(ctx, in.TrialID, in.Until, attempt, dirs.logs, out)
 	if err := c.flush(ctx, rec); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -315,7 +315,7 @@ type attemptSummary struct {
 
 // keepLogs stores the attempt's stdout, stderr and summary. A log that cannot be stored
 // is only logged: the attempt's outcome stands.
-func (a *Activities) keepLogs(ctx context.Context, id string, attempt int, dir string, out program.Outcome) {
+func (a *Activities) keepLogs(ctx context.Context, id string, until, attempt int, dir string, out program.Outcome) {
 	objects := map[string][]byte{}
 	for _, stream := range []string{"stdout", "stderr"} {
 		if b, err := os.ReadFile(filepath.Join(dir, stream)); err == nil {
@@ -327,7 +327,7 @@ func (a *Activities) keepLogs(ctx context.Context, id string, attempt int, dir s
 		Lines: out.Lines, Refused: out.Refused, RefusedSample: out.RefusedSample, StderrTail: out.StderrTail,
 	}, "", "  ")
 	for stream, b := range objects {
-		if err := a.Store.Put(context.WithoutCancel(ctx), keys.ProgramLog(id, attempt, stream), b); err != nil {
+		if err := a.Store.Put(context.WithoutCancel(ctx), keys.ProgramLog(id, until, attempt, stream), b); err != nil {
 			a.log().Warn("store program log", "trial", id, "stream", stream, "err", err)
 		}
 	}

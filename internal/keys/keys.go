@@ -183,8 +183,12 @@ func TrialIndex(output string) string { return output + "/trials.json" }
 // is kept for trial id (docs/trainer.md, "Checkpoints").
 func ProgramCheckpoints(id string) string { return Join(Trial(id), "program/checkpoints") }
 
-// ProgramLog is the key of the log stream ("stdout" or "stderr") of attempt of a program
-// trainer's trial id.
-func ProgramLog(id string, attempt int, stream string) string {
+// ProgramLog is the key of the log stream ("stdout", "stderr", or "json" for its summary)
+// of attempt of a program trainer's trial id, training to until (a search's rung; 0: the
+// end): a trial promoted past a rung is trained again, from attempt 1.
+func ProgramLog(id string, until, attempt int, stream string) string {
+	if until > 0 {
+		return Join(Trial(id), fmt.Sprintf("program/logs/until-%d-attempt-%d.%s", until, attempt, stream))
+	}
 	return Join(Trial(id), fmt.Sprintf("program/logs/attempt-%d.%s", attempt, stream))
 }
