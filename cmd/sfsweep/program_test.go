@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sfsweep/sfsweep/internal/status"
+	"github.com/sfsweep/sfsweep/search"
 	"github.com/sfsweep/sfsweep/training"
 )
 
@@ -258,5 +259,61 @@ tables:
 	}
 	if trials != 2 {
 		t.Fatalf("%d trials, want 2", trials)
+	}
+}
+
+// TestProgramASHA searches a program's own parameter with ASHA through sfsweep run,
+// ranked by a metric the program names: the configurations stop at their rungs, the best
+// is promoted, started again and resumed from its checkpoint, and trains to the end.
+func TestProgramASHA(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf(`name: program-asha
+trainer: {name: fake, program: %s, version: fake-1, env: {%s: "1"}}
+parameters:
+  q: [0.9, 0.0, 0.6, 0.3]
+steps: 8
+seeds: [1]
+search:
+  method: grid
+  metric: val_ppl
+  early_stopping: {rule: asha, rungs: [2, 4], eta: 2}
+`, self, fakeTrainerEnv)
+	r := runSearch(t, "program-asha", src, 4)
+	stopped, completed := map[int]int{}, []float64{}
+	for _, c := range r.st.Candidates {
+		switch c.Status {
+		case search.StatusStopped:
+			stopped[c.StoppedAt]++
+		case search.StatusCompleted:
+			completed = append(completed, c.Point["q"])
+		default:
+			t.Errorf("configuration %d ended %s", c.Index, c.Status)
+		}
+	}
+	if fmt.Sprint(completed) != "[0]" || stopped[2] != 2 || stopped[4] != 1 {
+		t.Fatalf("completed %v, stopped by rung %v: want q = 0 to the end, two stopped at 2, one at 4", completed, stopped)
+	}
+	var best programTrial
+	for _, tr := range readAllTrials(t, r.state) {
+		if tr.config.Trainer.Params["q"] == 0.0 {
+			best = tr
+		}
+	}
+	if best.result == nil || best.result.Steps != 8 || len(best.curves) != 8 {
+		t.Fatalf("best: result %+v, %d curve points", best.result, len(best.curves))
+	}
+	var resumedFrom []string
+	for _, l := range best.logs {
+		if strings.HasSuffix(l, ".stderr") {
+			b, _ := os.ReadFile(l)
+			resumedFrom = append(resumedFrom, strings.TrimSpace(string(b)))
+		}
+	}
+	got := strings.Join(resumedFrom, "; ")
+	if !strings.Contains(got, "from step 2") || !strings.Contains(got, "from step 4") {
+		t.Errorf("the promoted configuration's attempts did not resume from its rungs: %s", got)
 	}
 }
