@@ -45,7 +45,7 @@ var macros = []string{macroInterpreter, macroProgram, macroArgs, macroArgsNoHyph
 var defaultCommand = []string{macroInterpreter, macroProgram, macroArgs}
 
 // Probes lists the probes a program may implement.
-var Probes = []string{"decay"}
+var Probes = []string{"lr_decay"}
 
 var (
 	validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)

@@ -11,7 +11,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
-	ok := Spec{Name: "torch-llama", Program: "train.py", Interpreter: "python3", Version: "1", Probes: []string{"decay"}, Env: map[string]string{"OMP_NUM_THREADS": "8"}}
+	ok := Spec{Name: "torch-llama", Program: "train.py", Interpreter: "python3", Version: "1", Probes: []string{"lr_decay"}, Env: map[string]string{"OMP_NUM_THREADS": "8"}}
 	if err := ok.Check(); err != nil {
 		t.Fatalf("Check(%+v) = %v", ok, err)
 	}
@@ -29,7 +29,7 @@ func TestCheck(t *testing.T) {
 		{func(s *Spec) { s.Command = []string{"--file=${program}"} }, "trainer.command[0]", "unknown macro"},
 		{func(s *Spec) { s.Files = []string{"*.py"} }, "trainer.files", "not both"},
 		{func(s *Spec) { s.Version, s.Files = "", []string{"[a"} }, "trainer.files[0]", "glob"},
-		{func(s *Spec) { s.Probes = []string{"decay", "branch"} }, "trainer.probes[1]", "unknown probe"},
+		{func(s *Spec) { s.Probes = []string{"lr_decay", "branch"} }, "trainer.probes[1]", "unknown probe"},
 		{func(s *Spec) { s.Env = map[string]string{"1X": "a"} }, "trainer.env.1X", "not a variable name"},
 		{func(s *Spec) { s.Env = map[string]string{"A-B": "a"} }, "trainer.env.A-B", "not a variable name"},
 		{func(s *Spec) { s.Env = map[string]string{"SFSWEEP_METRICS": "/tmp/m"} }, "trainer.env.SFSWEEP_METRICS", "sfsweep's"},
@@ -50,7 +50,7 @@ trainers:
     program: /srv/trainers/train.py
     interpreter: python3
     version: "2026-11-25"
-    probes: [decay]
+    probes: [lr_decay]
     env: {OMP_NUM_THREADS: "8"}
   jax:
     program: train
@@ -64,7 +64,7 @@ func TestParseRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl, jax := reg["torch-llama"], reg["jax"]
-	if len(reg) != 2 || tl.Name != "torch-llama" || tl.Line != 3 || tl.Version != "2026-11-25" || tl.Env["OMP_NUM_THREADS"] != "8" || tl.Probes[0] != "decay" ||
+	if len(reg) != 2 || tl.Name != "torch-llama" || tl.Line != 3 || tl.Version != "2026-11-25" || tl.Env["OMP_NUM_THREADS"] != "8" || tl.Probes[0] != "lr_decay" ||
 		jax.Line != 9 || len(jax.Command) != 2 || len(jax.Files) != 2 {
 		t.Errorf("ParseRegistry = %+v", reg)
 	}
@@ -84,7 +84,7 @@ func TestParseRegistry(t *testing.T) {
 		{"trainers:\n  a b:\n    program: x", "trainers.a b", "a b", 2},
 		{"trainers:\n  a:\n    program: x\n    command:\n      - ${program}\n      - ${argz}", "trainers.a.command[1]", "${argz}", 6},
 		{"trainers:\n  a:\n    program: x\n    version: v\n    files: [a]", "trainers.a.files", "a", 5},
-		{"trainers:\n  a:\n    program: x\n    probes: [decay, warp]", "trainers.a.probes[1]", "warp", 4},
+		{"trainers:\n  a:\n    program: x\n    probes: [lr_decay, warp]", "trainers.a.probes[1]", "warp", 4},
 		{"trainers:\n  a:\n    program: x\n    env:\n      OK: a\n      NOT-OK: b", "trainers.a.env.NOT-OK", "b", 6},
 		{"trainers:\n  a:\n    program: x\n  a:\n    program: y", "trainers.a", "a", 4},
 		{"x: &a [1]\ntrainers: *a", "trainers", "*a", 2},

@@ -48,7 +48,7 @@ func TestDecayProbe(t *testing.T) {
 func checkProbe(t *testing.T, tr *trial, opt training.OptimizerConfig, shape string, args []string) {
 	t.Helper()
 	before := tr.checkpoints(t)
-	spec := fmt.Sprintf(`SFSWEEP_PROBE={"kind": "decay", "step": %d, "steps": %d, "shape": %q}`, from, k, shape)
+	spec := fmt.Sprintf(`SFSWEEP_PROBE={"kind": "lr_decay", "step": %d, "steps": %d, "shape": %q}`, from, k, shape)
 	metrics := "probe-" + shape + ".jsonl"
 	code, _, stderr := tr.run(t, metrics, []string{"SFSWEEP_MODE=probe", spec}, args...)
 	if code != 0 {

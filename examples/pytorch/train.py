@@ -38,7 +38,7 @@ from the same run config:
   exit        0 completed, 2 invalid config, 3 diverged (a non-finite loss, whose line is
               written first); anything else is a failure sfsweep retries.
 
-The decay probe (SFSWEEP_MODE=probe, SFSWEEP_PROBE={"kind": "decay", "step": S, "steps":
+The LR-decay probe (SFSWEEP_MODE=probe, SFSWEEP_PROBE={"kind": "lr_decay", "step": S, "steps":
 K, "shape": "linear" | "sqrt"}) loads step-S.pt, trains K more steps on the batches the run
 would have read, and writes a metrics line per step, the last with val_loss; it writes no
 checkpoint. Its learning rate is that of sfsweep's LR-decay branch (training.LRDecay: a
@@ -410,13 +410,13 @@ class DecaySchedule:
 
 
 def probe_spec(refuse):
-    """$SFSWEEP_PROBE, checked: a decay probe of a checkpoint step S ≥ 1 over K ≥ 1 steps."""
+    """$SFSWEEP_PROBE, checked: an LR-decay probe of a checkpoint step S ≥ 1 over K ≥ 1 steps."""
     try:
         spec = json.loads(os.environ.get("SFSWEEP_PROBE", ""))
     except json.JSONDecodeError as e:
         refuse(f"SFSWEEP_PROBE = {os.environ.get('SFSWEEP_PROBE', '')!r}: not JSON: {e}")
-    if not isinstance(spec, dict) or spec.get("kind") != "decay":
-        refuse(f"SFSWEEP_PROBE = {json.dumps(spec)}: kind must be \"decay\", the only probe this trainer implements")
+    if not isinstance(spec, dict) or spec.get("kind") != "lr_decay":
+        refuse(f"SFSWEEP_PROBE = {json.dumps(spec)}: kind must be \"lr_decay\", the only probe this trainer implements")
     for key in ("step", "steps"):
         if not isinstance(spec.get(key), int) or spec[key] < 1:
             refuse(f"SFSWEEP_PROBE.{key} = {spec.get(key)}: must be an integer ≥ 1")
