@@ -21,7 +21,7 @@ import (
 // apply only to AdamW trials (the LR-decay branch, the decayed interpolation) left out of
 // the others.
 func (m *Manifest) ProbesFor(t Trial) probe.Set {
-	return m.Probes.For(t.Config.Optimizer.Name == training.AdamW, CheckpointSteps(t.Config))
+	return m.Probes.For(t.Config.Optimizer.Name == training.AdamW || t.Config.Trainer != nil, CheckpointSteps(t.Config))
 }
 
 // CheckpointSteps are the steps at which a run of cfg writes a checkpoint: every
@@ -72,7 +72,7 @@ func (m *Manifest) checkProbes() error {
 		if err := m.checkProbeSteps("probes.lr_decay", b.At, nil); err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(m.Optimizers, func(g Grid) bool { return g.Name == training.AdamW }) {
+		if m.Trainer == nil && !slices.ContainsFunc(m.Optimizers, func(g Grid) bool { return g.Name == training.AdamW }) {
 			names := make([]string, len(m.Optimizers))
 			for i, g := range m.Optimizers {
 				names[i] = g.Name

@@ -7,6 +7,7 @@ package sweeps
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -74,12 +75,15 @@ func (m *Manifest) checkTrainer() error {
 		}
 	}
 	for _, p := range spec.Probes {
-		if p != "decay" {
-			return &fielderr.Error{Field: "trainer.probes", Value: p, Reason: `the probes a program may implement: "decay"`}
+		if !slices.Contains(program.Probes, p) {
+			return &fielderr.Error{Field: "trainer.probes", Value: p, Reason: fmt.Sprintf("the probes a program may implement: %q", program.Probes)}
 		}
 	}
-	if ps := m.Probes; ps.Decay != nil || ps.LRDecay != nil || ps.Interpolate != nil {
-		return &fielderr.Error{Field: "probes", Value: "a program trainer", Reason: "sfsweep runs probes with its own engine only, for now: a program's trials have none"}
+	if ps := m.Probes; ps.Decay != nil || ps.Interpolate != nil {
+		return &fielderr.Error{Field: "probes", Value: "a program trainer", Reason: "decay probes and interpolations run on sfsweep's engine only: a program runs lr_decay, if its trainer lists it"}
+	}
+	if m.Probes.LRDecay != nil && !slices.Contains(spec.Probes, "lr_decay") {
+		return &fielderr.Error{Field: "probes.lr_decay", Value: t.Name, Reason: "the trainer does not implement it: list it in trainer.probes (docs/trainer.md, \"Probes\")"}
 	}
 	if t.identity() == "" && !t.Local() {
 		return &fielderr.Error{Field: "trainer", Value: t.Name, Reason: "name the registered trainer's version (trainer.version) or identity (trainer.identity), so that a trial's ID covers its code"}

@@ -225,10 +225,18 @@ func TestProgramSearchPlan(t *testing.T) {
 	}
 }
 
-func TestProgramProbesRefused(t *testing.T) {
+func TestProgramProbes(t *testing.T) {
 	_, err := Parse([]byte(programManifest + "probes: {decay: {steps: 5}}\n"))
 	var fe *fielderr.Error
 	if !errors.As(err, &fe) || fe.Field != "probes" || fe.Line != 11 {
-		t.Fatalf("err = %v, want probes refused on line 11", err)
+		t.Fatalf("err = %v, want the decay probe refused on line 11", err)
+	}
+	_, err = Parse([]byte(programManifest + "probes: {lr_decay: {frac: 0.2}}\n"))
+	if !errors.As(err, &fe) || fe.Field != "probes.lr_decay" {
+		t.Fatalf("err = %v, want lr_decay refused for a trainer that does not list it", err)
+	}
+	src := strings.Replace(programManifest, `version: "3"`, `version: "3"`+"\n  probes: [lr_decay]", 1) + "checkpoint_every: 50\nprobes: {lr_decay: {frac: 0.2, at: [50]}}\n"
+	if _, err := Parse([]byte(src)); err != nil {
+		t.Fatalf("lr_decay of a trainer that lists it: %v", err)
 	}
 }
