@@ -49,15 +49,13 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 // optimizer state) and stores its result, or returns the one stored.
 func (a *Activities) LRDecay(ctx context.Context, in workflows.LRDecayInput) (training.LRDecayResult, error) {
 	what := fmt.Sprintf("LR-decay branch from step %d", in.Step)
+	if cfg, err := a.trialConfig(ctx, in.TrialID); err == nil && cfg.Trainer != nil {
+		return fromProgram(ctx, a, in.TrialID, what, lrDecayRecord(a, in), func(ctx context.Context) (*training.LRDecayResult, error) {
+			return a.programLRDecay(ctx, in, cfg)
+		})
+	}
 	return fromCheckpoint(ctx, a, in.TrialID, in.Step, in.StallTimeout, what,
-		record[training.LRDecayResult]{
-			read: func(ctx context.Context) (*training.LRDecayResult, error) {
-				return trial.ReadLRDecay(ctx, a.Store, in.TrialID, in.Step, in.Frac)
-			},
-			write: func(ctx context.Context, r *training.LRDecayResult) error {
-				return trial.WriteLRDecay(ctx, a.Store, in.TrialID, in.Step, in.Frac, r)
-			},
-		},
+		lrDecayRecord(a, in),
 		func(ctx context.Context, cfg training.Config, ck *checkpoint.Checkpoint, b training.Batches) (*training.LRDecayResult, error) {
 			st, err := ck.Optimizer(training.StateOptimizer)
 			if err != nil {
@@ -65,6 +63,39 @@ func (a *Activities) LRDecay(ctx context.Context, in workflows.LRDecayInput) (tr
 			}
 			return training.LRDecay(ctx, cfg, ck.Params, st, in.Step, in.Frac, b)
 		})
+}
+
+// lrDecayRecord is where an LR-decay branch's result is kept.
+func lrDecayRecord(a *Activities, in workflows.LRDecayInput) record[training.LRDecayResult] {
+	return record[training.LRDecayResult]{
+		read: func(ctx context.Context) (*training.LRDecayResult, error) {
+			return trial.ReadLRDecay(ctx, a.Store, in.TrialID, in.Step, in.Frac)
+		},
+		write: func(ctx context.Context, r *training.LRDecayResult) error {
+			return trial.WriteLRDecay(ctx, a.Store, in.TrialID, in.Step, in.Frac, r)
+		},
+	}
+}
+
+// fromProgram is fromCheckpoint for a probe a program trainer computes: the stored result,
+// or run's, stored.
+func fromProgram[R any](ctx context.Context, a *Activities, trialID, what string, rec record[R], run func(context.Context) (*R, error)) (r R, err error) {
+	defer keepAlive(ctx, func() any { return what })()
+	if r, err := rec.read(ctx); err == nil && r != nil {
+		return *r, nil
+	}
+	if a.Probe != nil {
+		a.Probe(trialID, what, false, nil)
+		defer func() { a.Probe(trialID, what, true, err) }()
+	}
+	res, err := run(ctx)
+	if err != nil {
+		return r, classify(err)
+	}
+	if err := rec.write(ctx, res); err != nil {
+		return r, err
+	}
+	return *res, nil
 }
 
 // Interpolate evaluates a trial along the segment between its checkpoints at From and

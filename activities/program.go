@@ -101,27 +101,12 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 		return nil, invalid(fmt.Errorf("trial %s: %w", in.TrialID, err))
 	}
 	attempt := int(activity.GetInfo(ctx).Attempt)
-	root, err := os.MkdirTemp(a.workDir(), "trial-"+in.TrialID+"-")
+	at, err := a.prepareAttempt(ctx, in, cfg, spec, attempt)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(root)
-	dirs := struct{ run, ckpt, logs string }{filepath.Join(root, "run"), filepath.Join(root, "checkpoints"), filepath.Join(root, "logs")}
-	mirror := &program.Mirror{Store: a.Store, Prefix: keys.ProgramCheckpoints(in.TrialID), Dir: dirs.ckpt}
-	if err := mirror.Restore(ctx); err != nil {
-		return nil, fmt.Errorf("trial %s: restore checkpoints: %w", in.TrialID, err)
-	}
-	env, err := a.programEnv(ctx, in, cfg, attempt, root, dirs.run, dirs.ckpt)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	argv, err := spec.Argv(a.Trainers.Dir, cfg.Args())
-	if err != nil {
-		return nil, invalid(fmt.Errorf("trial %s: %w", in.TrialID, err))
-	}
+	defer os.RemoveAll(at.root)
+	env, argv, dirs, mirror := at.env, at.argv, at, at.mirror
 	stored, err := trial.ReadCurves(ctx, a.Store, in.TrialID)
 	if err != nil {
 		return nil, err
@@ -170,6 +155,40 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 		err = rec.WriteResult(ctx, res)
 	}
 	return res, err
+}
+
+// programAttempt is where an attempt of a program runs: its directories, environment,
+// argv, and the mirror of its checkpoint directory, restored from the store.
+type programAttempt struct {
+	root, run, ckpt, logs string
+	env                   map[string]string
+	argv                  []string
+	mirror                *program.Mirror
+}
+
+// prepareAttempt makes an attempt's directories, restores its checkpoints and builds its
+// environment and argv.
+func (a *Activities) prepareAttempt(ctx context.Context, in workflows.TrainInput, cfg training.Config, spec program.Spec, attempt int) (*programAttempt, error) {
+	root, err := os.MkdirTemp(a.workDir(), "trial-"+in.TrialID+"-")
+	if err != nil {
+		return nil, err
+	}
+	at := &programAttempt{root: root, run: filepath.Join(root, "run"), ckpt: filepath.Join(root, "checkpoints"), logs: filepath.Join(root, "logs")}
+	at.mirror = &program.Mirror{Store: a.Store, Prefix: keys.ProgramCheckpoints(in.TrialID), Dir: at.ckpt}
+	fail := func(err error) (*programAttempt, error) { os.RemoveAll(root); return nil, err }
+	if err := at.mirror.Restore(ctx); err != nil {
+		return fail(fmt.Errorf("trial %s: restore checkpoints: %w", in.TrialID, err))
+	}
+	if at.env, err = a.programEnv(ctx, in, cfg, attempt, root, at.run, at.ckpt); err != nil {
+		return fail(err)
+	}
+	for k, v := range spec.Env {
+		at.env[k] = v
+	}
+	if at.argv, err = spec.Argv(a.Trainers.Dir, cfg.Args()); err != nil {
+		return fail(invalid(fmt.Errorf("trial %s: %w", in.TrialID, err)))
+	}
+	return at, nil
 }
 
 // programResult maps an attempt's outcome to the trial's: a result, a rung reached (nil),
