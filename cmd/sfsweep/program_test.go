@@ -222,8 +222,11 @@ trainer:
   interpreter: %s
   files: [%s/examples/pytorch/*.py, %s/bench/torch/torch_llama.py]
   env: {OMP_NUM_THREADS: "1"}
+  probes: [lr_decay]
 %soptimizers:
   - {name: sfadamw, lr: 3e-3, betas: [[0.9, 0.99]], c: [vanilla, 50]}
+probes:
+  lr_decay: {frac: 0.5, at: [6]}
 tables:
   - {kind: c_sensitivity, name: c_torch, title: reference trainer, label: tab:c_torch}
 `, root, python, root, root, e2eTraining)
@@ -254,7 +257,15 @@ tables:
 		}
 		ckpts, _ := filepath.Glob(filepath.Join(tr.dir, "program", "checkpoints", "step-*.pt"))
 		if len(ckpts) != 2 {
-			t.Errorf("trial %s: checkpoints %v, want those of steps 6 and 12", tr.dir, ckpts)
+			t.Errorf("trial %s: checkpoints %v, want those of steps 6 and 12 (a probe keeps none)", tr.dir, ckpts)
+		}
+		var branch training.LRDecayResult
+		readJSON(t, filepath.Join(tr.dir, "probes", "lr-decay-0.5-step-00000006.json"), &branch)
+		if branch.FromStep != 6 || branch.Steps != 3 || len(branch.Curve) != 3 || !(float64(branch.After) > 0) || branch.Before != tr.curves[0].Val["x"] {
+			t.Errorf("trial %s: LR-decay branch %+v, want 3 steps from 6, from the curve's %v", tr.dir, branch, tr.curves[0].Val)
+		}
+		if lr := branch.Curve; len(lr) == 3 && !(lr[0].LR > lr[1].LR && lr[1].LR > lr[2].LR) {
+			t.Errorf("trial %s: the branch's learning rate does not decay: %+v", tr.dir, lr)
 		}
 	}
 	if trials != 2 {

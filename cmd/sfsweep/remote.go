@@ -108,7 +108,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *slots < 1 {
 		return &usageError{msg: fmt.Sprintf("-slots = %d: must be ≥ 1", *slots)}
 	}
-	trainers, err := loadTrainers(*trainersFile)
+	trainers, err := loadTrainers(*trainersFile, stderr)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -14,9 +15,10 @@ import (
 )
 
 // loadTrainers reads a worker's registry of program trainers; "" is none. A registry
-// that does not parse, or names a program, a file or an interpreter that is not there, is
-// an error before the worker starts: it never runs a trainer its operator did not mean.
-func loadTrainers(file string) (*activities.Trainers, error) {
+// that does not parse, or names a program or a file that is not there, is an error before
+// the worker starts: it never runs a trainer its operator did not mean. Each trainer's
+// identity is printed to w, for the manifests that name it.
+func loadTrainers(file string, w io.Writer) (*activities.Trainers, error) {
 	if file == "" {
 		return nil, nil
 	}
@@ -33,9 +35,11 @@ func loadTrainers(file string) (*activities.Trainers, error) {
 		return nil, err
 	}
 	for name, s := range reg {
-		if _, err := s.Identity(dir); err != nil {
+		id, err := s.Identity(dir)
+		if err != nil {
 			return nil, fmt.Errorf("-trainers %s: trainer %s: %w", file, name, err)
 		}
+		fmt.Fprintf(w, "worker: trainer %s, identity %s (a manifest names it trainer: {name: %s, identity: %q})\n", name, id, name, id)
 	}
 	return &activities.Trainers{Registry: reg, Dir: dir}, nil
 }
