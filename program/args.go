@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -148,11 +149,16 @@ func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
 // Argv returns the argv of s for args, in the order given, by expanding its command
 // template: ${interpreter} (nothing when s has none), ${program} (its absolute path, a
 // relative Program resolved under programDir), ${args} (--key=value each),
-// ${args_no_hyphens} (key=value each), ${args_json} (one argument, a JSON object),
+// ${args_no_hyphens} (key=value each), ${args_no_boolean_flags} (--key=value, a boolean
+// --key when true and nothing when false), ${args_json} (one argument, a JSON object),
 // ${env} (nothing: no shell ever runs the argv). The default template is
 // [${interpreter}, ${program}, ${args}]. Each value must pass CheckValue.
 func (s Spec) Argv(programDir string, args []Arg) ([]string, error) {
-	if s.Program == "" {
+	tmpl := s.Command
+	if tmpl == nil {
+		tmpl = defaultCommand
+	}
+	if s.Program == "" && slices.Contains(tmpl, macroProgram) {
 		return nil, &fielderr.Error{Field: "trainer.program", Value: "", Reason: "is required", Line: s.Line}
 	}
 	prog, err := filepath.Abs(resolve(programDir, s.Program))
@@ -163,10 +169,6 @@ func (s Spec) Argv(programDir string, args []Arg) ([]string, error) {
 		if err := CheckValue(a.Key, a.Value); err != nil {
 			return nil, err
 		}
-	}
-	tmpl := s.Command
-	if tmpl == nil {
-		tmpl = defaultCommand
 	}
 	var argv []string
 	for i, t := range tmpl {
@@ -184,6 +186,15 @@ func (s Spec) Argv(programDir string, args []Arg) ([]string, error) {
 		case macroArgsNoHyphens:
 			for _, a := range args {
 				argv = append(argv, a.Key+"="+Format(a.Value))
+			}
+		case macroArgsNoBooleanFlags:
+			for _, a := range args {
+				switch b, isBool := a.Value.(bool); {
+				case isBool && b:
+					argv = append(argv, "--"+a.Key)
+				case !isBool:
+					argv = append(argv, "--"+a.Key+"="+Format(a.Value))
+				}
 			}
 		case macroArgsJSON:
 			j, err := argsJSON(args)

@@ -105,6 +105,8 @@ func TestArgv(t *testing.T) {
 			[]string{"python3", "-u", prog, "--config", `{"lr":0.002,"model.n_layers":4,"schedule":"cosine","betas":[0.9,0.95]}`}},
 		{"interpreter dropped", Spec{Program: "train.py", Command: []string{"${interpreter}", "${program}", "${args}"}},
 			[]string{prog, "--lr=0.002", "--model.n_layers=4", "--schedule=cosine", "--betas=[0.9,0.95]"}},
+		{"a module, no program", Spec{Interpreter: "python3", Version: "1", Command: []string{"${env}", "${interpreter}", "-m", "src.train", "${args}"}},
+			[]string{"python3", "-m", "src.train", "--lr=0.002", "--model.n_layers=4", "--schedule=cosine", "--betas=[0.9,0.95]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.spec.Argv(dir, args)
@@ -112,6 +114,10 @@ func TestArgv(t *testing.T) {
 				t.Errorf("Argv = %q, %v\nwant %q", got, err, tc.want)
 			}
 		})
+	}
+	flags := Spec{Program: "train.py", Command: []string{"${program}", "${args_no_boolean_flags}"}}
+	if got, err := flags.Argv(dir, []Arg{{"fp16", true}, {"compile", false}, {"lr", 0.1}}); err != nil || !slices.Equal(got, []string{prog, "--fp16", "--lr=0.1"}) {
+		t.Errorf("${args_no_boolean_flags}: Argv = %q, %v, want true as a bare flag and false left out", got, err)
 	}
 	if got, err := (Spec{Program: prog}).Argv(dir, nil); err != nil || !slices.Equal(got, []string{prog}) {
 		t.Errorf("Argv without args = %q, %v", got, err)

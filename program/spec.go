@@ -37,9 +37,12 @@ const (
 	macroArgsNoHyphens = "${args_no_hyphens}"
 	macroArgsJSON      = "${args_json}"
 	macroEnv           = "${env}"
+	// macroArgsNoBooleanFlags is ${args} with a boolean as a bare flag: --key if true,
+	// nothing if false (W&B's ${args_no_boolean_flags}).
+	macroArgsNoBooleanFlags = "${args_no_boolean_flags}"
 )
 
-var macros = []string{macroInterpreter, macroProgram, macroArgs, macroArgsNoHyphens, macroArgsJSON, macroEnv}
+var macros = []string{macroInterpreter, macroProgram, macroArgs, macroArgsNoHyphens, macroArgsJSON, macroArgsNoBooleanFlags, macroEnv}
 
 // defaultCommand is the argv template of a trainer without a command.
 var defaultCommand = []string{macroInterpreter, macroProgram, macroArgs}
@@ -58,7 +61,9 @@ const ReservedEnvPrefix = "SFSWEEP_"
 
 // Check reports the first thing wrong with s, as a *fielderr.Error whose field is under
 // "trainer" ("trainer.command[1]"). A command must run ${program}: a template that leaves
-// it out would run something other than the file the identity names.
+// it out would run something other than the file the identity names. The one exception
+// is a trainer without a program whose command runs something else (python -m pkg.train):
+// its identity is then its version or its files, which it must give.
 func (s Spec) Check() error {
 	bad := func(field string, value any, reason string) error {
 		return &fielderr.Error{Field: "trainer." + field, Value: value, Reason: reason, Line: s.Line}
@@ -66,8 +71,8 @@ func (s Spec) Check() error {
 	if !validName.MatchString(s.Name) {
 		return bad("name", s.Name, "must be letters, digits, '-', '_' or '.'")
 	}
-	if s.Program == "" {
-		return bad("program", s.Program, "is required: the program's path")
+	if s.Program == "" && (len(s.Command) == 0 || (s.Version == "" && len(s.Files) == 0)) {
+		return bad("program", s.Program, "is required: the program's path (or a command that runs without one, with a version or files for its identity)")
 	}
 	if strings.ContainsAny(s.Interpreter, " \t\n\x00") || strings.Contains(s.Interpreter, "${") {
 		return bad("interpreter", s.Interpreter, "must be one command, e.g. python3 (arguments go in command)")
@@ -86,8 +91,11 @@ func (s Spec) Check() error {
 			}
 			runs = runs || c == macroProgram
 		}
-		if !runs {
+		if !runs && s.Program != "" {
 			return bad("command", strings.Join(s.Command, " "), "must contain "+macroProgram)
+		}
+		if runs && s.Program == "" {
+			return bad("program", "", "is required: the command runs "+macroProgram)
 		}
 	}
 	if s.Version != "" && len(s.Files) > 0 {

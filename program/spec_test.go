@@ -22,6 +22,8 @@ func TestCheck(t *testing.T) {
 		{func(s *Spec) { s.Name = "" }, "trainer.name", "letters, digits"},
 		{func(s *Spec) { s.Name = "a/b" }, "trainer.name", "letters, digits"},
 		{func(s *Spec) { s.Program = "" }, "trainer.program", "required"},
+		{func(s *Spec) { s.Program, s.Command = "", []string{"${program}", "${args}"} }, "trainer.program", "required"},
+		{func(s *Spec) { s.Program, s.Version, s.Command = "", "", []string{"python3", "-m", "train", "${args}"} }, "trainer.program", "required"},
 		{func(s *Spec) { s.Interpreter = "python3 -u" }, "trainer.interpreter", "one command"},
 		{func(s *Spec) { s.Command = []string{} }, "trainer.command", "empty"},
 		{func(s *Spec) { s.Command = []string{"python3", "-m", "train", "${args}"} }, "trainer.command", "must contain ${program}"},
@@ -41,6 +43,14 @@ func TestCheck(t *testing.T) {
 		if err := s.Check(); !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Reason, tc.reason) || fe.Line != 7 {
 			t.Errorf("Check(%+v) = %v, want %s: ...%s...", s, err, tc.field, tc.reason)
 		}
+	}
+}
+
+// A trainer may run a module rather than a program file, identified by its version.
+func TestCheckModule(t *testing.T) {
+	s := Spec{Name: "m", Interpreter: "python3", Version: "1", Command: []string{"${env}", "${interpreter}", "-m", "src.train", "${args_no_boolean_flags}"}}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
 	}
 }
 
