@@ -105,7 +105,7 @@ func ResolveTrainer(src []byte, dir string) ([]byte, error) {
 	}
 	id, err := probe.Trainer.Spec.Identity(dir)
 	if err != nil {
-		return nil, fielderr.Under("trainer", err)
+		return nil, err // its field is the trainer's already
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {

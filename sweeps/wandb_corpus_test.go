@@ -56,13 +56,12 @@ var wandbCorpus = map[string]struct {
 	"boostcampaitech4nlp2__level1_semantictextsimilarity_nlp-level1-nlp-12__configs__sweep_config.yaml": {count: 20},
 	"humdinger-g__unsupervised_translation__configs__sweep_config.yaml":                                 {},
 	"rodneykeilson__ToxiScope__configs__sweep_config.yaml":                                              {},
-	// as AIBootcamp13's: ${interpreter} -m src.training.train runs a module
-	"boostcampaitech8__pro-nlp-mrc-nlp-01__configs__sweep_config.yaml": {count: 20, err: "line 4: command = ['${env}', '${interpreter}', -m, src.training.train"},
-	// python -m src.train runs a module, no program file: a trainer's command must run
-	// ${program} (docs/trainer.md), whose contents are its identity
-	"AIBootcamp13__upstageailab-nlp-summarization-nlp_9__sweep.yaml": {count: 20, err: "line 5: command = ['${env}', python, -m, src.train"},
-	// ${args_no_boolean_flags} (booleans as bare flags) is no macro of a trainer's command
-	"OpenBioML__bio-chem-lm__sweeps__sweep.yaml": {count: 20, err: "line 98: command = ${args_no_boolean_flags}: a trainer's command takes"},
+	// ${interpreter} -m src.training.train runs a module: its file is the identity
+	"boostcampaitech8__pro-nlp-mrc-nlp-01__configs__sweep_config.yaml": {count: 20},
+	// python -m src.train, likewise
+	"AIBootcamp13__upstageailab-nlp-summarization-nlp_9__sweep.yaml": {count: 20},
+	// ${args_no_boolean_flags}: booleans as bare flags
+	"OpenBioML__bio-chem-lm__sweeps__sweep.yaml": {count: 20},
 	// max_runs is no key of a W&B sweep: W&B's own schema refuses the sweep
 	"Englios__nano-t5-malaysian-dialect-MT__configs__sweep_config.yaml": {err: "line 11: max_runs = 5: not a key of a W&B sweep", invalid: true},
 	// output_dir: /tmp/test-clm would put the program's output outside its run
@@ -75,8 +74,7 @@ var wandbCorpus = map[string]struct {
 }
 
 // Each real sweep imports, as a program sweep where it names a program or is given one,
-// and validates; or fails with its documented reason. At least 90% of those W&B itself
-// accepts import.
+// and validates; or fails with its documented reason. At least 90% of them import.
 func TestWandbCorpus(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "wandb", "corpus", "*.yaml"))
 	if err != nil || len(files) < 20 {
@@ -132,7 +130,7 @@ func TestWandbCorpus(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d real W&B sweeps import (%d as program sweeps); %d of the %d that W&B accepts", imported, len(files), programs, imported, valid)
-	if imported*10 < valid*9 {
-		t.Errorf("%d of the %d sweeps W&B accepts import: want at least 90%%", imported, valid)
+	if imported*10 < len(files)*9 || len(files) < 20 {
+		t.Errorf("%d of the %d sweeps import: want at least 90%% of at least 20", imported, len(files))
 	}
 }

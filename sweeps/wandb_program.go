@@ -148,6 +148,25 @@ func (w *wandbImport) trainer(keys map[string][2]*yaml.Node, override string, to
 			command = append(command, a.Value)
 		}
 	}
+	if module := moduleOf(command); hasCommand && override == "" && !slices.Contains(command, "${program}") && module != "" && slices.IndexFunc(command, isScript) < 0 {
+		// python -m pkg.train: the command runs a module, whose file is its identity
+		file := strings.ReplaceAll(module, ".", "/") + ".py"
+		w.note("command", brief(ck[1]), ck[0].Line, fmt.Sprintf("runs the module %s: the trainer's identity is the hash of %s (add the files it imports to trainer.files)", module, file))
+		setKey(t, "name", quoted(trainerName(file)))
+		if slices.Contains(command, "${interpreter}") {
+			setKey(t, "interpreter", quoted("python3"))
+		}
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, a := range command {
+			seq.Content = append(seq.Content, quoted(a))
+		}
+		setKey(t, "command", seq)
+		files := flowSeq()
+		files.Content = append(files.Content, quoted(file))
+		setKey(t, "files", files)
+		w.from("trainer", "command", ck[0].Line)
+		return t, nil
+	}
 	if hasCommand && !slices.Contains(command, "${program}") {
 		// W&B runs the command as written; a trainer runs ${program}, whose contents are
 		// its identity: the script the command runs is the program
@@ -185,9 +204,18 @@ func (w *wandbImport) trainer(keys map[string][2]*yaml.Node, override string, to
 	return t, nil
 }
 
-// commandMacros are the macros of a trainer's command (docs/trainer.md): W&B's, less
-// ${args_no_boolean_flags}.
-var commandMacros = []string{"${env}", "${interpreter}", "${program}", "${args}", "${args_no_hyphens}", "${args_json}"}
+// commandMacros are the macros of a trainer's command (docs/trainer.md): W&B's.
+var commandMacros = []string{"${env}", "${interpreter}", "${program}", "${args}", "${args_no_hyphens}", "${args_no_boolean_flags}", "${args_json}"}
+
+// moduleOf is the module a command runs with python's -m (src.train), or "".
+func moduleOf(command []string) string {
+	for i, a := range command[:max(len(command)-1, 0)] {
+		if m := command[i+1]; a == "-m" && !strings.HasPrefix(m, "-") && !strings.Contains(m, "${") {
+			return m
+		}
+	}
+	return ""
+}
 
 // isScript reports whether a command's argument names a script to run: a literal (no
 // macro, no flag) with a script's extension.

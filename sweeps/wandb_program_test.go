@@ -22,6 +22,7 @@ type programOut struct {
 		Program     string   `yaml:"program"`
 		Interpreter string   `yaml:"interpreter"`
 		Command     []string `yaml:"command"`
+		Files       []string `yaml:"files"`
 	} `yaml:"trainer"`
 	Parameters map[string]any `yaml:"parameters"`
 	Steps      int            `yaml:"steps"`
@@ -227,7 +228,7 @@ func TestWandbProgramErrors(t *testing.T) {
 	}{
 		{"method: grid\ncommand: [python, \"${program}\"]\nparameters: {lr: {values: [1]}}\n", WandbOptions{}, "program", 1, "name the program here, or give -program"},
 		{"method: grid\ncommand: [python, -m, src.train, \"${args}\"]\nparameters: {lr: {values: [1]}}\n", WandbOptions{Program: "src/train.py"}, "command", 2, "runs no program file"},
-		{"program: t.py\ncommand: [accelerate, launch, \"${program}\", \"${args_no_boolean_flags}\"]\nmethod: grid\nparameters: {lr: {values: [1]}}\n", WandbOptions{}, "command", 2, "a trainer's command takes"},
+		{"program: t.py\ncommand: [accelerate, launch, \"${program}\", \"${args_no_flags}\"]\nmethod: grid\nparameters: {lr: {values: [1]}}\n", WandbOptions{}, "command", 2, "a trainer's command takes"},
 		{"program: t.py\nmethod: random\nrun_cap: 3\nparameters:\n  w: {distribution: q_uniform, min: 0, max: 100, q: 10}\n", WandbOptions{}, "parameters.w", 5, "quantized"},
 		{"program: t.py\nmethod: random\nrun_cap: 3\nparameters:\n  w: {distribution: normal, mu: 0, sigma: 1}\n", WandbOptions{}, "parameters.w", 5, "unbounded"},
 		{"program: t.py\nmethod: random\nparameters: {lr: {min: 0.1, max: 0.2}}\n", WandbOptions{}, "run_cap", 2, "give run_cap, or -count"},
@@ -296,7 +297,11 @@ func checkProgramManifest(t *testing.T, out []byte) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if prog := m.Trainer.Program; prog != "" && !filepath.IsAbs(prog) {
+	// the user's files: the program, and the files that identify a trainer without one
+	for _, prog := range append([]string{m.Trainer.Program}, m.Trainer.Files...) {
+		if prog == "" || filepath.IsAbs(prog) {
+			continue
+		}
 		file := filepath.Join(dir, filepath.FromSlash(prog))
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			t.Fatal(err)
