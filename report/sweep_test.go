@@ -151,6 +151,9 @@ func TestExampleTables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if src, err = sweeps.ResolveTrainer(src, filepath.Dir(f)); err != nil { // as the commands do
+			t.Fatalf("%s: %v", f, err)
+		}
 		m, err := sweeps.Parse(src)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
