@@ -6,6 +6,8 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -271,20 +273,28 @@ func (a *Activities) programData(ctx context.Context, d training.DataConfig) (st
 	case isDir(d.Path):
 		return d.Path, nil
 	}
-	ds, err := data.Open(ctx, a.Store, d.Path) // verified against its meta
+	// a copy per dataset, named by the digest of its meta.json (which holds the splits'
+	// hashes): only meta.json is read from the store once the copy exists
+	prefix := strings.TrimSuffix(d.Path, "/")
+	meta, err := a.Store.Get(ctx, prefix+"/meta.json")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("data.path %s: %w", d.Path, err)
 	}
-	dir := filepath.Join(a.CacheDir, "datasets", ds.Digest())
-	if _, err := data.OpenDir(dir); err == nil {
+	sum := sha256.Sum256(meta)
+	digest := hex.EncodeToString(sum[:])
+	dir := filepath.Join(a.CacheDir, "datasets", digest)
+	if ds, err := data.OpenDir(dir); err == nil && ds.Digest() == digest {
 		return dir, nil
 	}
-	tmp, err := os.MkdirTemp(a.CacheDir, "dataset-")
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "copy-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	ks, err := a.Store.List(ctx, strings.TrimSuffix(d.Path, "/")+"/")
+	ks, err := a.Store.List(ctx, prefix+"/")
 	if err != nil {
 		return "", err
 	}
@@ -297,8 +307,8 @@ func (a *Activities) programData(ctx context.Context, d training.DataConfig) (st
 			return "", err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
+	if ds, err := data.OpenDir(tmp); err != nil || ds.Digest() != digest { // verified against its meta
+		return "", fmt.Errorf("data.path %s: the copy does not verify: %v", d.Path, err)
 	}
 	if err := os.Rename(tmp, dir); err != nil && !isDir(dir) {
 		return "", err
