@@ -108,7 +108,6 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 		return nil, err
 	}
 	defer os.RemoveAll(at.root)
-	env, argv, dirs, mirror := at.env, at.argv, at, at.mirror
 	stored, err := trial.ReadCurves(ctx, a.Store, in.TrialID)
 	if err != nil {
 		return nil, err
@@ -124,25 +123,25 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 		stall = ProgramStall
 	}
 	start := time.Now()
+	loss := 0.0 // the heartbeat's: the last finite training loss (JSON has no NaN)
 	out, runErr := program.Run(ctx, program.Attempt{
-		Argv: argv, Env: env, Dir: dirs.run, Metrics: env["SFSWEEP_METRICS"], LogDir: dirs.logs,
+		Argv: at.argv, Env: at.env, Dir: at.run, Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs,
 		Until: in.Until, Stall: stall, Grace: programGrace,
 		OnMetric: func(m program.Metric) {
 			c.add(m)
-			loss := math.NaN()
-			if m.TrainLoss != nil {
-				loss = *m.TrainLoss
+			if l := m.TrainLoss; l != nil && !math.IsNaN(*l) && !math.IsInf(*l, 0) {
+				loss = *l
 			}
 			hb(m.Step, loss)
 		},
 		Sync: func(ctx context.Context) error {
-			if _, err := mirror.Push(ctx); err != nil {
+			if _, err := at.mirror.Push(ctx); err != nil {
 				return err
 			}
 			return c.flush(ctx, rec)
 		},
 	})
-	a.keepLogs(ctx, in.TrialID, in.Until, attempt, dirs.logs, out)
+	a.keepLogs(ctx, in.TrialID, in.Until, attempt, at.logs, out)
 	if err := c.flush(ctx, rec); err != nil && runErr == nil {
 		runErr = err
 	}
