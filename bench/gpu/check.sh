@@ -12,10 +12,10 @@
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
 # Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit fast loop
-# kill sweep curve; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed profile unit fast loop kill sweep curve}
+STAGES=${2:-ptx speed profile unit fast loop kill sweep curve program}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -180,3 +180,46 @@ if has curve; then
 	python3 "$ROOT/bench/gpu/compare_curves.py" "$OUT/curve-fp32-1.json" "$OUT/curve-bf16-1.json" "$OUT/curve-fp32-2.json" | tee "$OUT/curve.txt"
 fi
 
+
+if has program; then
+	# the reference PyTorch trainer (examples/pytorch/train.py, float32) on llama-124m, 20
+	# steps of 32,768 tokens: once as a trial of sfsweep run (the embedded stack, a gpu
+	# worker, checkpoints mirrored to the store), once bare with the same parameters. The
+	# ratio of their tokens/s is what the orchestration costs (docs/trainer.md).
+	cat >"$WORK/program.yaml" <<YAML
+name: program-gpu
+trainer: {name: torch-llama, program: $ROOT/examples/pytorch/train.py, interpreter: python3, version: gpu-check}
+model: llama-124m
+backend: cuda
+data: {path: $DATA/go-gpt2}
+seq_len: 512
+micro_batch: 16
+batch_tokens: 32768
+steps: 20
+eval_every: 10
+eval_seqs: 64
+test_seqs: 64
+checkpoint_every: 10
+seeds: [0]
+optimizers:
+  - {name: sfadamw, lr: 2e-3, betas: [[0.9, 0.99]]}
+YAML
+	(cd "$WORK" && timeout 400 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' run -ui=false -page off -dir '$WORK/program-state' -out '$WORK/program-out' '$WORK/program.yaml'") >"$OUT/program-sfsweep.log" 2>&1
+	start=$(date +%s%N)
+	timeout 400 python3 "$ROOT/examples/pytorch/train.py" --optimizer=sfadamw --lr=0.002 --beta1=0.9 --beta2=0.99 \
+		--steps=20 --seed=0 --micro_batch=16 --seq_len=512 --batch_tokens=32768 --eval_every=10 --eval_seqs=64 \
+		--test_seqs=64 --checkpoint_every=10 --checkpoint_dir="$WORK/program-bare" --data="$DATA/go-gpt2" \
+		--dim=768 --layers=12 --heads=12 --hidden=2048 --vocab=50304 --context=512 >"$OUT/program-bare.log" 2>&1
+	end=$(date +%s%N)
+	python3 - "$WORK/program-state" "$start" "$end" <<'PY' | tee "$OUT/program.txt"
+import glob, json, sys
+state, bare = sys.argv[1], (int(sys.argv[3]) - int(sys.argv[2])) / 1e9
+res = [json.load(open(f)) for f in glob.glob(state + "/s3/*/trials/*/result.json")]
+if not res:
+    print("== program: FAILED (no result; see program-sfsweep.log)")
+    sys.exit(0)
+r, tokens = res[0], 20 * 32768
+print(f"== program: {r['status']}, val {r['val_loss']}; through sfsweep run {tokens / r['seconds']:.0f} tokens/s "
+      f"({r['seconds']:.1f} s), bare {tokens / bare:.0f} tokens/s ({bare:.1f} s): {bare / r['seconds']:.3f}x")
+PY
+fi
