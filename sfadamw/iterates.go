@@ -150,6 +150,11 @@ func (s *iterates[T]) Steps() int { return int(s.avg.step) }
 // LastLR returns γ_t of the last step.
 func (s *iterates[T]) LastLR() float64 { return s.avg.lastLR }
 
+// SetLR sets γ, the learning rate of the steps that follow (warmup still scales it before
+// T_warmup), for a caller that drives its own schedule, as the LR-decay branch of a
+// constant-LR run does. Each step's c_{t+1} weighs z_{t+1} by the γ_t it took.
+func (s *iterates[T]) SetLR(lr float64) { s.avg.lr = lr }
+
 // LastC returns c_{t+1} of the last step, the weight of z_{t+1} in x_{t+1}.
 func (s *iterates[T]) LastC() float64 { return s.avg.lastC }
 

@@ -11,22 +11,14 @@ import (
 // TestAlgorithm1ByHand checks two steps of SF-AdamW on f(w) = w²/2 from x_1 = 1 against
 // values worked out by hand from the paper's Algorithm 1 (γ = 0.1, β1 = 0.5, β2 = 0.9).
 func TestAlgorithm1ByHand(t *testing.T) {
-	const eps = 1e-8
-	w := []float64{1}
-	o, err := New(Config{LR: 0.1, Beta1: 0.5, Beta2: 0.9, Eps: eps}, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Step 1: y_1 = 1, g = 1, v_1 = 0.1, v̂ = 1, z_2 = 1 − 0.1/(1+ε), c_2 = 1, x_2 = z_2, y_2 = z_2.
-	o.Step([]float64{w[0]})
-	z2 := 1 - 0.1/(1+eps)
+	o, w, z2 := firstStepByHand(t)
 	want := map[string][2]float64{"y2": {w[0], z2}, "z2": {o.Z()[0], z2}, "c2": {o.LastC(), 1}}
 	// Step 2: g = y_2, v_2 = 0.9·0.1 + 0.1·y_2², v̂ = v_2/(1−0.81), z_3 = z_2 − 0.1·g/(√v̂+ε),
 	// c_3 = 1/2, x_3 = (x_2 + z_3)/2, y_3 = (z_3 + x_3)/2.
 	g := w[0]
 	o.Step([]float64{g})
 	v2 := 0.9*0.1 + 0.1*g*g
-	z3 := z2 - 0.1*g/(math.Sqrt(v2/0.19)+eps)
+	z3 := z2 - 0.1*g/(math.Sqrt(v2/0.19)+handEps)
 	x3 := (z2 + z3) / 2
 	y3 := (z3 + x3) / 2
 	x := []float64{0}
@@ -40,6 +32,23 @@ func TestAlgorithm1ByHand(t *testing.T) {
 			t.Errorf("%s = %.17g, want %.17g (by hand)", name, p[0], p[1])
 		}
 	}
+}
+
+// handEps is the ε of the steps worked out by hand.
+const handEps = 1e-8
+
+// firstStepByHand takes the first step of TestAlgorithm1ByHand: from y_1 = 1, g = 1,
+// v_1 = 0.1, v̂ = 1, z_2 = 1 − 0.1/(1+ε), c_2 = 1, x_2 = z_2, y_2 = z_2. It returns the
+// optimizer, its parameters (y_2) and z_2.
+func firstStepByHand(t *testing.T) (*SFAdamW[float64], []float64, float64) {
+	t.Helper()
+	w := []float64{1}
+	o, err := New(Config{LR: 0.1, Beta1: 0.5, Beta2: 0.9, Eps: handEps}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Step([]float64{w[0]})
+	return o, w, 1 - 0.1/(1+handEps)
 }
 
 // referenceCases are the configurations checked against the transcription of Algorithms 1–2.
@@ -327,6 +336,25 @@ func TestStepAllocatesNothing(t *testing.T) {
 	} {
 		if a := testing.AllocsPerRun(10, f); a != 0 {
 			t.Errorf("%s allocates %.1f times per call", name, a)
+		}
+	}
+}
+
+// TestSetLR continues TestAlgorithm1ByHand's first step with γ_2 = 0.05 set by the caller:
+// z moves by the new γ, and c_3 = γ_2²/(γ_1² + γ_2²) = 0.2 weighs it in x.
+func TestSetLR(t *testing.T) {
+	o, w, z2 := firstStepByHand(t)
+	o.SetLR(0.05)
+	g := w[0]
+	o.Step([]float64{g})
+	v2 := 0.9*0.1 + 0.1*g*g
+	z3 := z2 - 0.05*g/(math.Sqrt(v2/0.19)+handEps)
+	x3 := 0.8*z2 + 0.2*z3
+	x := []float64{0}
+	o.X(x)
+	for name, p := range map[string][2]float64{"z3": {o.Z()[0], z3}, "x3": {x[0], x3}, "c3": {o.LastC(), 0.2}, "γ2": {o.LastLR(), 0.05}} {
+		if math.Abs(p[0]-p[1]) > 1e-15 {
+			t.Errorf("%s = %.17g, want %.17g (by hand)", name, p[0], p[1])
 		}
 	}
 }
