@@ -80,7 +80,11 @@ func DecayProbe(ctx context.Context, cfg Config, w []float32, data Batches, pc D
 	if res.Before, res.EvalSeqs, err = p.valLoss(cfg.EvalSeqs); err != nil {
 		return nil, err
 	}
-	res.Curve, res.DivergedAt, err = p.train(ctx, ac, nil, pc.FromStep, pc.Steps)
+	adamw, err := sfadamw.NewAdamW(ac, p.w)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	res.Curve, res.DivergedAt, err = p.train(ctx, &optimizer{adamw: adamw}, ac.Schedule, pc.FromStep, pc.Steps)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +99,9 @@ func DecayProbe(ctx context.Context, cfg Config, w []float32, data Batches, pc D
 	return res, nil
 }
 
-// LRDecayResult is the LR-decay branch of an AdamW run (fig:Obs1 left): the run's own
-// optimizer state continued with a linear decay to zero from its current learning rate.
+// LRDecayResult is the LR-decay branch of a run (fig:Obs1 left): the run's own optimizer
+// state continued with a linear decay to zero from its current learning rate. Its losses
+// are at the iterate the run evaluates: w for AdamW, x for SF-AdamW.
 type LRDecayResult struct {
 	FromStep   int         `json:"from_step"`
 	Steps      int         `json:"steps"`
@@ -108,9 +113,10 @@ type LRDecayResult struct {
 	Curve      []ProbeStep `json:"curve"`
 }
 
-// LRDecay continues an AdamW run of cfg from its checkpoint at fromStep (weights w and
-// optimizer state st) with the learning rate decaying linearly from the schedule's value
-// at fromStep to zero over frac·fromStep steps, on the batches the run would have read.
+// LRDecay continues a run of cfg (AdamW or SF-AdamW) from its checkpoint at fromStep
+// (weights w, y for SF-AdamW, and optimizer state st) with the learning rate decaying
+// linearly from its value at fromStep to zero over frac·fromStep steps, on the batches
+// the run would have read.
 func LRDecay(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep int, frac float64, data Batches) (*LRDecayResult, error) {
 	if math.IsNaN(frac) || frac <= 0 || frac > 1 {
 		return nil, &fielderr.Error{Field: "decay_branch.frac", Value: frac, Reason: "must be in (0, 1]"}
@@ -119,9 +125,9 @@ func LRDecay(ctx context.Context, cfg Config, w []float32, st sfadamw.State[floa
 	return res, err
 }
 
-// LRDecayWeights is LRDecay over a given number of steps; it also returns the
-// weights the branch ends with (fig:river_valley_loss_profile, regime 2: AdamW decayed
-// from t1 to t2).
+// LRDecayWeights is LRDecay over a given number of steps; it also returns the weights of
+// the evaluated iterate the branch ends with (fig:river_valley_loss_profile, regime 2:
+// AdamW decayed from t1 to t2).
 func LRDecayWeights(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches) (*LRDecayResult, []float32, error) {
 	if steps < 1 {
 		return nil, nil, &fielderr.Error{Field: "decay_branch.steps", Value: steps, Reason: "must be ≥ 1"}
@@ -130,28 +136,36 @@ func LRDecayWeights(ctx context.Context, cfg Config, w []float32, st sfadamw.Sta
 }
 
 func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches, keep bool) (*LRDecayResult, []float32, error) {
-	if cfg.Optimizer.Name != AdamW {
-		return nil, nil, &fielderr.Error{Field: "optimizer.name", Value: cfg.Optimizer.Name, Reason: "the LR-decay branch continues an adamw run"}
+	var startLR float64
+	switch cfg.Optimizer.Name {
+	case AdamW:
+		startLR = cfg.AdamWConfig().Schedule.At(fromStep)
+	case SFAdamW: // γ_t = γ·min(1, t/T_warmup), Algorithm 1
+		startLR = sfadamw.Schedule{Kind: sfadamw.Constant, Peak: cfg.Optimizer.LR, WarmupSteps: cfg.WarmupSteps()}.At(fromStep)
+	default:
+		return nil, nil, &fielderr.Error{Field: "optimizer.name", Value: cfg.Optimizer.Name, Reason: "the LR-decay branch continues an adamw or sfadamw run"}
 	}
-	ac := cfg.AdamWConfig()
-	startLR := ac.Schedule.At(fromStep)
-	// constant at startLR up to fromStep, then linear to 0 over steps
-	ac.Schedule = sfadamw.Schedule{Kind: sfadamw.WSD, Peak: startLR, DecayStart: fromStep, DecaySteps: steps}
+	// constant at startLR up to fromStep, then linear to 0 over steps: γ = 0 at the last
+	sched := sfadamw.Schedule{Kind: sfadamw.WSD, Peak: startLR, DecayStart: fromStep, DecaySteps: steps}
 	p, err := newProbe(ctx, cfg, w, data)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer p.eng.Close()
-	res := &LRDecayResult{FromStep: fromStep, Steps: steps, StartLR: startLR}
-	if res.Before, res.EvalSeqs, err = p.valLoss(cfg.EvalSeqs); err != nil {
+	o, err := branchOptimizer(cfg, p.w, st, sched)
+	if err != nil {
 		return nil, nil, err
 	}
-	if res.Curve, res.DivergedAt, err = p.train(ctx, ac, &st, fromStep, steps); err != nil {
+	res := &LRDecayResult{FromStep: fromStep, Steps: steps, StartLR: startLR}
+	if res.Before, res.EvalSeqs, err = p.evaluatedLoss(o, cfg.EvalSeqs); err != nil {
+		return nil, nil, err
+	}
+	if res.Curve, res.DivergedAt, err = p.train(ctx, o, sched, fromStep, steps); err != nil {
 		return nil, nil, err
 	}
 	res.After = Loss(math.NaN())
 	if res.DivergedAt == 0 {
-		after, _, err := p.valLoss(cfg.EvalSeqs)
+		after, _, err := p.evaluatedLoss(o, cfg.EvalSeqs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -159,9 +173,62 @@ func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[
 	}
 	var final []float32
 	if keep {
-		final = slices.Clone(p.w) // the host copy is current after every step
+		final = p.evaluated(o) // the host copy is current after every step
 	}
 	return res, final, nil
+}
+
+// branchOptimizer is the run's optimizer over the prober's weights w, restored from st,
+// with the learning rate of sched: AdamW's schedule is sched; SF-AdamW starts at sched's
+// peak with no warmup left, and train sets its γ of each step from sched. SF-AdamW's
+// c_{t+1} then weighs each z_{t+1} by the decayed γ_t (Algorithm 1), so x moves less and
+// less as the branch nears its end.
+func branchOptimizer(cfg Config, w []float32, st sfadamw.State[float32], sched sfadamw.Schedule) (*optimizer, error) {
+	o := &optimizer{}
+	var err error
+	if cfg.Optimizer.Name == SFAdamW {
+		sc := cfg.SFAdamWConfig()
+		sc.LR, sc.WarmupSteps = sched.Peak, 0
+		o.sf, err = sfadamw.New(sc, w)
+	} else {
+		ac := cfg.AdamWConfig()
+		ac.Schedule = sched
+		o.adamw, err = sfadamw.NewAdamW(ac, w)
+	}
+	if err == nil {
+		err = o.restore(st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	return o, nil
+}
+
+// evaluated is a copy of the iterate the run evaluates: the parameters, or SF-AdamW's x.
+func (p *prober) evaluated(o *optimizer) []float32 {
+	if o.sf == nil {
+		return slices.Clone(p.w)
+	}
+	x := make([]float32, len(p.w))
+	o.sf.X(x)
+	return x
+}
+
+// evaluatedLoss is the validation loss at the iterate the run evaluates; the engine
+// computes with the optimizer's parameters again afterwards.
+func (p *prober) evaluatedLoss(o *optimizer, maxSeqs int) (float64, int, error) {
+	if o.sf == nil {
+		return p.valLoss(maxSeqs)
+	}
+	y := slices.Clone(p.w) // on a host engine, setting x overwrites y
+	if err := p.setParams(p.evaluated(o)); err != nil {
+		return 0, 0, err
+	}
+	l, n, err := p.valLoss(maxSeqs)
+	if err != nil {
+		return 0, 0, err
+	}
+	return l, n, p.setParams(y)
 }
 
 // InterpolationResult is the validation loss along the segment between two weights of a
@@ -250,27 +317,20 @@ func newProbe(ctx context.Context, cfg Config, w []float32, data Batches) (*prob
 	return &prober{e}, nil
 }
 
-// train runs AdamW (restored from st if given, at step count fromStep) for steps steps on
-// the batches of steps fromStep+1, ..., and returns the per-step curve and the step whose
-// loss was not finite (0 if none). It steps on the host: the curve records the learning
-// rate of every step, which the host's optimizer knows.
-func (p *prober) train(ctx context.Context, ac sfadamw.AdamWConfig, st *sfadamw.State[float32], fromStep, steps int) ([]ProbeStep, int, error) {
-	adamw, err := sfadamw.NewAdamW(ac, p.w)
-	if err != nil {
-		return nil, 0, fmt.Errorf("probe: %w", err)
-	}
-	o := &optimizer{adamw: adamw}
-	if st != nil {
-		if err := o.restore(*st); err != nil {
-			return nil, 0, fmt.Errorf("probe: %w", err)
-		}
-	}
+// train runs o for steps steps on the batches of steps fromStep+1, ..., and returns the
+// per-step curve and the step whose loss was not finite (0 if none). SF-AdamW, which has
+// no schedule of its own, takes each step's γ from sched. It steps on the host: the curve
+// records the learning rate of every step, which the host's optimizer knows.
+func (p *prober) train(ctx context.Context, o *optimizer, sched sfadamw.Schedule, fromStep, steps int) ([]ProbeStep, int, error) {
 	curve := make([]ProbeStep, 0, steps)
 	for s := 1; s <= steps; s++ {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
 		step := fromStep + s
+		if o.sf != nil {
+			o.sf.SetLR(sched.At(step))
+		}
 		loss, err := p.step(step, o)
 		if err != nil {
 			return nil, 0, err

@@ -108,8 +108,10 @@ func TestDecayBranch(t *testing.T) {
 			t.Errorf("step %d: LR %g, want %g", p.Step, p.LR, want)
 		}
 	}
-	if _, err := LRDecay(context.Background(), testConfig(SFAdamW), ck.Params, st, 20, 0.5, b); err == nil {
-		t.Error("a decay branch of an SF-AdamW run was accepted")
+	other := cfg
+	other.Optimizer.Name = "lion"
+	if _, err := LRDecay(context.Background(), other, ck.Params, st, 20, 0.5, b); err == nil || !strings.Contains(err.Error(), "optimizer.name") {
+		t.Errorf("a decay branch of a lion run: %v", err)
 	}
 	// the same branch by its length, with the weights it ends with: their loss is the
 	// branch's final loss, to the bit
@@ -123,6 +125,57 @@ func TestDecayBranch(t *testing.T) {
 	pts, err := Interpolate(context.Background(), cfg, ck.Params, final, []float64{0}, b)
 	if err != nil || pts[0].Loss != res.After {
 		t.Errorf("loss at the branch's final weights %+v (%v), want %v", pts, err, res.After)
+	}
+}
+
+// The LR-decay branch of SF-AdamW continues the run's y, z and v from its checkpoint with
+// γ linear from the run's to zero, and reads the loss at x: before the branch it is the
+// run's Val[x] at that step, to the bit; after it, the loss at the x it returns.
+func TestDecayBranchSFAdamW(t *testing.T) {
+	cfg := testConfig(SFAdamW)
+	store := newStore(t)
+	run1, err := run(t, cfg, store, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ck, err := checkpoint.Load(ctx, store, "trials/t/checkpoints", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ck.Optimizer(StateOptimizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewBatches(cfg, testCorpus(t))
+	res, err := LRDecay(ctx, cfg, ck.Params, st, 20, 0.5, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 10 || res.StartLR != cfg.Optimizer.LR || len(res.Curve) != 10 || res.DivergedAt != 0 {
+		t.Fatalf("branch %+v", res)
+	}
+	for k, p := range res.Curve {
+		if want := cfg.Optimizer.LR * (1 - float64(k+1)/10); math.Abs(p.LR-want) > 1e-15 {
+			t.Errorf("step %d: γ %g, want %g", p.Step, p.LR, want)
+		}
+	}
+	if at20 := run1.Curves[1]; at20.Step != 20 || res.Before != at20.Val[IterX] {
+		t.Errorf("loss before the branch %v, the run's Val[x] at step %d %v", res.Before, at20.Step, at20.Val[IterX])
+	}
+	if !(res.After > 0) || float64(res.After) == res.Before {
+		t.Errorf("loss after the branch %v, before %v", res.After, res.Before)
+	}
+	again, x, err := LRDecayWeights(ctx, cfg, ck.Params, st, 20, 10, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, res) {
+		t.Fatalf("the branch is not deterministic: %+v, then %+v", again, res)
+	}
+	pts, err := Interpolate(ctx, cfg, x, ck.Params, []float64{1}, b)
+	if err != nil || pts[0].Loss != res.After {
+		t.Errorf("loss at the branch's final x %+v (%v), want %v", pts, err, res.After)
 	}
 }
 

@@ -190,8 +190,10 @@ func runOptimizer(cfg Config, w []float32) (*optimizer, error) {
 func (o *optimizer) hostStep(g, w []float32) {
 	if o.sf != nil {
 		o.sf.Step(g)
-		o.sf.UpdateEWAX(o.ewas[0])
-		o.ewas[1].Update(w)
+		if len(o.ewas) == 2 { // a probe keeps none
+			o.sf.UpdateEWAX(o.ewas[0])
+			o.ewas[1].Update(w)
+		}
 		return
 	}
 	o.adamw.Step(g)

@@ -5,45 +5,59 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/sfsweep/sfsweep/sfadamw"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/checkpoint"
 )
 
 // A probe's training step is the run's: continued from the run's checkpoint at step 20
-// with the run's own optimizer, a probe's ten steps end on the weights the run
-// checkpointed at step 30, bit for bit, with the run's training loss at step 30.
+// with the run's own optimizer (SF-AdamW's γ set each step, as an LR-decay branch does, to
+// the run's), a probe's ten steps end on the weights the run checkpointed at step 30, bit
+// for bit, with the run's training loss at step 30.
 func TestProbeStepIsRunStep(t *testing.T) {
-	cfg := testConfig(AdamW)
-	store := newStore(t)
-	res, err := run(t, cfg, store, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	c20, err1 := checkpoint.Load(ctx, store, "trials/t/checkpoints", 20)
-	c30, err2 := checkpoint.Load(ctx, store, "trials/t/checkpoints", 30)
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
-	}
-	st, err := c20.Optimizer(StateOptimizer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := NewBatches(cfg, testCorpus(t))
-	p, err := newProbe(ctx, cfg, c20.Params, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.eng.Close()
-	curve, diverged, err := p.train(ctx, cfg.AdamWConfig(), &st, 20, 10)
-	if err != nil || diverged != 0 || len(curve) != 10 {
-		t.Fatalf("probe: %d steps, diverged at %d, %v", len(curve), diverged, err)
-	}
-	if got, want := hashFloats(p.w), hashFloats(c30.Params); got != want {
-		t.Errorf("the probe's weights after step 30 (%.12s) are not the run's (%.12s)", got, want)
-	}
-	if got, want := curve[9].TrainLoss, res.Curves[2].TrainLoss; got != want || res.Curves[2].Step != 30 {
-		t.Errorf("the probe's training loss at step 30 is %v, the run's %v (at step %d)", got, want, res.Curves[2].Step)
+	for _, opt := range []string{AdamW, SFAdamW} {
+		t.Run(opt, func(t *testing.T) {
+			cfg := testConfig(opt)
+			store := newStore(t)
+			res, err := run(t, cfg, store, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			c20, err1 := checkpoint.Load(ctx, store, "trials/t/checkpoints", 20)
+			c30, err2 := checkpoint.Load(ctx, store, "trials/t/checkpoints", 30)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			st, err := c20.Optimizer(StateOptimizer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := NewBatches(cfg, testCorpus(t))
+			p, err := newProbe(ctx, cfg, c20.Params, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.eng.Close()
+			sched := sfadamw.Schedule{Kind: sfadamw.Constant, Peak: cfg.Optimizer.LR} // SF-AdamW past its warmup
+			if opt == AdamW {
+				sched = cfg.AdamWConfig().Schedule
+			}
+			o, err := branchOptimizer(cfg, p.w, st, sched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			curve, diverged, err := p.train(ctx, o, sched, 20, 10)
+			if err != nil || diverged != 0 || len(curve) != 10 {
+				t.Fatalf("probe: %d steps, diverged at %d, %v", len(curve), diverged, err)
+			}
+			if got, want := hashFloats(p.w), hashFloats(c30.Params); got != want {
+				t.Errorf("the probe's weights after step 30 (%.12s) are not the run's (%.12s)", got, want)
+			}
+			if got, want := curve[9].TrainLoss, res.Curves[2].TrainLoss; got != want || res.Curves[2].Step != 30 {
+				t.Errorf("the probe's training loss at step 30 is %v, the run's %v (at step %d)", got, want, res.Curves[2].Step)
+			}
+		})
 	}
 }
 
