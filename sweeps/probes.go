@@ -17,11 +17,10 @@ import (
 )
 
 // ProbesFor resolves the manifest's probes for trial t (probe.Set.For): defaults filled
-// in, "every checkpoint" turned into the trial's checkpoint steps, and the probes that
-// apply only to AdamW trials (the LR-decay branch, the decayed interpolation) left out of
-// the others.
+// in, "every checkpoint" turned into the trial's checkpoint steps, and the probe that
+// applies only to AdamW trials (the decayed interpolation) left out of the others.
 func (m *Manifest) ProbesFor(t Trial) probe.Set {
-	return m.Probes.For(t.Config.Optimizer.Name == training.AdamW || t.Config.Trainer != nil, CheckpointSteps(t.Config))
+	return m.Probes.For(t.Config.Optimizer.Name == training.AdamW, CheckpointSteps(t.Config))
 }
 
 // CheckpointSteps are the steps at which a run of cfg writes a checkpoint: every
@@ -71,13 +70,6 @@ func (m *Manifest) checkProbes() error {
 		}
 		if err := m.checkProbeSteps("probes.lr_decay", b.At, nil); err != nil {
 			return err
-		}
-		if m.Trainer == nil && !slices.ContainsFunc(m.Optimizers, func(g Grid) bool { return g.Name == training.AdamW }) {
-			names := make([]string, len(m.Optimizers))
-			for i, g := range m.Optimizers {
-				names[i] = g.Name
-			}
-			return &fielderr.Error{Field: "probes.lr_decay", Value: fmt.Sprintf("optimizers %v", names), Reason: "the LR-decay branch continues adamw trials, and the grid has none"}
 		}
 	}
 	if ip := m.Probes.Interpolate; ip != nil {

@@ -42,11 +42,11 @@ const (
 	ShapeSqrt   = "sqrt"
 )
 
-// LRDecay is the LR-decay branch of the paper's fig:Obs1 (left): an AdamW trial continued
-// from a checkpoint, with its own optimizer state, on the batches it would have read next,
-// while its learning rate decays linearly from its value there to zero over Frac × the
-// checkpoint's step; then evaluated. It runs from each checkpoint step listed in At (every
-// checkpoint if empty) of AdamW trials; other trials are not branched.
+// LRDecay is the LR-decay branch of the paper's fig:Obs1 (left): a trial, AdamW or
+// SF-AdamW, continued from a checkpoint, with its own optimizer state, on the batches it
+// would have read next, while its learning rate decays linearly from its value there to
+// zero over Frac × the checkpoint's step; then evaluated at the iterate the trial
+// evaluates. It runs from each checkpoint step listed in At (every checkpoint if empty).
 type LRDecay struct {
 	At   []int   `yaml:"at,omitempty" json:"at,omitempty"`
 	Frac float64 `yaml:"frac" json:"frac"`
@@ -99,19 +99,15 @@ func (s Set) WithDefaults() Set {
 
 // For resolves s for one trial: defaults filled in, every At that is empty ("every
 // checkpoint") turned into checkpoints, the steps at which the trial writes one, and the
-// probes that apply only to AdamW trials (the LR-decay branch, the decayed interpolation)
-// left out of the others. s is left as it is.
+// probe that applies only to AdamW trials (the decayed interpolation) left out of the
+// others. s is left as it is.
 func (s Set) For(adamw bool, checkpoints []int) Set {
 	r := s.WithDefaults()
 	if d := r.Decay; d != nil {
 		d.At = At(d.At, checkpoints)
 	}
 	if b := r.LRDecay; b != nil {
-		if !adamw {
-			r.LRDecay = nil
-		} else {
-			b.At = At(b.At, checkpoints)
-		}
+		b.At = At(b.At, checkpoints)
 	}
 	if ip := r.Interpolate; ip != nil {
 		ip.Decayed = ip.Decayed && adamw

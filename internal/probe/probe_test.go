@@ -33,7 +33,8 @@ interpolate: {from: 10, to: 30, decayed: true}
 }
 
 // For fills the defaults in, turns "every checkpoint" into the trial's checkpoint steps and
-// keeps the AdamW-only probes for AdamW trials, leaving the manifest's Set as it was.
+// keeps the AdamW-only probe (the decayed interpolation) for AdamW trials, the LR-decay
+// branch for every trial, leaving the manifest's Set as it was.
 func TestFor(t *testing.T) {
 	s := Set{
 		Decay:       &Decay{Steps: 4},
@@ -48,7 +49,7 @@ func TestFor(t *testing.T) {
 		if d := r.Decay; d == nil || !slices.Equal(d.At, checkpoints) || d.PeakLR != DefaultDecayPeakLR || d.Steps != 4 {
 			t.Errorf("adamw %v: decay %+v", adamw, r.Decay)
 		}
-		if (r.LRDecay != nil) != adamw || adamw && !slices.Equal(r.LRDecay.At, checkpoints) {
+		if r.LRDecay == nil || !slices.Equal(r.LRDecay.At, checkpoints) {
 			t.Errorf("adamw %v: lr_decay %+v", adamw, r.LRDecay)
 		}
 		if ip := r.Interpolate; ip == nil || ip.Points != DefaultInterpolationPoints || ip.Decayed != adamw {
