@@ -38,19 +38,19 @@ type seedTrial struct {
 // evidence is what the checks read: the configurations, in the order of their first
 // trial, and the probe results of their trials by trial ID.
 type evidence struct {
-	configs []*config
-	decay   map[string]*training.DecayProbeResult // from the last checkpoint probed
-	lrDecay map[string]*training.LRDecayResult    // from the last checkpoint branched
-	interp  map[string]*training.InterpolationResult
-	// decayFrom and lrDecayFrom are the last checkpoint steps probed and branched from
-	decayFrom, lrDecayFrom int
+	configs  []*config
+	decay    map[string]*training.DecayProbeResult // from the last checkpoint probed
+	lrDecays map[string][]*training.LRDecayResult  // from every checkpoint branched, by step
+	interp   map[string]*training.InterpolationResult
+	// decayFrom is the last checkpoint step probed
+	decayFrom int
 }
 
 // gatherEvidence groups res's trials into configurations and reads their probe results:
-// for each trial, the decay probe and LR-decay branch from the last checkpoint the
-// manifest probes, and the plain (not decayed) interpolation.
+// for each trial, the decay probe from the last checkpoint the manifest probes, the
+// LR-decay branches from every checkpoint, and the plain (not decayed) interpolation.
 func gatherEvidence(ctx context.Context, store blob.Store, m *sweeps.Manifest, res *Results) (*evidence, error) {
-	e := &evidence{decay: map[string]*training.DecayProbeResult{}, lrDecay: map[string]*training.LRDecayResult{},
+	e := &evidence{decay: map[string]*training.DecayProbeResult{}, lrDecays: map[string][]*training.LRDecayResult{},
 		interp: map[string]*training.InterpolationResult{}}
 	byKey := map[string]*config{}
 	for _, t := range res.Trials {
@@ -80,8 +80,8 @@ func gatherEvidence(ctx context.Context, store blob.Store, m *sweeps.Manifest, r
 }
 
 // readProbes reads trial id's probe results that the checks compare, as tp asks for them
-// and the listing has them: the decay probe and the LR-decay branch from the last
-// checkpoint probed, and the plain (not decayed) interpolation.
+// and the listing has them: the decay probe from the last checkpoint probed, the LR-decay
+// branches from every checkpoint, and the plain (not decayed) interpolation.
 func (e *evidence) readProbes(ctx context.Context, store blob.Store, listed trial.Listing, tp probe.Set, id string) error {
 	if d := tp.Decay; d != nil && len(d.At) > 0 {
 		r, err := listed.DecayProbe(ctx, store, id, training.DecayProbeFrom(slices.Max(d.At), *d))
@@ -92,14 +92,12 @@ func (e *evidence) readProbes(ctx context.Context, store blob.Store, listed tria
 			e.decay[id], e.decayFrom = r, max(e.decayFrom, r.FromStep)
 		}
 	}
-	if b := tp.LRDecay; b != nil && len(b.At) > 0 {
-		r, err := listed.LRDecay(ctx, store, id, slices.Max(b.At), b.Frac)
+	if b := tp.LRDecay; b != nil {
+		rs, err := listed.LRDecays(ctx, store, id, b.Frac)
 		if err != nil {
 			return err
 		}
-		if r != nil {
-			e.lrDecay[id], e.lrDecayFrom = r, max(e.lrDecayFrom, r.FromStep)
-		}
+		e.lrDecays[id] = rs
 	}
 	if ip := tp.Interpolate; ip != nil {
 		r, err := listed.Interpolation(ctx, store, id, probe.Interpolation{From: ip.From, To: ip.To, Points: ip.Points})
@@ -189,14 +187,6 @@ var (
 // decayGain is the decay probe's loss before − after, from the last checkpoint probed.
 func (e *evidence) decayGain() value {
 	return gain("decay-probe gain (before − after)", e.decayFrom, e.decay, func(r *training.DecayProbeResult) (float64, training.Loss) {
-		return r.Before, r.After
-	})
-}
-
-// lrDecayGain is the LR-decay branch's loss before − after, from the last checkpoint
-// branched.
-func (e *evidence) lrDecayGain() value {
-	return gain("LR-decay branch gain (before − after)", e.lrDecayFrom, e.lrDecay, func(r *training.LRDecayResult) (float64, training.Loss) {
 		return r.Before, r.After
 	})
 }

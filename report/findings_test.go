@@ -18,12 +18,14 @@ import (
 
 // findingsManifest has every configuration the checks look for: AdamW at constant LR and
 // with a cosine schedule, vanilla SF-AdamW at a suboptimal and the tuned β1, refined
-// SF-AdamW at both with C = 50 and 200; three seeds; every probe, from checkpoints 5, 10, 15.
+// SF-AdamW at both with C = 50 and 200; three seeds; every probe, from checkpoints 5, 10,
+// 15; an evaluation every 5 steps (the LR-decay branch from 10 ends on one, at 15).
 const findingsManifest = `name: findings
 model: micro-llama
 data: {default: byte}
 batch_tokens: 32
 steps: 20
+eval_every: 5
 checkpoint_every: 5
 seeds: [1, 2, 3]
 optimizers:
@@ -40,14 +42,18 @@ probes:
 // perplexity (shared by all configurations: pairing by seed takes it out) and jitter·s
 // to every number (which the paired differences keep); decayWobble[s−1] is added to the
 // decay-probe gain of seed s, and wobble[it][s−1] to its validation loss at iterate it.
+// The run's validation curve falls by fakeSlope a step to its final loss (val).
 type spec struct {
-	val            map[string]float64 // final validation loss per iterate
-	ppl            float64            // test perplexity at the primary iterate
-	decay, lrDecay float64            // the probes' gains; 0: no probe result
-	decayWobble    []float64
-	wobble         map[string][]float64
-	interp         []float64 // the loss along the interpolation; nil: none
-	jitter         float64
+	val   map[string]float64 // final validation loss per iterate
+	ppl   float64            // test perplexity at the primary iterate
+	decay float64            // the decay probe's gain; 0: no probe result
+	// lrDecay is what an LR-decay branch gains over the run at the step it ends on (the
+	// run's curve there − the branch's end, from every checkpoint); 0: no branch
+	lrDecay     float64
+	decayWobble []float64
+	wobble      map[string][]float64
+	interp      []float64 // the loss along the interpolation; nil: none
+	jitter      float64
 }
 
 // paperSpecs are outcomes under which every claim of the paper holds.
@@ -56,7 +62,7 @@ func paperSpecs() map[string]*spec {
 		"adamw constant": {val: map[string]float64{"w": 3.5, "ewa_w": 3.4}, ppl: 33, decay: 0.3, lrDecay: 0.2,
 			interp: []float64{3.6, 3.5, 3.45, 3.5, 3.6}, jitter: -0.001},
 		"adamw cosine":  {val: map[string]float64{"w": 3.3, "ewa_w": 3.29}, ppl: 25, jitter: 0.002},
-		"sf 0.95":       {val: map[string]float64{"x": 3.3, "y": 3.32, "ewa_x": 3.3, "ewa_y": 3.28}, ppl: 27, decay: 0.002, interp: []float64{3.31, 3.305, 3.3, 3.3, 3.295}, jitter: 0.001},
+		"sf 0.95":       {val: map[string]float64{"x": 3.3, "y": 3.32, "ewa_x": 3.3, "ewa_y": 3.28}, ppl: 27, decay: 0.002, lrDecay: 0.002, interp: []float64{3.31, 3.305, 3.3, 3.3, 3.295}, jitter: 0.001},
 		"sf 0.5":        {val: map[string]float64{"x": 3.6, "y": 3.5, "ewa_x": 3.6, "ewa_y": 3.45}, ppl: 40, decay: 0.2, jitter: 0.003},
 		"sf 0.95 C=200": {val: map[string]float64{"x": 3.25, "y": 3.26, "ewa_x": 3.25, "ewa_y": 3.24}, ppl: 24, jitter: 0.0005},
 		"sf 0.95 C=50":  {val: map[string]float64{"x": 3.27, "y": 3.28, "ewa_x": 3.27, "ewa_y": 3.26}, ppl: 26},
@@ -77,6 +83,10 @@ func specName(t sweeps.Trial) string {
 	}
 	return n
 }
+
+// fakeSlope is how much the fake runs' validation loss falls a step: the branch from step
+// 10 of 5 steps starts 0.1 above the run's loss at its end.
+const fakeSlope = 0.02
 
 // fakeSweep is a manifest's trials with outcomes and probe results built from specs, in a
 // store on disk.
@@ -129,6 +139,14 @@ func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...
 			}
 		}
 		r.TestPPL = map[string]float64{r.Primary: shift(sp.ppl)}
+		at := func(step int) float64 { return r.Val[r.Primary] + fakeSlope*float64(tr.Config.Steps-step) }
+		for step := tr.Config.EvalEvery; step > 0 && step <= tr.Config.Steps; step += tr.Config.EvalEvery {
+			pt := training.CurvePoint{Step: step, Val: map[string]float64{}}
+			for it, v := range r.Val {
+				pt.Val[it] = v + fakeSlope*float64(tr.Config.Steps-step)
+			}
+			r.Curves = append(r.Curves, pt)
+		}
 		out[tr.ID] = trial.Outcome{Result: r}
 		tp := m.ProbesFor(tr)
 		if tp.Decay == nil {
@@ -144,9 +162,13 @@ func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...
 			put(keys.DecayProbe(tr.ID, last, ""), training.DecayProbeResult{
 				DecayProbeConfig: training.DefaultDecayProbe(last, tp.Decay.Steps, r.Primary), Before: before, After: training.Loss(before - gain)})
 		}
-		if sp.lrDecay != 0 {
-			put(keys.LRDecay(tr.ID, last, tp.LRDecay.Frac), training.LRDecayResult{FromStep: last, Before: before,
-				After: training.Loss(before - sp.lrDecay - sp.jitter*float64(seed))})
+		for _, from := range tp.LRDecay.At {
+			if sp.lrDecay == 0 || tp.LRDecay == nil {
+				break
+			}
+			n := tp.LRDecay.BranchSteps(from)
+			put(keys.LRDecay(tr.ID, from, tp.LRDecay.Frac), training.LRDecayResult{FromStep: from, Steps: n, Before: at(from),
+				After: training.Loss(at(from+n) - sp.lrDecay - sp.jitter*float64(seed))})
 		}
 		if sp.interp != nil {
 			ip := tp.Interpolate
@@ -234,6 +256,14 @@ func TestFindingsHold(t *testing.T) {
 	}
 	if r.A.N != 3 || math.Abs(r.A.Mean-0.298) > 1e-9 || math.Abs(r.A.Std-0.001) > 1e-9 {
 		t.Errorf("AdamW's gains: %+v, want mean 0.298 ± 0.001 over 3 seeds", r.A.Seeds)
+	}
+
+	// the LR-decay branches compared at step 15, where the one from 10 ends (the one from
+	// 15 ends at 22, after the run): AdamW's gains 0.2 − 0.001·s, SF-AdamW's 0.002 + 0.001·s
+	if rows := fs["obs1-lr-decay"].Rows; len(rows) != 2 || rows[0].A.Value != "Val (primary) at step 15, LR decayed from step 10" ||
+		rows[0].B.Value != "Val (primary) at step 15, constant LR" || rows[0].Want != "<" || math.Abs(rows[0].Paired.Diff+0.198) > 1e-9 ||
+		rows[1].Want != "≈" || math.Abs(rows[1].Paired.Diff+0.004) > 1e-9 || !strings.HasPrefix(rows[1].A.Config, "SF-AdamW ") {
+		t.Errorf("obs1-lr-decay rows: %+v", rows)
 	}
 
 	// one row per β1 < 0.9 (obs2), y against x at 0.5 and EWA(y) against y at both (obs3)
@@ -325,6 +355,15 @@ func TestFindingsNoData(t *testing.T) {
 	f = wantVerdict(t, fs, "obs1-lr-decay", Holds)
 	if a := f.Rows[0].A; a.N != 2 || a.Diverged != 1 || f.Rows[0].Paired.N != 2 {
 		t.Errorf("a diverged seed: %+v, paired %+v", a.Seeds, f.Rows[0].Paired)
+	}
+
+	// evaluations every 4 steps: no branch (5 → 7, 10 → 15, 15 → 22) ends on one, and
+	// the branch is not compared with the run at another step
+	fs = newFakeSweep(t, strings.Replace(findingsManifest, "eval_every: 5", "eval_every: 4", 1), paperSpecs()).findings(t)
+	f = wantVerdict(t, fs, "obs1-lr-decay", NoData)
+	if len(f.Rows) != 0 || !strings.Contains(f.Note, "the latest, from step 15, ends at step 22; the run evaluates every 4 steps and at its last, 20") ||
+		!strings.Contains(f.Note, "SF-AdamW lr 2e-3") || !strings.Contains(f.Need, "multiple of eval_every") {
+		t.Errorf("no branch ends on an evaluation: note %q, need %q, %d rows", f.Note, f.Need, len(f.Rows))
 	}
 
 	// a C-sensitivity sweep: no AdamW, no probes, one batch size
