@@ -41,17 +41,18 @@ type evidence struct {
 	configs  []*config
 	decay    map[string]*training.DecayProbeResult // from the last checkpoint probed
 	lrDecays map[string][]*training.LRDecayResult  // from every checkpoint branched, by step
-	interp   map[string]*training.InterpolationResult
+	// interp and decayed are the plain interpolation and the decayed one (AdamW's)
+	interp, decayed map[string]*training.InterpolationResult
 	// decayFrom is the last checkpoint step probed
 	decayFrom int
 }
 
 // gatherEvidence groups res's trials into configurations and reads their probe results:
 // for each trial, the decay probe from the last checkpoint the manifest probes, the
-// LR-decay branches from every checkpoint, and the plain (not decayed) interpolation.
+// LR-decay branches from every checkpoint, and the interpolations, plain and decayed.
 func gatherEvidence(ctx context.Context, store blob.Store, m *sweeps.Manifest, res *Results) (*evidence, error) {
 	e := &evidence{decay: map[string]*training.DecayProbeResult{}, lrDecays: map[string][]*training.LRDecayResult{},
-		interp: map[string]*training.InterpolationResult{}}
+		interp: map[string]*training.InterpolationResult{}, decayed: map[string]*training.InterpolationResult{}}
 	byKey := map[string]*config{}
 	for _, t := range res.Trials {
 		o := res.Outcomes[t.ID]
@@ -81,7 +82,7 @@ func gatherEvidence(ctx context.Context, store blob.Store, m *sweeps.Manifest, r
 
 // readProbes reads trial id's probe results that the checks compare, as tp asks for them
 // and the listing has them: the decay probe from the last checkpoint probed, the LR-decay
-// branches from every checkpoint, and the plain (not decayed) interpolation.
+// branches from every checkpoint, and the interpolations, plain and (for AdamW) decayed.
 func (e *evidence) readProbes(ctx context.Context, store blob.Store, listed trial.Listing, tp probe.Set, id string) error {
 	if d := tp.Decay; d != nil && len(d.At) > 0 {
 		r, err := listed.DecayProbe(ctx, store, id, training.DecayProbeFrom(slices.Max(d.At), *d))
@@ -100,12 +101,19 @@ func (e *evidence) readProbes(ctx context.Context, store blob.Store, listed tria
 		e.lrDecays[id] = rs
 	}
 	if ip := tp.Interpolate; ip != nil {
-		r, err := listed.Interpolation(ctx, store, id, probe.Interpolation{From: ip.From, To: ip.To, Points: ip.Points})
-		if err != nil {
-			return err
-		}
-		if r != nil {
-			e.interp[id] = r
+		for _, decayed := range []bool{false, true} {
+			if decayed && !ip.Decayed {
+				continue
+			}
+			r, err := listed.Interpolation(ctx, store, id, probe.Interpolation{From: ip.From, To: ip.To, Points: ip.Points, Decayed: decayed})
+			if err != nil {
+				return err
+			}
+			if r != nil && decayed {
+				e.decayed[id] = r
+			} else if r != nil {
+				e.interp[id] = r
+			}
 		}
 	}
 	return nil
@@ -170,17 +178,6 @@ var (
 	primaryTestLoss = value{"test loss (log perplexity)", func(_ *evidence, _ string, r *training.Result) (float64, bool) {
 		v, ok := r.TestPPL[r.Primary]
 		return math.Log(v), ok
-	}}
-	interpRange = value{"relative loss range along the interpolation", func(e *evidence, id string, _ *training.Result) (float64, bool) {
-		p := e.interp[id]
-		if p == nil || len(p.Points) == 0 {
-			return 0, false
-		}
-		lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
-		for _, q := range p.Points {
-			lo, hi, sum = min(lo, float64(q.Loss)), max(hi, float64(q.Loss)), sum+float64(q.Loss)
-		}
-		return (hi - lo) / (sum / float64(len(p.Points))), true // NaN if a point diverged
 	}}
 )
 

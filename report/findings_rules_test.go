@@ -172,10 +172,13 @@ func TestFindingsEachRuleFails(t *testing.T) {
 		{"obs1-lr-decay", func(s map[string]*spec) { s["adamw constant"].lrDecay = -0.05 }},
 		// SF-AdamW gains 0.05 from its LR decay at matched compute: beyond the margin
 		{"obs1-lr-decay", func(s map[string]*spec) { s["sf 0.95"].lrDecay = 0.05 }},
-		// SF-AdamW's loss varies more along the interpolation than AdamW's
-		{"obs1-interpolation", func(s map[string]*spec) {
-			s["adamw constant"].interp, s["sf 0.95"].interp = s["sf 0.95"].interp, s["adamw constant"].interp
-		}},
+		// AdamW's plain segment falls steadily from w(t1) to w(t2), no valley: progress
+		// alone, which a range (max − min)/mean larger than SF-AdamW's would have passed
+		{"obs1-interpolation", func(s map[string]*spec) { s["adamw constant"].interp = []float64{3.4, 3.45, 3.5, 3.55, 3.6} }},
+		// the decayed segment rises by 0.05 on its way down
+		{"obs1-interpolation", func(s map[string]*spec) { s["adamw constant"].decayed = []float64{3.2, 3.35, 3.3, 3.5, 3.6} }},
+		// SF-AdamW's segment is a valley 0.15 below its chord
+		{"obs1-interpolation", func(s map[string]*spec) { s["sf 0.95"].interp = []float64{3.4, 3.3, 3.25, 3.3, 3.4} }},
 		// refined x worse than its y by 0.04 nats on every seed, beyond the margin
 		{"refined-momentum", func(s map[string]*spec) { s["sf 0.5 C=50"].val["x"] = 3.50 }},
 	} {

@@ -35,7 +35,7 @@ optimizers:
 probes:
   decay: {steps: 2}
   lr_decay: {frac: 0.5}
-  interpolate: {from: 10, to: 15, points: 5}
+  interpolate: {from: 10, to: 15, points: 5, decayed: true}
 `
 
 // spec is what a configuration's trials report. Seed s adds 0.1·s to every loss and
@@ -52,17 +52,19 @@ type spec struct {
 	lrDecay     float64
 	decayWobble []float64
 	wobble      map[string][]float64
-	interp      []float64 // the loss along the interpolation; nil: none
-	jitter      float64
+	// interp and decayed are the loss along the plain and the decayed interpolation, from
+	// α = 0 (the later end) to α = 1 (w(t1)); nil: none
+	interp, decayed []float64
+	jitter          float64
 }
 
 // paperSpecs are outcomes under which every claim of the paper holds.
 func paperSpecs() map[string]*spec {
 	return map[string]*spec{
 		"adamw constant": {val: map[string]float64{"w": 3.5, "ewa_w": 3.4}, ppl: 33, decay: 0.3, lrDecay: 0.2,
-			interp: []float64{3.6, 3.5, 3.45, 3.5, 3.6}, jitter: -0.001},
+			interp: []float64{3.6, 3.5, 3.45, 3.5, 3.6}, decayed: []float64{3.2, 3.3, 3.4, 3.5, 3.6}, jitter: -0.001},
 		"adamw cosine":  {val: map[string]float64{"w": 3.3, "ewa_w": 3.29}, ppl: 25, jitter: 0.002},
-		"sf 0.95":       {val: map[string]float64{"x": 3.3, "y": 3.32, "ewa_x": 3.3, "ewa_y": 3.28}, ppl: 27, decay: 0.002, lrDecay: 0.002, interp: []float64{3.31, 3.305, 3.3, 3.3, 3.295}, jitter: 0.001},
+		"sf 0.95":       {val: map[string]float64{"x": 3.3, "y": 3.32, "ewa_x": 3.3, "ewa_y": 3.28}, ppl: 27, decay: 0.002, lrDecay: 0.002, interp: []float64{3.295, 3.3, 3.3, 3.305, 3.31}, jitter: 0.001},
 		"sf 0.5":        {val: map[string]float64{"x": 3.6, "y": 3.5, "ewa_x": 3.6, "ewa_y": 3.45}, ppl: 40, decay: 0.2, jitter: 0.003},
 		"sf 0.95 C=200": {val: map[string]float64{"x": 3.25, "y": 3.26, "ewa_x": 3.25, "ewa_y": 3.24}, ppl: 24, jitter: 0.0005},
 		"sf 0.95 C=50":  {val: map[string]float64{"x": 3.27, "y": 3.28, "ewa_x": 3.27, "ewa_y": 3.26}, ppl: 26},
@@ -170,13 +172,19 @@ func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...
 			put(keys.LRDecay(tr.ID, from, tp.LRDecay.Frac), training.LRDecayResult{FromStep: from, Steps: n, Before: at(from),
 				After: training.Loss(at(from+n) - sp.lrDecay - sp.jitter*float64(seed))})
 		}
-		if sp.interp != nil {
+		for _, seg := range []struct {
+			losses  []float64
+			decayed bool
+		}{{sp.interp, false}, {sp.decayed, true}} {
 			ip := tp.Interpolate
-			res := training.InterpolationResult{From: ip.From, To: ip.To, Iterate: r.Primary}
-			for i, l := range sp.interp {
-				res.Points = append(res.Points, training.InterpolationPoint{Alpha: float64(i) / float64(len(sp.interp)-1), Loss: training.Loss(shift(l))})
+			if seg.losses == nil || ip == nil || seg.decayed && !ip.Decayed {
+				continue
 			}
-			put(keys.Interpolation(tr.ID, ip.From, ip.To, ip.Points, false), res)
+			res := training.InterpolationResult{From: ip.From, To: ip.To, Decayed: seg.decayed, Iterate: r.Primary}
+			for i, l := range seg.losses {
+				res.Points = append(res.Points, training.InterpolationPoint{Alpha: float64(i) / float64(len(seg.losses)-1), Loss: training.Loss(shift(l))})
+			}
+			put(keys.Interpolation(tr.ID, ip.From, ip.To, ip.Points, seg.decayed), res)
 		}
 	}
 	listed, err := store.List(ctx, keys.Trials)
@@ -266,6 +274,14 @@ func TestFindingsHold(t *testing.T) {
 		t.Errorf("obs1-lr-decay rows: %+v", rows)
 	}
 
+	// the interpolation's shapes, read from w(t1): AdamW's valley 0.15 deep, its decayed
+	// segment falling 0.1 at each point, SF-AdamW 0.0025 below its chord at mid-segment
+	if rows := fs["obs1-interpolation"].Rows; len(rows) != 3 || math.Abs(rows[0].Paired.Diff-0.15) > 1e-9 ||
+		math.Abs(rows[1].Paired.Diff+0.1) > 1e-9 || math.Abs(rows[2].Paired.Diff+0.0025) > 1e-9 ||
+		rows[0].Want != ">" || rows[1].Want != "<" || rows[2].Want != "≈" || !strings.HasPrefix(rows[2].A.Config, "SF-AdamW ") {
+		t.Errorf("obs1-interpolation rows: %+v", rows)
+	}
+
 	// one row per β1 < 0.9 (obs2), y against x at 0.5 and EWA(y) against y at both (obs3)
 	if n := len(fs["obs2-momentum"].Rows); n != 1 {
 		t.Errorf("obs2: %d rows, want 1 (β1 = 0.5 against 0.95)", n)
@@ -346,12 +362,18 @@ func TestFindingsNoData(t *testing.T) {
 	for _, sp := range specs {
 		sp.decay = 0
 	}
+	specs["adamw constant"].decayed = nil
 	fs := newFakeSweep(t, findingsManifest, specs, "adamw constant seed 3").findings(t)
 	f := wantVerdict(t, fs, "obs1-decay", NoData)
 	if len(f.Rows) != 2 || f.Rows[0].Paired.N != 0 || !strings.Contains(f.Need, "probes.decay") {
 		t.Errorf("without decay probes: %+v", f)
 	}
 	wantVerdict(t, fs, "obs2-momentum", NoData)
+	// the decayed segment not run: its row has no data, the others decide
+	f = wantVerdict(t, fs, "obs1-interpolation", Holds)
+	if len(f.Rows) != 3 || f.Rows[1].Verdict != NoData || f.Rows[1].Paired.N != 0 || f.Rows[0].Paired.N != 2 {
+		t.Errorf("interpolation rows: %+v", f.Rows)
+	}
 	f = wantVerdict(t, fs, "obs1-lr-decay", Holds)
 	if a := f.Rows[0].A; a.N != 2 || a.Diverged != 1 || f.Rows[0].Paired.N != 2 {
 		t.Errorf("a diverged seed: %+v, paired %+v", a.Seeds, f.Rows[0].Paired)
