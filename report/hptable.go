@@ -35,8 +35,9 @@ func optimizerRank(name string) int {
 // HyperparameterTable builds a hyperparameter table like the paper's
 // tab:hyperparameter_main: one row per optimizer (and schedule label), listing the learning
 // rates, (β1, β2) pairs and C values it was run with, the best trial's values in bold. The
-// best trial is the finished trial with the lowest perplexity (the first in canonical order
-// on ties); a list with a single value is not bolded, as in the paper. Trials with
+// best trial is the finished trial with the lowest validation loss (the first in canonical
+// order on ties), never chosen by its test perplexity; a list with a single value is not
+// bolded, as in the paper. Trials with
 // status.Missing were not run: they appear in Trials but not in the grids.
 func HyperparameterTable(title, label string, trials []TrialSummary) (*Table, error) {
 	fail := func(format string, args ...any) (*Table, error) {
@@ -78,13 +79,14 @@ func HyperparameterTable(title, label string, trials []TrialSummary) (*Table, er
 			if tr.C > 0 {
 				g.C = append(g.C, tr.C)
 			}
-			if bestCandidate(tr.Status, tr.Spread) && (g.Best < 0 || tr.Value < ts[g.Best].Value) {
-				g.Best = i
-			}
 		}
-		for i := lo; i < hi && g.Best >= 0; i++ {
-			if tr := ts[i]; i != g.Best && bestCandidate(tr.Status, tr.Spread) && tiesWith(tr.Value, tr.Spread, ts[g.Best].Value, ts[g.Best].Spread) {
-				g.Ties = append(g.Ties, i)
+		best, tied := bestOf(hi-lo, func(k int) (status.Status, Spread, Seeds) { return ts[lo+k].Status, ts[lo+k].Spread, ts[lo+k].Val })
+		if best >= 0 {
+			g.Best = lo + best
+		}
+		for k, tie := range tied {
+			if tie && k != best {
+				g.Ties = append(g.Ties, lo+k)
 			}
 		}
 		slices.Sort(g.LR)
@@ -132,12 +134,15 @@ func checkTrial(tr TrialSummary) error {
 	if err := checkSpread(tr.Spread); err != nil {
 		return err
 	}
+	if err := checkVal(tr.Val); err != nil {
+		return err
+	}
 	return checkOutcome(tr.Value, tr.Status, tr.Step)
 }
 
 func normalizeTrial(tr TrialSummary) TrialSummary {
 	n := tr
-	n.Spread = normalizeSpread(tr.Status, tr.Spread)
+	n.Spread, n.Val = normalizeSpread(tr.Status, tr.Spread), normalizeVal(tr.Val)
 	n.LR, n.Beta1, n.Beta2 = tr.LR+0, tr.Beta1+0, tr.Beta2+0
 	n.Value, n.Step, n.Reason = outcomeFields(tr.Status, tr.Value, tr.Step, tr.Reason)
 	return n

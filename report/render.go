@@ -249,9 +249,9 @@ func (t *Table) note(st style) string {
 func (t *Table) kindNote(st style) string {
 	n := t.seeds()
 	if t.Kind == TableHyperparameters {
-		s := "Bold entries indicate the best-performing configuration for each optimizer."
+		s := "Bold entries indicate the best-performing configuration for each optimizer: the lowest validation loss (chosen on validation; test perplexity is only reported)."
 		if n >= 2 {
-			s += fmt.Sprintf(" Best: the lowest mean test perplexity over n = %d seeds.", n)
+			s += fmt.Sprintf(" Best: the lowest mean validation loss over n = %d seeds.", n)
 		}
 		return s
 	}
@@ -259,12 +259,12 @@ func (t *Table) kindNote(st style) string {
 	if st.latex {
 		c, pm = "$C$", `$\pm$`
 	}
-	s := "Test perplexity under varying " + c + " values. Bold: the best value in each row; --: not run."
+	s := "Test perplexity under varying " + c + " values. Bold: the best in each row by validation loss (the test set is only reported); --: not run."
 	if n >= 2 {
 		s = fmt.Sprintf("Test perplexity under varying %s values: mean %s standard deviation over n = %d seeds "+
 			"(a cell with fewer says so, and counts the seeds that diverged or failed). "+
-			"Bold: the lowest mean in each row, and every cell that a paired t-test over seeds (two-sided, 5%%) "+
-			"cannot tell apart from it; a cell with a diverged seed is never bold. --: not run.", c, pm, n)
+			"Bold: the lowest mean validation loss in each row, and every cell that a paired t-test over seeds (two-sided, 5%%) "+
+			"cannot tell apart from it, chosen on validation while the test set is only reported; a cell with a diverged seed is never bold. --: not run.", c, pm, n)
 		if st.latex {
 			s = strings.ReplaceAll(s, "5%", `5\%`)
 		}

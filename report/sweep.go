@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sfsweep/sfsweep/sweeps"
@@ -65,9 +66,16 @@ func metric(spec sweeps.Table, r *training.Result) float64 {
 	return r.TestPPL[r.Primary]
 }
 
-// cellOf merges the outcomes of one grid cell's seeds into the value a table shows.
-func cellOf(spec sweeps.Table, os []SeedOutcome) Seeds {
-	return Gather(os, func(r *training.Result) float64 { return metric(spec, r) })
+// cellOf merges the outcomes of one grid cell's seeds into the value a table shows and the
+// validation loss that chooses its bold.
+func cellOf(spec sweeps.Table, os []SeedOutcome) (shown, val Seeds) {
+	return Gather(os, func(r *training.Result) float64 { return metric(spec, r) }),
+		Gather(os, func(r *training.Result) float64 {
+			if v, ok := r.Val[r.Primary]; ok {
+				return v
+			}
+			return math.NaN() // no validation loss: never the best
+		})
 }
 
 func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]trial.Outcome) (*Table, error) {
@@ -112,8 +120,8 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 	}
 	cells := make([]Cell, 0, len(keys))
 	for _, k := range keys {
-		s := cellOf(spec, groups[k])
-		cells = append(cells, Cell{Row: k.row, Col: k.col, Value: s.Mean, Status: s.Status, Step: s.Step, Reason: s.Reason, Spread: s.Spread})
+		s, val := cellOf(spec, groups[k])
+		cells = append(cells, Cell{Row: k.row, Col: k.col, Value: s.Mean, Status: s.Status, Step: s.Step, Reason: s.Reason, Spread: s.Spread, Val: val})
 	}
 	return CSensitivityTable(spec.Title, spec.Label, cells, rows, cols)
 }
@@ -150,9 +158,9 @@ func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Tria
 	}
 	trs := make([]TrialSummary, 0, len(keys))
 	for _, k := range keys {
-		s := cellOf(spec, groups[k])
+		s, val := cellOf(spec, groups[k])
 		trs = append(trs, TrialSummary{Optimizer: k.opt, Schedule: k.sched, LR: k.lr, Beta1: k.b1, Beta2: k.b2, C: k.c,
-			Value: s.Mean, Status: s.Status, Step: s.Step, Reason: s.Reason, Spread: s.Spread})
+			Value: s.Mean, Status: s.Status, Step: s.Step, Reason: s.Reason, Spread: s.Spread, Val: val})
 	}
 	return HyperparameterTable(spec.Title, spec.Label, trs)
 }

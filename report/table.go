@@ -39,6 +39,9 @@ type Cell struct {
 	Step   int    // status.Diverged: the step at which the loss diverged, 0 if unknown; status.Stopped: the rung it was stopped at
 	Reason string // status.Failed: a short reason, written to CSV and JSON only
 	Spread        // over seeds: Value is then the mean of the completed seeds
+	// Val is the validation loss at the primary iterate over the same seeds: a row's bold
+	// is chosen by it, never by Value (selection.go). A cell without one is never bold.
+	Val Seeds
 }
 
 // TrialSummary is the outcome of one trial of a hyperparameter sweep; its Status is as in
@@ -55,6 +58,7 @@ type TrialSummary struct {
 	Step      int    // status.Diverged: the step at which the loss diverged, 0 if unknown; status.Stopped: its rung
 	Reason    string // status.Failed: a short reason
 	Spread           // over seeds, as in Cell
+	Val       Seeds  // the validation loss that chooses the best trial, as in Cell
 }
 
 // TableKind says which of the paper's tables a Table is.
@@ -69,7 +73,8 @@ const (
 // written by WriteMarkdown, WriteCSV, WriteLaTeX and WriteJSON.
 //
 // The cells read as in the paper: test perplexities with two decimals below 100 and one at
-// or above (67.20, 110.8), the best value of each row in bold, "--" where nothing was run.
+// or above (67.20, 110.8), the best of each row in bold (chosen by validation loss, the
+// caption says so), "--" where nothing was run.
 // A diverged cell reads div@N in plain text and JSON (N the step), "diverged (step N)" in
 // Markdown and $\dagger$\,N in LaTeX, where the caption explains the dagger; a cell a
 // search's early stopping ended reads "stopped (step N)"; a failed cell reads "failed".
@@ -104,9 +109,9 @@ type Table struct {
 // TableCell is a cell of a C-sensitivity table.
 type TableCell struct {
 	Cell
-	// Best: the lowest perplexity of its row, or one that cannot be told apart from it
-	// (tiesWith: the same number, or no difference beyond noise in a paired comparison
-	// over seeds). A cell with a diverged seed is never best.
+	// Best: the lowest validation loss of its row, or one that cannot be told apart from
+	// it (tiesWith: the same number, or no difference beyond noise in a paired comparison
+	// over seeds). A cell with a diverged seed, or without a validation loss, is never best.
 	Best bool
 }
 
@@ -118,7 +123,7 @@ type Grid struct {
 	LR        []float64
 	Betas     [][2]float64 // (β1, β2) pairs, by β1 then β2
 	C         []float64    // empty for adamw and sfadamw
-	Best      int          // index in Table.Trials of the lowest-perplexity finished trial; -1 if none
+	Best      int          // index in Table.Trials of the finished trial of lowest validation loss; -1 if none
 	// Ties lists the other trials of the grid that cannot be told apart from Best (as a
 	// TableCell's Best), by index in Table.Trials.
 	Ties []int
@@ -149,6 +154,9 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 			return fail("cells[%d]: %w", i, err)
 		}
 		if err := checkSpread(c.Spread); err != nil {
+			return fail("cells[%d]: %w", i, err)
+		}
+		if err := checkVal(c.Val); err != nil {
 			return fail("cells[%d]: %w", i, err)
 		}
 		if err := checkBeta("Row", c.Row); err != nil {
@@ -258,14 +266,9 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 	}
 	for r := range rowKeys {
 		row := t.Cells[r*len(colKeys) : (r+1)*len(colKeys)]
-		best := -1
-		for k, c := range row {
-			if bestCandidate(c.Status, c.Spread) && (best < 0 || c.Value < row[best].Value) {
-				best = k
-			}
-		}
-		for k, c := range row {
-			row[k].Best = best >= 0 && bestCandidate(c.Status, c.Spread) && tiesWith(c.Value, c.Spread, row[best].Value, row[best].Spread)
+		_, tied := bestOf(len(row), func(k int) (status.Status, Spread, Seeds) { return row[k].Status, row[k].Spread, row[k].Val })
+		for k := range row {
+			row[k].Best = tied[k]
 		}
 	}
 	return t, nil
@@ -274,16 +277,9 @@ func CSensitivityTable(title, label string, cells []Cell, rows []float64, cols [
 // normalizeCell returns c with its row and column keys canonical and the fields that do not
 // apply to its status zeroed, so that equal outcomes render equally.
 func normalizeCell(c Cell, row float64, col string) Cell {
-	n := Cell{Row: row, Col: col, Status: c.Status, Spread: normalizeSpread(c.Status, c.Spread)}
+	n := Cell{Row: row, Col: col, Status: c.Status, Spread: normalizeSpread(c.Status, c.Spread), Val: normalizeVal(c.Val)}
 	n.Value, n.Step, n.Reason = outcomeFields(c.Status, c.Value, c.Step, c.Reason)
 	return n
-}
-
-// bestCandidate reports whether an outcome may be marked best: it completed, and none of
-// its seeds diverged or was stopped (a configuration that diverges on some seeds, or that
-// a search's early stopping ended, is not the best one).
-func bestCandidate(s status.Status, sp Spread) bool {
-	return s == status.Completed && sp.Diverged == 0 && sp.Stopped == 0
 }
 
 // normalizeSpread returns sp with its samples sorted by seed, in a copy, and nothing of it

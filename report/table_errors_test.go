@@ -142,6 +142,9 @@ func TestHyperparameterRows(t *testing.T) {
 		{Optimizer: "sfadamw", LR: 5e-3, Beta1: 0.98, Beta2: 0.99, Status: status.Diverged, Step: 10},
 		{Optimizer: "sfadamw", LR: 1e-2, Beta1: 0.98, Beta2: 0.99, Status: status.Missing},
 	}
+	for i, tr := range trials { // a validation loss that orders as the value does
+		trials[i].Val = Seeds{Mean: tr.Value, Status: tr.Status}
+	}
 	tab, err := HyperparameterTable("Mixed", "tab:mixed", trials)
 	if err != nil {
 		t.Fatal(err)
