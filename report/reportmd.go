@@ -136,6 +136,9 @@ func writeSection(b *strings.Builder, s Section) {
 
 func writeFinding(b *strings.Builder, f Finding) {
 	fmt.Fprintf(b, "#### %s: %s\n\n*%s.* %s\n\n", f.ID, f.Verdict, f.Ref, f.Claim)
+	if f.Paper != "" {
+		b.WriteString("Paper: " + f.Paper + "\n\n")
+	}
 	if len(f.Rows) > 0 {
 		conf := formatG(100*(1-stats.Level)) + "% CI"
 		writePipeRow(b, []string{"A", "B", "expected", "n", "mean A − B", "SE", "t crit", conf, "p", "p Holm", "verdict"})

@@ -57,7 +57,10 @@ func TestReportMarkdown(t *testing.T) {
 		"batch 32 · Val (primary) at step 15, constant LR: 3.798 ± 0.099 (n=3) | A < B | 3 | -0.198 |", // the LR-decay branch against the run at the step it ends
 		"(n=2, 1 diverged)",
 		"Every refined configuration against its vanilla one",
-		"#### obs5-reformulation: no data in this sweep\n\n*Observation 5 · eq. (SF_y).* Schedule-Free averages the momentum iterates y without storing an extra copy of the model.\n\nNeeds no sweep: it is an identity",
+		"#### obs5-reformulation: no data in this sweep\n\n*Observation 5 · eq. (SF_y).* Schedule-Free averages the momentum iterates y without storing an extra copy of the model.\n\nPaper: An identity of the update (eq. SF_y): no number.\n\nNeeds no sweep: it is an identity",
+		// the paper's numbers beside the twin's
+		"\n\nPaper: tab:c_sweep_05M: C = 200 against vanilla, test perplexity 24.93 against 27.70 at β1 0.9 (−10.0%), 24.37 against 25.12 at 0.95 (−3.0%).\n\n",
+		"Twin, test perplexity of A against B (mean over seeds): refined SF-AdamW C=200 lr 2e-3 β (0.95, 0.99), batch 32 against SF-AdamW lr 2e-3 β (0.95, 0.99), batch 32: -11.0%.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
@@ -85,6 +88,7 @@ func TestReportSeveralManifests(t *testing.T) {
 		"(Observation 1 · fig:Obs1 (right)) | holds | no data in this sweep |\n",
 		"| 24 | 0 | 0 | 0 | 24 | 0s |\n",
 		"#### obs1-decay: no data in this sweep\n\n*Observation 1 · fig:Obs1 (right).* A short AdamW decay (LR 1e-4 → 0) lowers AdamW's loss more than SF-AdamW's, and leaves SF-AdamW's unchanged: SF-AdamW already follows the river.\n\n" +
+			"Paper: The paper shows curves, no number: the AdamW decay \"leads to a sharp loss drop for AdamW, but has no effect when applied to the SF-AdamW trajectory\" (fig:Obs1, right).\n\n" +
 			"no vanilla SF-AdamW configuration completed a seed\n\nNeeds a constant-LR AdamW and a vanilla SF-AdamW configuration with decay-probe results (probes.decay)",
 	} {
 		if !strings.Contains(md, want) {
