@@ -137,7 +137,7 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 	if fig, err := DecayProbePlot(sp.probes, DecayProbeOptions{Title: m.Name + ": decay probe", Seeds: seeds}); err == nil {
 		w.figure("decay-probe", fig)
 	}
-	if fig, err := DecayProbePlot(sp.lrDecays, DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "after the LR decay", Seeds: seeds}); err == nil {
+	if fig, err := DecayProbePlot(sp.lrDecays, DecayProbeOptions{Title: m.Name + ": LR-decay branch", After: "at the end of the LR decay", Seeds: seeds}); err == nil {
 		w.figure("lr-decay", fig)
 	}
 	if ip := m.Probes.Interpolate; ip != nil {
@@ -262,15 +262,17 @@ func sweepSeries(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 // decay probes and LR-decay branches from every checkpoint probed, and its
 // interpolations, as tp asks for them.
 func (sp *series) addProbes(ctx context.Context, store blob.Store, tp probe.Set, t sweeps.Trial, listed trial.Listing, line Line, seed int) error {
-	// keep adds a probe's curve, a point a step, if it has points
-	keep := func(dst *[]DecayProbeCurve, n int, point func(i int) (step int, before float64, after training.Loss)) {
+	// keep adds a probe's curve, a point a step, if it has points; end is the step its
+	// after is drawn at, 0 for the checkpoint's
+	keep := func(dst *[]DecayProbeCurve, n int, point func(i int) (step, end int, before float64, after training.Loss)) {
 		if n == 0 {
 			return
 		}
 		pc := DecayProbeCurve{Line: line, Seed: seed}
+		tokens := int64(t.Config.BatchTokens)
 		for i := range n {
-			step, before, after := point(i)
-			pc.Points = append(pc.Points, DecayProbePoint{Tokens: int64(step) * int64(t.Config.BatchTokens), Before: before, After: float64(after)})
+			step, end, before, after := point(i)
+			pc.Points = append(pc.Points, DecayProbePoint{Tokens: int64(step) * tokens, AfterTokens: int64(end) * tokens, Before: before, After: float64(after)})
 		}
 		*dst = append(*dst, pc)
 	}
@@ -279,14 +281,16 @@ func (sp *series) addProbes(ctx context.Context, store blob.Store, tp probe.Set,
 		if err != nil {
 			return err
 		}
-		keep(&sp.probes, len(rs), func(i int) (int, float64, training.Loss) { return rs[i].FromStep, rs[i].Before, rs[i].After })
+		keep(&sp.probes, len(rs), func(i int) (int, int, float64, training.Loss) { return rs[i].FromStep, 0, rs[i].Before, rs[i].After })
 	}
 	if b := tp.LRDecay; b != nil {
 		rs, err := listed.LRDecays(ctx, store, t.ID, b.Frac)
 		if err != nil {
 			return err
 		}
-		keep(&sp.lrDecays, len(rs), func(i int) (int, float64, training.Loss) { return rs[i].FromStep, rs[i].Before, rs[i].After })
+		keep(&sp.lrDecays, len(rs), func(i int) (int, int, float64, training.Loss) {
+			return rs[i].FromStep, rs[i].FromStep + rs[i].Steps, rs[i].Before, rs[i].After
+		})
 	}
 	if ip := tp.Interpolate; ip != nil {
 		for _, decayed := range []bool{false, true} {

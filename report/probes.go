@@ -27,6 +27,10 @@ type DecayProbeCurve struct {
 type DecayProbePoint struct {
 	Tokens        int64   // tokens trained when the checkpoint was taken
 	Before, After float64 // validation loss at the checkpoint and after its decay probe
+	// AfterTokens is where After is drawn: the tokens at the end of an LR-decay branch,
+	// which trains as the run does, so that it is read against the run at the same step;
+	// 0 for Tokens (a decay probe, drawn at its checkpoint as in the paper)
+	AfterTokens int64
 }
 
 // DecayProbeOptions adjusts DecayProbePlot; the zero value fits the axes to the data.
@@ -56,6 +60,8 @@ func decayProbeFigure(probes []DecayProbeCurve, opts DecayProbeOptions) (*facetF
 		func(i int) int { return len(probes[i].Points) }, func(i, j int) error {
 			if q := probes[i].Points[j]; q.Tokens < 0 {
 				return &fielderr.Error{Field: fmt.Sprintf("probes[%d].Points[%d].Tokens", i, j), Value: q.Tokens, Reason: "must be ≥ 0"}
+			} else if q.AfterTokens < 0 {
+				return &fielderr.Error{Field: fmt.Sprintf("probes[%d].Points[%d].AfterTokens", i, j), Value: q.AfterTokens, Reason: "must be ≥ 0"}
 			}
 			return nil
 		})
@@ -65,7 +71,7 @@ func decayProbeFigure(probes []DecayProbeCurve, opts DecayProbeOptions) (*facetF
 	var most int64
 	for _, pr := range probes {
 		for _, q := range pr.Points {
-			most = max(most, q.Tokens)
+			most = max(most, q.Tokens, q.AfterTokens)
 		}
 	}
 	spec := facetSpec{
@@ -82,7 +88,7 @@ func decayProbeFigure(probes []DecayProbeCurve, opts DecayProbeOptions) (*facetF
 		for _, q := range pr.Points {
 			x := float64(q.Tokens)
 			before.xs, before.ys = append(before.xs, x), append(before.ys, q.Before)
-			after.xs, after.ys = append(after.xs, x), append(after.ys, q.After)
+			after.xs, after.ys = append(after.xs, cmp.Or(float64(q.AfterTokens), x)), append(after.ys, q.After)
 		}
 		series = append(series, before, after)
 	}
