@@ -398,6 +398,13 @@ func TestFindingsNoData(t *testing.T) {
 		t.Errorf("no branch ends on an evaluation: note %q, need %q, %d rows", f.Note, f.Need, len(f.Rows))
 	}
 
+	// AdamW alone: its half of the LR-decay finding is tested, and the note says what is missing
+	awOnly := strings.Replace(findingsManifest, "  - {name: sfadamw, lr: 2e-3, betas: [[0.5, 0.99], [0.95, 0.99]], c: [vanilla, 50, 200]}\n", "", 1)
+	f = wantVerdict(t, newFakeSweep(t, awOnly, paperSpecs()).findings(t), "obs1-lr-decay", Holds)
+	if len(f.Rows) != 1 || !strings.HasPrefix(f.Rows[0].A.Config, "AdamW (constant)") || f.Note != "no vanilla SF-AdamW configuration completed a seed." {
+		t.Errorf("AdamW alone: note %q, rows %+v", f.Note, f.Rows)
+	}
+
 	// a C-sensitivity sweep: no AdamW, no probes, one batch size
 	cOnly := `name: c
 model: micro-llama

@@ -44,7 +44,10 @@ func obs1LRDecay(e *evidence) ([]Comparison, string) {
 		}
 		rows = append(rows, compare(e, side.c, e.lrDecayEnd(from, end), side.c, curveAt(end), side.want))
 	}
-	if aw == nil {
+	switch {
+	case aw == nil && sf != nil:
+		notes = append(notes, fmt.Sprintf("no constant-LR AdamW configuration at batch %d completed a seed", sf.cfg.BatchTokens))
+	case aw == nil:
 		notes = append(notes, "no constant-LR AdamW configuration completed a seed")
 	}
 	if sf == nil {
