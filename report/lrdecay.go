@@ -6,6 +6,7 @@ package report
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sfadamw"
@@ -44,28 +45,16 @@ func obs1LRDecay(e *evidence) ([]Comparison, string) {
 		}
 		rows = append(rows, compare(e, side.c, e.lrDecayEnd(from, end), side.c, curveAt(end), side.want))
 	}
-	switch {
-	case aw == nil && sf != nil:
+	if aw == nil { // then sf is not
 		notes = append(notes, fmt.Sprintf("no constant-LR AdamW configuration at batch %d completed a seed", sf.cfg.BatchTokens))
-	case aw == nil:
-		notes = append(notes, "no constant-LR AdamW configuration completed a seed")
 	}
 	if sf == nil {
 		notes = append(notes, "no vanilla SF-AdamW configuration completed a seed")
 	}
-	return rows, joinNotes(notes)
-}
-
-// joinNotes joins a check's notes into sentences.
-func joinNotes(notes []string) string {
-	out := ""
-	for _, n := range notes {
-		if out != "" {
-			out += " "
-		}
-		out += n + "."
+	if len(notes) == 0 {
+		return rows, ""
 	}
-	return out
+	return rows, strings.Join(notes, ". ") + "."
 }
 
 // matchedBranch is the LR-decay branch of configuration c that its finding compares: the
