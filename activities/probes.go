@@ -45,8 +45,9 @@ func (a *Activities) DecayProbe(ctx context.Context, in workflows.DecayProbeInpu
 		})
 }
 
-// LRDecay runs the LR-decay branch of an AdamW trial from its checkpoint (weights and
-// optimizer state) and stores its result, or returns the one stored.
+// LRDecay runs the LR-decay branch of a trial (AdamW or SF-AdamW, or a program that
+// implements it) from its checkpoint (weights and optimizer state) and stores its result,
+// or returns the one stored.
 func (a *Activities) LRDecay(ctx context.Context, in workflows.LRDecayInput) (training.LRDecayResult, error) {
 	what := fmt.Sprintf("LR-decay branch from step %d", in.Step)
 	if cfg, err := a.trialConfig(ctx, in.TrialID); err == nil && cfg.Trainer != nil {

@@ -94,9 +94,9 @@ func TestProbeActivities(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if isAdamW := cfg.Optimizer.Name == training.AdamW; isAdamW != (r.Probes.LRDecay != nil && r.Probes.LRDecay.Frac == 0.5) || r.Probes.Decay == nil || r.Probes.Decay.Steps != 2 {
-			t.Fatalf("trial %s (%s): %+v; the branch is for adamw trials only, the decay probe for all", r.ID, cfg.Optimizer.Name, r)
-		} else if isAdamW {
+		if r.Probes.LRDecay == nil || r.Probes.LRDecay.Frac != 0.5 || r.Probes.Decay == nil || r.Probes.Decay.Steps != 2 {
+			t.Fatalf("trial %s (%s): %+v; the branch and the decay probe are for every trial", r.ID, cfg.Optimizer.Name, r)
+		} else if cfg.Optimizer.Name == training.AdamW {
 			adamw = r
 		}
 		if _, err := env.ExecuteActivity(workflows.ActivityTrain, workflows.TrainInput{TrialID: r.ID}); err != nil {
@@ -171,6 +171,13 @@ func TestProbeActivities(t *testing.T) {
 	if r := interpolate(adamw.ID, true); r.Points[0].Loss != whole.After || r.Iterate != training.IterW {
 		t.Errorf("decayed interpolation %+v: at α = 0 want the branch's final loss %v", r, whole.After)
 	}
+	for _, r := range plan.Trials { // SF-AdamW's branch, by the same activity
+		if r.ID != adamw.ID {
+			if _, err := env.ExecuteActivity(workflows.ActivityLRDecay, workflows.LRDecayInput{TrialID: r.ID, Step: 2, LRDecay: probe.LRDecay{Frac: 0.5}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, r := range plan.Trials {
 		v, err := env.ExecuteActivity(workflows.ActivityDecayProbe, workflows.DecayProbeInput{TrialID: r.ID, Step: 2, Decay: probe.Decay{Steps: 2}})
 		var probe training.DecayProbeResult
@@ -196,8 +203,8 @@ func TestProbeActivities(t *testing.T) {
 			t.Errorf("probe progress lacks %q: %q", want, seen)
 		}
 	}
-	if len(seen) != 2*6 { // a branch, 3 interpolations, 2 decay probes
-		t.Errorf("%d probe progress calls, want 12: %q", len(seen), seen)
+	if len(seen) != 2*7 { // 2 branches, 3 interpolations, 2 decay probes
+		t.Errorf("%d probe progress calls, want 14: %q", len(seen), seen)
 	}
 	if _, err := env.ExecuteActivity(workflows.ActivityBuildTables, workflows.BuildTablesInput{SweepID: "b", ManifestKey: in.ManifestKey}); err != nil {
 		t.Fatal(err)

@@ -279,7 +279,7 @@ type DecayProbeInput struct {
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"` // as TrainInput's
 }
 
-// LRDecayInput is one LR-decay branch of an AdamW trial, from its checkpoint at Step (the
+// LRDecayInput is one LR-decay branch of a trial, from its checkpoint at Step (the
 // branch's At is left empty).
 type LRDecayInput struct {
 	TrialID string `json:"trial_id"`

@@ -109,9 +109,9 @@ func TestRunProbesEndToEnd(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(bucket, "*", "probes", pattern))
 		return len(m)
 	}
-	// the AdamW trial: 2 branches and both interpolations; the SF-AdamW one: its plain interpolation
-	if b, i, d := count("lr-decay-0.5-step-*.json"), count("interp-00000008-00000012-n5.json"), count("interp-*-decayed-n5.json"); b != 2 || i != 2 || d != 1 {
-		t.Errorf("%d branches, %d plain and %d decayed interpolations; want 2, 2, 1", b, i, d)
+	// each trial: 2 branches and the plain interpolation; the AdamW one also the decayed one
+	if b, i, d := count("lr-decay-0.5-step-*.json"), count("interp-00000008-00000012-n5.json"), count("interp-*-decayed-n5.json"); b != 4 || i != 2 || d != 1 {
+		t.Errorf("%d branches, %d plain and %d decayed interpolations; want 4, 2, 1", b, i, d)
 	}
 	for _, f := range []string{"lr-decay.png", "interpolation.svg", "curves.png"} {
 		if _, err := os.Stat(filepath.Join(out, "sweeps", "probes", "plots", f)); err != nil {
