@@ -17,15 +17,23 @@ type asha struct{}
 
 func (asha) reached(*State, int) {}
 
-func (asha) next(s *State) (int, int, bool) {
+func (asha) next(s *State) (int, int, bool) { return s.promotion(1) }
+
+// promotion is ASHA's promotion in each of brackets 0..brackets−1, bracket b holding the
+// rungs from b on: from the rung below the end down to the first, and at a rung from the
+// lowest bracket up, the first bracket rung whose top ⌊n/η⌋ of its n has a candidate not
+// yet promoted promotes the best of them to the next rung.
+func (s *State) promotion(brackets int) (i, until int, ok bool) {
 	rungs := s.Config.Rungs
 	for k := len(rungs) - 2; k >= 0; k-- {
-		rung := s.ranked(rungs[k])
-		for _, i := range rung[:len(rung)/s.Config.Eta] {
-			// Paused at rung k: reached it and not promoted (a promoted one trains, or
-			// trained, to a later step); a paused candidate's value is finite.
-			if c := s.Candidates[i]; c.Status == StatusPaused && c.Until == rungs[k] {
-				return i, rungs[k+1], true
+		for b := 0; b < brackets && b <= k; b++ {
+			rung := s.rankedIn(rungs[k], b)
+			for _, i := range rung[:len(rung)/s.Config.Eta] {
+				// Paused at rung k: reached it and not promoted (a promoted one trains, or
+				// trained, to a later step); a paused candidate's value is finite.
+				if c := s.Candidates[i]; c.Status == StatusPaused && c.Until == rungs[k] {
+					return i, rungs[k+1], true
+				}
 			}
 		}
 	}

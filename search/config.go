@@ -10,26 +10,30 @@ const (
 	ASHA        = "asha"         // asynchronous successive halving (Li et al. 2020, Algorithm 2), with promotions
 	SyncHalving = "sync_halving" // synchronous successive halving (Jamieson & Talwalkar 2016): a rung's decisions wait for all of it
 	Median      = "median"       // the median stopping rule (Golovin et al. 2017, Google Vizier), as Optuna's MedianPruner
+	Hyperband   = "hyperband"    // asynchronous Hyperband (Li et al. 2018; 2020, §3.2): ASHA in brackets that start at later rungs
 	NoStopping  = ""             // every configuration trains to the end
 )
 
 // Config of a search's scheduling.
 type Config struct {
 	Rule      string `json:"rule"`
-	Rungs     []int  `json:"rungs"`      // increasing decision steps; the last is the run's steps (the end)
-	Eta       int    `json:"eta"`        // halving: keep the best 1/Eta of a rung (≥ 2)
-	MinTrials int    `json:"min_trials"` // median: configurations complete before it stops any (Optuna n_startup_trials)
-	Budget    int    `json:"budget"`     // configurations to start in all
-	Parallel  int    `json:"parallel"`   // configurations training at once at most (≥ 1)
+	Rungs     []int  `json:"rungs"`              // increasing decision steps; the last is the run's steps (the end)
+	Eta       int    `json:"eta"`                // halving: keep the best 1/Eta of a rung (≥ 2)
+	MinTrials int    `json:"min_trials"`         // median: configurations complete before it stops any (Optuna n_startup_trials)
+	Brackets  int    `json:"brackets,omitempty"` // hyperband: brackets s = 0..Brackets−1, bracket s starting at rung s; 0: all, one a rung
+	Grace     int    `json:"grace,omitempty"`    // no rule judges before this step: NewState drops the rungs before it
+	Budget    int    `json:"budget"`             // configurations to start in all
+	Parallel  int    `json:"parallel"`           // configurations training at once at most (≥ 1)
 }
 
 // Validate checks c: a known rule; rungs positive and increasing, at least the end;
-// Eta ≥ 2 for the halving rules; MinTrials ≥ 0; Budget and Parallel ≥ 1.
+// Eta ≥ 2 for the halving rules; MinTrials ≥ 0; Brackets within [0, len(Rungs)] of the
+// rungs after Grace ≥ 0; Budget and Parallel ≥ 1.
 func (c Config) Validate() error {
 	switch c.Rule {
-	case ASHA, SyncHalving, Median, NoStopping:
+	case ASHA, SyncHalving, Median, Hyperband, NoStopping:
 	default:
-		return fmt.Errorf("search config: rule %q is none of %q, %q, %q or %q (no stopping)", c.Rule, ASHA, SyncHalving, Median, NoStopping)
+		return fmt.Errorf("search config: rule %q is none of %q, %q, %q, %q or %q (no stopping)", c.Rule, ASHA, SyncHalving, Median, Hyperband, NoStopping)
 	}
 	if len(c.Rungs) == 0 {
 		return fmt.Errorf("search config: no rungs: the last rung is the end of the run")
@@ -39,7 +43,13 @@ func (c Config) Validate() error {
 			return fmt.Errorf("search config: rungs %v: rung %d is %d; rungs must be positive and increase", c.Rungs, i, r)
 		}
 	}
-	if (c.Rule == ASHA || c.Rule == SyncHalving) && c.Eta < 2 {
+	if c.Grace < 0 {
+		return fmt.Errorf("search config: grace %d is negative", c.Grace)
+	}
+	if n := len(Judged(c.Rungs, c.Grace)); c.Brackets < 0 || c.Brackets > n {
+		return fmt.Errorf("search config: brackets %d: %d rung(s) from grace %d on start at most %d brackets", c.Brackets, n, c.Grace, n)
+	}
+	if (c.Rule == ASHA || c.Rule == SyncHalving || c.Rule == Hyperband) && c.Eta < 2 {
 		return fmt.Errorf("search config: eta %d: %s keeps 1/eta of a rung, eta must be ≥ 2", c.Eta, c.Rule)
 	}
 	if c.MinTrials < 0 {
@@ -52,6 +62,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("search config: parallel %d: at least one configuration must train at a time", c.Parallel)
 	}
 	return nil
+}
+
+// Judged are the rungs a search with grace period grace decides at: those of rungs at or
+// after step grace, and the last (the end) in any case. Nothing is stopped before grace,
+// so a rung there would only cost a pause.
+func Judged(rungs []int, grace int) []int {
+	var out []int
+	for i, r := range rungs {
+		if r >= grace || i == len(rungs)-1 {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // end is the last rung: the run's steps.
@@ -79,6 +102,8 @@ func (c Config) rule() rule {
 		return syncHalving{}
 	case Median:
 		return median{}
+	case Hyperband:
+		return hyperband{}
 	}
 	return noStopping{}
 }

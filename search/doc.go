@@ -32,7 +32,15 @@
 //   - [Median], the median stopping rule (Golovin et al., "Google Vizier", KDD 2017) as
 //     Optuna's MedianPruner: once MinTrials configurations are completed, a candidate
 //     whose best value so far is worse than their median at the same rung stops.
+//   - [Hyperband] (Li et al., JMLR 2018), asynchronous (Li et al. 2020, §3.2): brackets
+//     s = 0..[Config.Brackets]−1 run ASHA side by side, bracket s on the rungs from rung s
+//     on, so its configurations are first judged at rung s; the last bracket trains to
+//     the end unjudged. Each configuration joins a bracket by its index, in proportion to
+//     Hyperband's bracket sizes, so the brackets hedge ASHA's short-horizon bias.
 //   - [NoStopping]: every configuration trains to the end in one job.
+//
+// A grace period ([Config.Grace]) applies to every rule: no rung before it is judged, and
+// no configuration pauses there ([Judged]).
 //
 // A diverged candidate (+Inf at its rung) ranks last and is never promoted; a failed one
 // has no value and does not rank. At most Parallel candidates train at once, Budget start

@@ -51,6 +51,9 @@ type Candidate struct {
 	Same *int `json:"same,omitempty"`
 	// Key is the configuration's content address, as the caller gave it to AddKeyed.
 	Key string `json:"key,omitempty"`
+	// Bracket is the Hyperband bracket it is in: it starts at rung Bracket and is ranked
+	// only among its bracket's candidates (0 under the other rules).
+	Bracket int `json:"bracket,omitempty"`
 }
 
 // Duplicate reports whether c is an earlier candidate's configuration again (Same).
@@ -90,12 +93,12 @@ type Job struct {
 // ErrNotRunning is the error of an event for a candidate that is not running.
 var ErrNotRunning = errors.New("candidate is not running")
 
-// NewState returns the empty search of c.
+// NewState returns the empty search of c, whose rungs are those judged after its grace.
 func NewState(c Config) (*State, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	c.Rungs = slices.Clone(c.Rungs)
+	c.Rungs = slices.Clone(Judged(c.Rungs, c.Grace))
 	return &State{Config: c, Candidates: []Candidate{}}, nil
 }
 
@@ -103,7 +106,7 @@ func NewState(c Config) (*State, error) {
 // The candidate that spends the budget marks the state Exhausted.
 func (s *State) Add(grid int, p Point) int {
 	i := len(s.Candidates)
-	s.Candidates = append(s.Candidates, Candidate{Index: i, Grid: grid, Point: p, Status: StatusQueued, Values: map[int]float64{}})
+	s.Candidates = append(s.Candidates, Candidate{Index: i, Grid: grid, Point: p, Status: StatusQueued, Values: map[int]float64{}, Bracket: s.bracket(i)})
 	if len(s.Candidates) >= s.Config.Budget {
 		s.Exhausted = true
 	}
@@ -204,7 +207,7 @@ func (s *State) Next() (job Job, ok bool) {
 	}
 	for i := range s.Candidates {
 		if c := s.Candidates[i]; c.Status == StatusQueued && !c.Duplicate() {
-			return s.start(i, s.first()), true
+			return s.start(i, s.first(c)), true
 		}
 	}
 	if s.more() {
@@ -251,13 +254,13 @@ func (s *State) more() bool {
 	return !s.Exhausted && len(s.Candidates) < s.Config.Budget
 }
 
-// first is the step a new candidate trains to: the first rung, or the end without early
-// stopping.
-func (s *State) first() int {
+// first is the step a new candidate c trains to: the first rung of its bracket, or the end
+// without early stopping.
+func (s *State) first(c Candidate) int {
 	if s.Config.Rule == NoStopping {
 		return s.Config.end()
 	}
-	return s.Config.Rungs[0]
+	return s.Config.Rungs[c.Bracket]
 }
 
 func (s *State) start(i, until int) Job {
@@ -274,10 +277,13 @@ func (s *State) stop(i int) {
 
 // ranked are the candidates with a value at step (diverged ones, +Inf, included; failed
 // ones and duplicates have none of their own), best first: by value, then by index.
-func (s *State) ranked(step int) []int {
+func (s *State) ranked(step int) []int { return s.rankedIn(step, -1) }
+
+// rankedIn is ranked of the candidates of bracket b, or of all if b < 0.
+func (s *State) rankedIn(step, b int) []int {
 	var is []int
 	for i, c := range s.Candidates {
-		if _, ok := c.Values[step]; ok && !c.Duplicate() {
+		if _, ok := c.Values[step]; ok && !c.Duplicate() && (b < 0 || c.Bracket == b) {
 			is = append(is, i)
 		}
 	}

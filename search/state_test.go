@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-var rules = []string{ASHA, SyncHalving, Median, NoStopping}
+var rules = []string{ASHA, SyncHalving, Median, Hyperband, NoStopping}
 
 // randomCurve has candidates fall from random heights, some diverging (+Inf) or failing
 // (NaN) at a rung.
@@ -173,7 +173,12 @@ func TestConfigValidate(t *testing.T) {
 		change func(*Config)
 		want   string
 	}{
-		{func(c *Config) { c.Rule = "hyperband" }, `"hyperband"`},
+		{func(c *Config) { c.Rule = "bohb" }, `"bohb"`},
+		{func(c *Config) { c.Rule, c.Brackets = Hyperband, 3 }, "brackets 3"},
+		{func(c *Config) { c.Rule, c.Grace, c.Brackets = Hyperband, 20, 2 }, "brackets 2: 1 rung(s) from grace 20"},
+		{func(c *Config) { c.Brackets = -1 }, "brackets -1"},
+		{func(c *Config) { c.Grace = -1 }, "grace -1"},
+		{func(c *Config) { c.Rule, c.Eta = Hyperband, 1 }, "eta 1"},
 		{func(c *Config) { c.Rungs = nil }, "no rungs"},
 		{func(c *Config) { c.Rungs = []int{30, 10} }, "rung 1 is 10"},
 		{func(c *Config) { c.Rungs = []int{0, 10} }, "rung 0 is 0"},
