@@ -21,13 +21,6 @@ const (
 	MethodTPE    = "tpe"    // Trials configurations of each grid, by the tree-structured Parzen estimator
 )
 
-// Early-stopping rules.
-const (
-	RuleASHA        = "asha"         // asynchronous successive halving, with promotions
-	RuleSyncHalving = "sync_halving" // synchronous successive halving: a rung decides once all of it is in
-	RuleMedian      = "median"       // the median stopping rule
-)
-
 // Metrics a search ranks by (lower is better).
 const (
 	MetricValLoss  = "val_loss"
@@ -53,23 +46,6 @@ type Search struct {
 	Parallel      int            `yaml:"parallel,omitempty"` // configurations training at once; 0: as many as the sweep's window of trials allows
 	EarlyStopping *EarlyStopping `yaml:"early_stopping,omitempty"`
 }
-
-// EarlyStopping is a rule and its rungs. The rungs are Rungs, or else MinSteps·Eta^k below
-// the run's steps (halving) or every MinSteps steps (median); the end of the run is the
-// last rung.
-type EarlyStopping struct {
-	Rule      string `yaml:"rule"`
-	Rungs     []int  `yaml:"rungs,omitempty"`
-	MinSteps  int    `yaml:"min_steps,omitempty"`
-	Eta       int    `yaml:"eta,omitempty"`        // halving: keep the best 1/eta of a rung; default 3
-	MinTrials int    `yaml:"min_trials,omitempty"` // median: configurations completed before it stops any; default 3
-}
-
-// DefaultEta and DefaultMedianMinTrials are EarlyStopping's defaults.
-const (
-	DefaultEta             = 3
-	DefaultMedianMinTrials = 3
-)
 
 // Searched reports whether the manifest runs as a search (configurations chosen or
 // stopped as results come) rather than as a grid planned whole.
@@ -99,81 +75,6 @@ func (m *Manifest) MetricName() string {
 	return m.Search.Metric
 }
 
-// Rungs are the steps at which early stopping decides, the end of the run last; nil
-// without early stopping.
-func (m *Manifest) Rungs() []int {
-	if m.Search == nil || m.Search.EarlyStopping == nil {
-		return nil
-	}
-	es := m.Search.EarlyStopping
-	if len(es.Rungs) > 0 {
-		return append(slices.Clone(es.Rungs), m.Steps)
-	}
-	var rungs []int
-	for r := es.MinSteps; r > 0 && r < m.Steps; {
-		rungs = append(rungs, r)
-		if es.Rule == RuleMedian {
-			r += es.MinSteps
-		} else {
-			r *= es.eta()
-		}
-	}
-	return append(rungs, m.Steps)
-}
-
-// EarlyRungFrac is the share of a run before which a rung judges too early: successive
-// halving's short-horizon bias (configurations with a high LR lead at the start and fall
-// behind later) stops good configurations there.
-const EarlyRungFrac = 0.2
-
-// RungWarnings says of each rung before the end that comes too early to judge on, why:
-// inside the warmup (the LR has not reached its peak, so configurations are ranked on how
-// they warm up) or in the first EarlyRungFrac of the run. Neither is an error: the search
-// runs as written, and validate, run and submit print these.
-func (m *Manifest) RungWarnings() []string {
-	rungs := m.Rungs()
-	if len(rungs) < 2 {
-		return nil
-	}
-	warmup := training.DefaultWarmupFrac
-	if m.WarmupFrac.Set() {
-		warmup = slices.Max(m.WarmupFrac.corners())
-	}
-	warmupSteps, early := int(warmup*float64(m.Steps)), int(EarlyRungFrac*float64(m.Steps))
-	var out []string
-	for i, r := range rungs[:len(rungs)-1] {
-		field := fmt.Sprintf("search.early_stopping.rungs[%d]", i)
-		if len(m.Search.EarlyStopping.Rungs) == 0 {
-			field = "search.early_stopping.min_steps"
-		}
-		switch {
-		case r <= warmupSteps:
-			out = append(out, fmt.Sprintf("%s: rung at step %d is inside the warmup (its first %d steps): configurations are ranked before their learning rate reaches its peak", field, r, warmupSteps))
-		case r < early:
-			out = append(out, fmt.Sprintf("%s: rung at step %d is in the first %.0f%% of the run (before step %d): early rungs favour configurations that lead at the start, and may stop the best one", field, r, 100*EarlyRungFrac, early))
-		}
-	}
-	return out
-}
-
-func (es *EarlyStopping) eta() int {
-	if es.Eta == 0 {
-		return DefaultEta
-	}
-	return es.Eta
-}
-
-// Eta is the halving rate of early stopping (DefaultEta if not given).
-func (m *Manifest) Eta() int { return m.Search.EarlyStopping.eta() }
-
-// MedianMinTrials is the median rule's min_trials (DefaultMedianMinTrials if not given).
-func (m *Manifest) MedianMinTrials() int {
-	if n := m.Search.EarlyStopping.MinTrials; n > 0 {
-		return n
-	}
-	return DefaultMedianMinTrials
-}
-
 // validateSearch checks the search block.
 func (m *Manifest) validateSearch() error {
 	s := m.Search
@@ -195,59 +96,26 @@ func (m *Manifest) validateSearch() error {
 	if s.Goal != "" && s.Goal != "minimize" && (m.Trainer == nil || s.Goal != "maximize" || s.Metric == "" || s.Metric == MetricValLoss || s.Metric == MetricTestLoss || s.Metric == MetricTestPPL) {
 		return &fielderr.Error{Field: "search.goal", Value: fmt.Sprintf("%q", s.Goal), Reason: "the metrics are losses: the goal is minimize"}
 	}
-	if it := s.Iterate; it != "" && it != IterEWA {
-		for _, g := range m.Optimizers {
-			if its := training.Iterates(g.Name); !slices.Contains(its, it) {
-				return &fielderr.Error{Field: "search.iterate", Value: fmt.Sprintf("%q", it),
-					Reason: fmt.Sprintf("%s trials have %s (or ewa for the EWA of the evaluated one; leave it out for the evaluated one)", g.Name, strings.Join(its, ", "))}
-			}
-		}
+	if err := m.checkIterate("search.iterate", s.Iterate); err != nil {
+		return err
 	}
 	if n := s.Trials * len(m.Optimizers) * len(m.Seeds); m.Sampled() && (s.Trials > m.maxTrials() || n > m.maxTrials()) {
 		return &fielderr.Error{Field: "search.trials", Value: s.Trials, Reason: fmt.Sprintf("%d configurations × %d grids × %d seeds is more than max_trials = %d; raise max_trials to confirm", s.Trials, len(m.Optimizers), len(m.Seeds), m.maxTrials())}
 	}
-	es := s.EarlyStopping
-	if es == nil {
+	return m.validateEarlyStopping()
+}
+
+// checkIterate checks that every optimizer grid's trials have iterate it, which field
+// names ("" and ewa resolve by optimizer).
+func (m *Manifest) checkIterate(field, it string) error {
+	if it == "" || it == IterEWA {
 		return nil
 	}
-	switch es.Rule {
-	case RuleASHA, RuleSyncHalving, RuleMedian:
-	default:
-		return &fielderr.Error{Field: "search.early_stopping.rule", Value: fmt.Sprintf("%q", es.Rule), Reason: `must be "asha", "sync_halving" or "median"`}
-	}
-	if es.Eta != 0 && es.Eta < 2 {
-		return &fielderr.Error{Field: "search.early_stopping.eta", Value: es.Eta, Reason: "must be ≥ 2: each rung keeps 1/eta of the one below"}
-	}
-	if es.MinTrials < 0 {
-		return &fielderr.Error{Field: "search.early_stopping.min_trials", Value: es.MinTrials, Reason: "must be ≥ 1"}
-	}
-	if len(es.Rungs) == 0 && es.MinSteps <= 0 {
-		return &fielderr.Error{Field: "search.early_stopping.min_steps", Value: es.MinSteps, Reason: "must be ≥ 1, or list the rungs"}
-	}
-	rungs := m.Rungs()
-	if len(rungs) < 2 {
-		return &fielderr.Error{Field: "search.early_stopping.min_steps", Value: es.MinSteps, Reason: fmt.Sprintf("must be below steps = %d: early stopping needs a rung before the end", m.Steps)}
-	}
-	for i, r := range rungs[:len(rungs)-1] {
-		field := "search.early_stopping.min_steps"
-		if len(es.Rungs) > 0 {
-			field = fmt.Sprintf("search.early_stopping.rungs[%d]", i)
+	for _, g := range m.Optimizers {
+		if its := training.Iterates(g.Name); !slices.Contains(its, it) {
+			return &fielderr.Error{Field: field, Value: fmt.Sprintf("%q", it),
+				Reason: fmt.Sprintf("%s trials have %s (or ewa for the EWA of the evaluated one; leave it out for the evaluated one)", g.Name, strings.Join(its, ", "))}
 		}
-		if r < 1 || r >= m.Steps || (i > 0 && r <= rungs[i-1]) {
-			return &fielderr.Error{Field: field, Value: r, Reason: fmt.Sprintf("rungs must increase within [1, steps = %d)", m.Steps)}
-		}
-		if m.Trainer != nil && !m.Trainer.native(m) {
-			continue // the program evaluates and checkpoints as it will
-		}
-		if m.EvalEvery == 0 || r%m.EvalEvery != 0 {
-			return &fielderr.Error{Field: field, Value: r, Reason: fmt.Sprintf("rung %d must be an evaluation step (a multiple of eval_every = %d)", r, m.EvalEvery)}
-		}
-		if m.CheckpointEvery == 0 || r%m.CheckpointEvery != 0 {
-			return &fielderr.Error{Field: field, Value: r, Reason: fmt.Sprintf("rung %d must be a checkpoint step (a multiple of checkpoint_every = %d): a promoted trial resumes there", r, m.CheckpointEvery)}
-		}
-	}
-	if m.KeepCheckpoints > 0 {
-		return &fielderr.Error{Field: "keep_checkpoints", Value: m.KeepCheckpoints, Reason: "early stopping resumes promoted trials from their rung's checkpoint: keep them all (0)"}
 	}
 	return nil
 }
@@ -433,20 +301,7 @@ func (m *Manifest) Plan() (SearchPlan, error) {
 		p.Worst.Tokens += k * c.Tokens
 		p.Worst.FLOPs += float64(k) * c.FLOPs
 	}
-	if p.Rule == RuleASHA || p.Rule == RuleSyncHalving {
-		e := &Cost{Trials: p.Worst.Trials}
-		perStep := p.Worst.FLOPs / float64(p.Worst.Steps)
-		tokensPerStep := float64(p.Worst.Tokens) / float64(p.Worst.Steps)
-		prev, n := 0, total
-		for _, r := range p.Rungs {
-			p.Halving = append(p.Halving, n)
-			s := int64(n*len(m.Seeds)) * int64(r-prev)
-			e.Steps += s
-			prev, n = r, n/m.Eta()
-		}
-		e.Tokens, e.FLOPs = int64(float64(e.Steps)*tokensPerStep), float64(e.Steps)*perStep
-		p.Expected = e
-	}
+	m.expectedCost(&p, total)
 	return p, nil
 }
 

@@ -128,7 +128,16 @@ func TestSearchErrors(t *testing.T) {
 		{"batch_tokens: 32", "batch_tokens: {distribution: log_uniform, min: 32, max: 64}", "batch_tokens = log_uniform: this parameter takes whole numbers"},
 		{"beta2: 0.99", "", "optimizers[0].beta2 = []: must give beta2 with beta1"},
 		{"beta2: 0.99", "beta2: 0.99\n    betas: [[0.9, 0.99]]", "optimizers[0].beta1 = [0.9 0.95]: give betas as [beta1, beta2] pairs or beta1 and beta2 apart"},
-		{"rule: asha", "rule: hyperband", `search.early_stopping.rule = "hyperband"`},
+		{"rule: asha", "rule: bohb", `search.early_stopping.rule = "bohb": must be "asha", "sync_halving", "median" or "hyperband"`},
+		{"eta: 3}", "eta: 3, brackets: 2}", "search.early_stopping.brackets = 2: brackets are hyperband's; asha has none"},
+		{"rule: asha, min_steps: 10, eta: 3}", "rule: hyperband, min_steps: 10, eta: 3, brackets: 4}", "search.early_stopping.brackets = 4: the rungs [10 30 90] (the end included) start at most 3 brackets"},
+		{"rule: asha, min_steps: 10, eta: 3}", "rule: hyperband, min_steps: 10, eta: 3, brackets: -1}", "search.early_stopping.brackets = -1: must be ≥ 1"},
+		{"eta: 3}", "eta: 3, grace: 1.5}", "search.early_stopping.grace = 1.5: must be a share of the run's steps in [0, 1)"},
+		{"eta: 3}", "eta: 3, grace_steps: 90}", "search.early_stopping.grace_steps = 90: must be in [0, steps = 90)"},
+		{"eta: 3}", "eta: 3, grace: 0.2, grace_steps: 20}", "search.early_stopping.grace_steps = 20: give grace (0.2 of the run) or grace_steps, not both"},
+		{"eta: 3}", "eta: 3, grace_steps: 31}", "search.early_stopping.grace_steps = 31: no rung of [10 30] comes at or after step 31"},
+		{"eta: 3}", "eta: 3, iterate: w}", `search.early_stopping.iterate = "w": sfadamw trials have x, y, ewa_x, ewa_y`},
+		{"min_steps: 10, eta: 3}", "rungs: [10, 15], grace_steps: 12}", "search.early_stopping.rungs[1] = 15: rung 15 must be an evaluation step"},
 		{"eta: 3", "eta: 1", "search.early_stopping.eta = 1: must be ≥ 2"},
 		{"min_steps: 10", "min_steps: 90", "search.early_stopping.min_steps = 90: must be below steps = 90"},
 		{"min_steps: 10", "min_steps: 15", "rung 15 must be an evaluation step (a multiple of eval_every = 10)"},
@@ -140,6 +149,62 @@ func TestSearchErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s → %s: error %v, want one containing %q", tc.old, tc.new, err, tc.want)
 		}
+	}
+}
+
+// TestHyperbandAndGrace: hyperband's rungs are halving's, min_steps·eta^k; a grace period
+// drops the rungs before it (so a rung there need not be an evaluation step), and the
+// plan counts each bracket from its own first rung.
+func TestHyperbandAndGrace(t *testing.T) {
+	src := strings.Replace(searchBase, "rule: asha, min_steps: 10, eta: 3}", "rule: hyperband, min_steps: 10, eta: 3}", 1)
+	src = strings.Replace(src, "method: tpe\n  trials: 12", "method: tpe\n  trials: 17", 1)
+	m, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Rungs(); !slices.Equal(got, []int{10, 30, 90}) || m.Brackets() != 0 {
+		t.Errorf("hyperband rungs %v, brackets %d; want [10 30 90], 0 (all)", got, m.Brackets())
+	}
+	p, err := m.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 17 configurations in brackets of 9, 5 and 3 (weights 9, 5, 3). Bracket 0: 9 to 10,
+	// 3 to 30, 1 to 90; bracket 1: 5 to 30, 1 to 90; bracket 2: 3 to 90. Steps a seed:
+	// 9·10 + 3·20 + 1·60 + 5·30 + 1·60 + 3·90 = 690, of 17·90 = 1530 at worst.
+	if !slices.Equal(p.Halving, []int{9, 8, 5}) || p.Expected == nil || p.Expected.Steps != 2*690 || p.Worst.Steps != 2*1530 {
+		t.Errorf("plan: halving %v, expected %+v, worst %+v; want [9 8 5], %d steps of %d", p.Halving, p.Expected, p.Worst, 2*690, 2*1530)
+	}
+
+	for _, c := range []struct {
+		grace string
+		want  []int
+	}{
+		{"grace: 0.2", []int{30, 90}},      // ⌈0.2·90⌉ = 18
+		{"grace_steps: 30", []int{30, 90}}, // a rung at the grace step is judged
+		{"grace_steps: 9", []int{10, 30, 90}},
+	} {
+		g, err := Parse([]byte(strings.Replace(searchBase, "eta: 3}", "eta: 3, "+c.grace+"}", 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.grace, err)
+		}
+		if got := g.Rungs(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: rungs %v, want %v", c.grace, got, c.want)
+		}
+		if w := g.RungWarnings(); len(c.want) == 2 && len(w) != 0 {
+			t.Errorf("%s: warnings %q for rungs the grace period leaves unjudged", c.grace, w)
+		}
+	}
+	// the rung iterate: early_stopping's, else the search's, resolved by optimizer
+	it, err := Parse([]byte(strings.Replace(searchBase, "eta: 3}", "eta: 3, iterate: ewa}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := it.RungIterate("sfadamw"); got != "ewa_x" {
+		t.Errorf("rung iterate %q, want ewa_x", got)
+	}
+	if got := m.RungIterate("sfadamw"); got != "x" {
+		t.Errorf("default rung iterate %q, want x (the metric's)", got)
 	}
 }
 
