@@ -228,7 +228,11 @@ func (a *Activities) segmentOutcome(ctx context.Context, sr *searcher, st *searc
 				ev.Failed = true
 				continue
 			}
-			v, ok, err := a.curveAt(ctx, sr, t.ID, e.Until, it)
+			at := it
+			if e.Until < sr.m.Steps {
+				at = sr.m.RungIterate(t.Config.Optimizer.Name) // a rung before the end ranks by its own
+			}
+			v, ok, err := a.curveAt(ctx, sr, t.ID, e.Until, at)
 			if err != nil {
 				return ev, err
 			}
