@@ -40,6 +40,7 @@ type programOut struct {
 			Rungs    []int  `yaml:"rungs"`
 			MinSteps int    `yaml:"min_steps"`
 			Eta      int    `yaml:"eta"`
+			Brackets int    `yaml:"brackets"`
 		} `yaml:"early_stopping"`
 	} `yaml:"search"`
 }
@@ -138,8 +139,8 @@ func TestWandbProgram(t *testing.T) {
 		t.Errorf("search %+v, steps %d, seeds %v", s, m.Steps, m.Seeds)
 	}
 	// min_iter 1: rungs 30, 90, 270; 9 configurations let one finish past two of them
-	if es := s.EarlyStopping; es == nil || es.Rule != RuleASHA || !slices.Equal(es.Rungs, []int{30, 90}) || es.Eta != 3 {
-		t.Errorf("early stopping %+v, want asha at rungs [30 90]", es)
+	if es := s.EarlyStopping; es == nil || es.Rule != RuleHyperband || es.Brackets != 1 || !slices.Equal(es.Rungs, []int{30, 90}) || es.Eta != 3 {
+		t.Errorf("early stopping %+v, want hyperband, one bracket, at rungs [30 90]", es)
 	}
 	for _, want := range []string{"line 2: name = \"lm sweep\": written lm-sweep", "line 3: method = bayes: searched by tpe", "line 38: early_terminate = hyperband: rungs [30 90] of [30 90 270] kept"} {
 		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, want) }) {

@@ -186,8 +186,12 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// earlyStopping maps W&B's hyperband to ASHA. One W&B iteration is one logged value of
-// the metric: one evaluation, every eval_every steps of the base.
+// earlyStopping maps W&B's hyperband onto the hyperband rule with W&B's meaning. One W&B
+// iteration is one logged value of the metric: one evaluation, every eval_every steps of
+// the base. W&B's "brackets" (min_iter·eta^k, or max_iter/eta^k for k = 1..s) are the
+// steps where it judges every run: the rungs of a single bracket that starts every
+// configuration at the first of them, brackets: 1 (W&B's s counts those rungs, not
+// Hyperband's brackets).
 func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 	if v.Kind != yaml.MappingNode {
 		return nil, &fielderr.Error{Field: "early_terminate", Value: brief(v), Reason: "want {type: hyperband, min_iter: ...} or {type: hyperband, max_iter: ..., s: ...}", Line: k.Line}
@@ -200,13 +204,13 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 		case "type", "min_iter", "max_iter", "s", "eta":
 			f[ek.Value], lines[ek.Value] = ev, ek.Line
 		case "strict":
-			w.note("early_terminate.strict", brief(ev), ek.Line, "ignored: asha promotes the best 1/eta of each rung")
+			w.note("early_terminate.strict", brief(ev), ek.Line, "ignored: hyperband promotes the best 1/eta of each rung")
 		default:
 			return nil, &fielderr.Error{Field: "early_terminate." + ek.Value, Value: brief(ev), Reason: "not a key of W&B's hyperband (type, min_iter, max_iter, s, eta, strict)", Line: ek.Line}
 		}
 	}
 	if t := f["type"]; t == nil || t.Value != "hyperband" {
-		return nil, &fielderr.Error{Field: "early_terminate.type", Value: brief(t), Reason: "W&B's early termination is hyperband, which sfsweep runs as asha", Line: cmpLine(lines["type"], k.Line)}
+		return nil, &fielderr.Error{Field: "early_terminate.type", Value: brief(t), Reason: "W&B's early termination is hyperband, which sfsweep runs as its hyperband rule", Line: cmpLine(lines["type"], k.Line)}
 	}
 	whole := func(key string, least int) (int, error) {
 		n := f[key]
@@ -227,7 +231,7 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 		return nil, &fielderr.Error{Field: "early_terminate", Value: "hyperband", Reason: "one W&B iteration is one evaluation, and the base manifest sets no eval_every", Line: k.Line}
 	}
 	es := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-	setKey(es, "rule", quoted(RuleASHA))
+	setKey(es, "rule", quoted(RuleHyperband))
 	switch {
 	case f["max_iter"] != nil: // W&B's controller reads max_iter first
 		if f["s"] == nil {
@@ -283,6 +287,7 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 		return nil, &fielderr.Error{Field: "early_terminate", Value: "hyperband", Reason: "give min_iter (the first bracket), or max_iter and s", Line: k.Line}
 	}
 	setKey(es, "eta", plain(strconv.Itoa(eta)))
+	setKey(es, "brackets", plain("1"))
 	return es, nil
 }
 
@@ -294,7 +299,7 @@ func (w *wandbImport) earlyStopping(k, v *yaml.Node) (*yaml.Node, error) {
 // first so many rungs in out, and notes it, or drops early stopping if even the first
 // would stop them all; it reports whether it changed out.
 func (w *wandbImport) finishBest(m *Manifest, out *yaml.Node) bool {
-	if m.Search == nil || m.Search.EarlyStopping == nil || m.Search.EarlyStopping.Rule != RuleASHA {
+	if m.Search == nil || m.Search.EarlyStopping == nil || m.Search.EarlyStopping.Rule != RuleHyperband || m.Brackets() != 1 {
 		return false
 	}
 	plan, err := m.Plan()

@@ -122,7 +122,7 @@ func TestWandbBayesHyperband(t *testing.T) {
 		t.Errorf("warmup_frac %v (from warmup_ratio)", m.WarmupFrac)
 	}
 	// min_iter 2 evaluations of eval_every 30 = step 60, then ×3
-	if es := s.EarlyStopping; es == nil || es.Rule != RuleASHA || es.MinSteps != 60 || m.Eta() != 3 {
+	if es := s.EarlyStopping; es == nil || es.Rule != RuleHyperband || es.Brackets != 1 || es.MinSteps != 60 || m.Eta() != 3 {
 		t.Errorf("early stopping %+v", es)
 	}
 	if r := m.Rungs(); !slices.Equal(r, []int{60, 180, 300}) {
@@ -173,7 +173,7 @@ func TestWandbGrid(t *testing.T) {
 		t.Errorf("seeds %v", m.Seeds)
 	}
 	// max_iter 9, s 2, eta 3: brackets 9/3 = 3 and 9/9 = 1 evaluations, steps 90 and 30
-	if es := m.Search.EarlyStopping; es == nil || !slices.Equal(es.Rungs, []int{30, 90}) || es.Rule != RuleASHA {
+	if es := m.Search.EarlyStopping; es == nil || !slices.Equal(es.Rungs, []int{30, 90}) || es.Rule != RuleHyperband || es.Brackets != 1 {
 		t.Errorf("early stopping %+v", es)
 	}
 	if r := m.Rungs(); !slices.Equal(r, []int{30, 90, 300}) {
@@ -322,7 +322,7 @@ func TestWandbErrors(t *testing.T) {
 		{"  beta2:", "  optimizer:\n    values: [sfadamw, sgd]\n  beta2:", "parameters.optimizer", 13, "sfsweep trains sfadamw (Schedule-Free AdamW) and adamw"},
 		{"  beta2:", "  optimizer:\n    value: adamw\n  c:\n    values: [vanilla, 50]\n  beta2:", "parameters.c", 15, "the sweep trains no sfadamw"},
 		{"  beta2:", "  seed:\n    min: 1\n    max: 3\n  beta2:", "parameters.seed", 13, "seeds are listed: give value or values"},
-		{"type: hyperband", "type: envelope", "early_terminate.type", 16, "hyperband, which sfsweep runs as asha"},
+		{"type: hyperband", "type: envelope", "early_terminate.type", 16, "hyperband, which sfsweep runs as its hyperband rule"},
 		{"min_iter: 1", "min_iter: 10", "early_terminate.min_iter", 17, "the first bracket, evaluation 10, is step 300: not before the base's steps = 300"},
 		{"min_iter: 1", "min_iter: 1\n  eta: 2.5", "early_terminate.eta", 18, "must be a whole number ≥ 2"},
 		{"min_iter: 1", "max_iter: 27", "early_terminate.max_iter", 17, "need s"},
