@@ -195,6 +195,20 @@ func TestHyperbandAndGrace(t *testing.T) {
 			t.Errorf("%s: warnings %q for rungs the grace period leaves unjudged", c.grace, w)
 		}
 	}
+	// 17 fill the brackets; of 12, bracket 0 gets 6, fewer than the 9 it needs
+	for _, w := range m.RungWarnings() {
+		if strings.Contains(w, "brackets") {
+			t.Errorf("17 configurations: warning %q", w)
+		}
+	}
+	twelve, err := Parse([]byte(strings.Replace(src, "trials: 17", "trials: 12", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := twelve.RungWarnings()
+	if want := "search.early_stopping.brackets: bracket 0 gets 6 of the 12 configurations, from step 10; it needs 9 (eta^2)"; len(ws) == 0 || !strings.HasPrefix(ws[len(ws)-1], want) {
+		t.Errorf("12 configurations: warnings %q, want the last to start %q", ws, want)
+	}
 	// the rung iterate: early_stopping's, else the search's, resolved by optimizer
 	it, err := Parse([]byte(strings.Replace(searchBase, "eta: 3}", "eta: 3, iterate: ewa}", 1)))
 	if err != nil {

@@ -134,6 +134,35 @@ func (m *Manifest) RungWarnings() []string {
 			out = append(out, fmt.Sprintf("%s: rung at step %d is in the first %.0f%% of the run (before step %d): early rungs favour configurations that lead at the start, and may stop the best one", field, r, 100*EarlyRungFrac, early))
 		}
 	}
+	return append(out, m.bracketWarnings(rungs)...)
+}
+
+// bracketWarnings says of each hyperband bracket that cannot take a configuration to the
+// end why: a bracket that halves h times promotes ⌊n/eta⌋ of a rung's n, so it needs
+// eta^h of them, and its share of the configurations is smaller.
+func (m *Manifest) bracketWarnings(rungs []int) []string {
+	if m.Search.EarlyStopping.Rule != RuleHyperband {
+		return nil
+	}
+	p, err := m.Plan()
+	if err != nil {
+		return nil // validation reports it
+	}
+	total := 0
+	for _, n := range p.Configs {
+		total += n
+	}
+	eta := m.Eta()
+	var out []string
+	for b, n := range (search.Config{Rule: search.Hyperband, Rungs: rungs, Eta: eta, Brackets: m.Brackets()}).Allot(total) {
+		need := 1
+		for range len(rungs) - 1 - b {
+			need = min(need*eta, total+1)
+		}
+		if n < need {
+			out = append(out, fmt.Sprintf("search.early_stopping.brackets: bracket %d gets %d of the %d configurations, from step %d; it needs %d (eta^%d) to take one to the end, so it only stops them", b, n, total, rungs[b], need, len(rungs)-1-b))
+		}
+	}
 	return out
 }
 
