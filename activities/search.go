@@ -198,8 +198,9 @@ func (a *Activities) segment(ctx context.Context, sr *searcher, c search.Candida
 }
 
 // segmentOutcome reads what became of candidate e.Candidate's trials trained to e.Until:
-// the validation loss of the metric's iterate there (mean over seeds), the final metric
-// at the end, or that a seed diverged or failed.
+// the validation loss there (mean over seeds) of the rung's iterate (RungIterate) before
+// the end and of the metric's at the end, with the final metric, or that a seed diverged
+// or failed.
 func (a *Activities) segmentOutcome(ctx context.Context, sr *searcher, st *search.State, e workflows.SegmentEvent) (search.Event, error) {
 	if e.Candidate < 0 || e.Candidate >= len(st.Candidates) {
 		return search.Event{}, fmt.Errorf("search event for configuration %d of %d", e.Candidate, len(st.Candidates))

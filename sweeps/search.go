@@ -33,8 +33,8 @@ const (
 // A configuration is a point of a grid's parameters; it trains once per seed, and its
 // metric is the mean over its seeds. Early stopping decides at rungs, evaluation steps
 // where every trial also writes a checkpoint: at a rung, configurations are ranked by the
-// validation loss of the metric's iterate (the test split is only read at the end, so it
-// never steers the search). A stopped configuration is a result; a promoted one resumes
+// validation loss of the rung's iterate, the metric's unless early_stopping names one (the
+// test split is only read at the end, so it never steers the search). A stopped configuration is a result; a promoted one resumes
 // from its checkpoint at the rung.
 type Search struct {
 	Method        string         `yaml:"method,omitempty"` // grid (default), random or tpe
