@@ -10,7 +10,7 @@ package search
 // is first judged where it leads: the brackets hedge successive halving's short-horizon
 // bias, at the cost of the steps their configurations train before they are judged.
 //
-// Each configuration joins a bracket as it is added, by its index alone (Config.bracket),
+// Each configuration joins a bracket as it is added, by its index alone (State.bracket),
 // so the assignment never depends on results. Within a bracket a rung ranks only the
 // bracket's own candidates, and promotions are ASHA's (promotion).
 type hyperband struct{}
