@@ -44,14 +44,6 @@ func down[T any](t *testing.T, p cu.DevicePtr, n int) []T {
 	return x
 }
 
-func bits32(x []float32) []uint32 {
-	b := make([]uint32, len(x))
-	for i, v := range x {
-		b[i] = math.Float32bits(v)
-	}
-	return b
-}
-
 func TestFusedCrossEntropyKernels(t *testing.T) {
 	d := needFast(t, fastCE)
 	defer d.lock()()
@@ -109,15 +101,6 @@ func TestFusedCrossEntropyKernels(t *testing.T) {
 			}
 		}
 	}
-}
-
-func firstDiff[T comparable](a, b []T) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return -1
 }
 
 // The round path's kernels write the default kernels' float32 values and, bit for bit,
