@@ -75,6 +75,8 @@ type Engine struct {
 	// copies16: the engine holds the bfloat16 copies of the round path; roundFused: the
 	// last Forward's producers wrote them.
 	copies16, roundFused bool
+	// flash: the engine runs attention on the flash path (flash.go), fixed when it is made.
+	flash bool
 	// roundPasses counts the rounding passes of activation operands issued (tests: the
 	// fast paths leave none in a LLaMA micro-batch).
 	roundPasses int

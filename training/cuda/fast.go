@@ -6,9 +6,11 @@ import (
 )
 
 // FastEnv names an environment variable that turns on, by name, the engine's fast paths
-// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each gives bitwise the
-// results of the default path (the arithmetic stays that of the backend's name); unset or
-// empty, the engine runs the default path.
+// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash gives
+// bitwise the results of the default path (the arithmetic stays that of the backend's
+// name); flash computes attention in another order and rounds it elsewhere, so its bits
+// differ within a tolerance, and it is a new arithmetic once signed off. Unset or empty,
+// the engine runs the default path.
 const FastEnv = "SFSWEEP_CUDA_FAST"
 
 // ceThreads is the block of the cross-entropy kernels, one block per row: its size fixes
@@ -31,6 +33,22 @@ const (
 	// runs for them (round.go). The copies are allocated when the engine is made with the
 	// path on.
 	fastRound
+	// fastFlash runs attention as deterministic flash attention on bfloat16 tensor cores
+	// (flash.cu, flash.go) in bf16 mode for heads of flashD: no T×T scores or
+	// probabilities are stored, the backward pass recomputes them in two passes with no
+	// atomics. Other precisions and head sizes keep the materialised path. It changes the
+	// bits (not in exactFast).
+	fastFlash
+)
+
+// The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
+// (a test reads them there): the head size they cover, the query rows of a block and the
+// keys of a tile; flashThreads is FLASH_WARPS·32.
+const (
+	flashD       = 64
+	flashBR      = 64
+	flashBC      = 64
+	flashThreads = 128
 )
 
 // fastPath is a fast path's name in FastEnv and the kernels it needs.
@@ -49,6 +67,9 @@ func allFast() fastPaths {
 	return f
 }
 
+// exactFast is the set of the fast paths that change no bit.
+func exactFast() fastPaths { return allFast() &^ fastFlash }
+
 // fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
 // before the path lacks.
 var fastNames = []fastPath{
@@ -58,6 +79,7 @@ var fastNames = []fastPath{
 		"permute_bf16", "unpermute_bf16", "permute_backward_rope_bf16",
 		"softmax_causal_bf16", "softmax_causal_backward_bf16",
 	}},
+	{"flash", fastFlash, []string{"flash_forward", "flash_backward_pre", "flash_backward_dkdv", "flash_backward_dq", "permute_bf16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

@@ -69,11 +69,11 @@ func runFast(t *testing.T, e *Engine, f fastPaths, toks [][]int32) fastRun {
 	return out
 }
 
-// Each fast path gives bitwise the losses and gradients of the default path, for both
-// architectures, in bf16 and float32, with vocabularies below, at and above the
+// Each fast path but flash gives bitwise the losses and gradients of the default path,
+// for both architectures, in bf16 and float32, with vocabularies below, at and above the
 // cross-entropy's block of 512 threads and not multiples of it.
 func TestFastPathsBitwise(t *testing.T) {
-	all := allFast()
+	all := exactFast()
 	needFast(t, all)
 	odd := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 64, Layers: 2, Heads: 4, Context: 40, Hidden: 96, Batch: 3}.WithDefaults()
 	for _, tc := range []struct {
@@ -111,6 +111,9 @@ func TestFastPathsBitwise(t *testing.T) {
 				t.Errorf("the default path issued no rounding pass")
 			}
 			for _, fn := range append(slices.Clip(fastNames), fastPath{name: all.String(), path: all}) {
+				if fn.path&^all != 0 {
+					continue
+				}
 				e.roundPasses = 0
 				got := runFast(t, e, fn.path, toks)
 				// with every path on, a LLaMA micro-batch rounds no activation itself

@@ -3,6 +3,7 @@ package cuda
 import (
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -22,27 +23,44 @@ func TestParseFast(t *testing.T) {
 			t.Errorf("parseFast(%q) = %b, %v; want %b", tc.in, got, err, tc.want)
 		}
 	}
-	_, err := parseFast("ce,flash")
-	if err == nil || !strings.Contains(err.Error(), FastEnv+`="ce,flash"`) || !strings.Contains(err.Error(), `"flash"`) {
-		t.Errorf("parseFast(ce,flash) = %v, want an error naming %s, its value and the unknown name", err, FastEnv)
+	_, err := parseFast("ce,flsh")
+	if err == nil || !strings.Contains(err.Error(), FastEnv+`="ce,flsh"`) || !strings.Contains(err.Error(), `"flsh"`) {
+		t.Errorf("parseFast(ce,flsh) = %v, want an error naming %s, its value and the unknown name", err, FastEnv)
 	}
-	if allFast() != fastCE|fastRound {
-		t.Errorf("allFast() = %b", allFast())
+	if allFast() != fastCE|fastRound|fastFlash || exactFast() != fastCE|fastRound {
+		t.Errorf("allFast() = %b, exactFast() = %b", allFast(), exactFast())
+	}
+	if f, err := parseFast("flash,round,ce"); err != nil || f.String() != "ce,round,flash" {
+		t.Errorf("parseFast(flash,round,ce) = %v, %v", f, err)
 	}
 	if ks := fastKernels(fastCE); len(ks) == 0 || fastKernels(0) != nil {
 		t.Errorf("fastKernels: %v for ce, %v for none", ks, fastKernels(0))
 	}
 }
 
-// Every kernel a fast path names is a kernel of kernels.cu, with C linkage: a misspelt
-// name would only show on a GPU, as a path refused for a missing kernel.
-func TestFastKernelsExist(t *testing.T) {
-	src, err := os.ReadFile("kernels.cu")
-	if err != nil {
-		t.Fatal(err)
+// kernelSource is the source of the PTX: kernels.cu and the file it includes.
+func kernelSource(t *testing.T) string {
+	t.Helper()
+	var src string
+	for _, f := range []string{"kernels.cu", "flash.cu"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src += string(b)
 	}
+	if !strings.Contains(src, `#include "flash.cu"`) {
+		t.Fatal("kernels.cu does not include flash.cu")
+	}
+	return src
+}
+
+// Every kernel a fast path names is a kernel of kernels.cu or flash.cu, with C linkage: a
+// misspelt name would only show on a GPU, as a path refused for a missing kernel.
+func TestFastKernelsExist(t *testing.T) {
+	src := kernelSource(t)
 	defined := map[string]bool{}
-	for _, m := range regexp.MustCompile(`__global__ void (\w+)\(`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`__global__ void (?:__launch_bounds__\(\w+\) )?(\w+)\(`).FindAllStringSubmatch(src, -1) {
 		defined[m[1]] = true
 	}
 	for _, k := range fastKernels(allFast()) {
@@ -50,7 +68,33 @@ func TestFastKernelsExist(t *testing.T) {
 			t.Errorf("fast-path kernel %s is not a __global__ function of kernels.cu", k)
 		}
 	}
-	if extern := strings.Index(string(src), `extern "C" {`); extern < 0 || !strings.Contains(string(src[extern:]), "__global__ void crossentropy_loss(") {
-		t.Errorf(`the kernels are not inside kernels.cu's extern "C" block`)
+	// every kernel of each file follows its extern "C" {
+	for _, f := range []string{"kernels.cu", "flash.cu"} {
+		b, _ := os.ReadFile(f)
+		extern := strings.Index(string(b), `extern "C" {`)
+		if first := strings.Index(string(b), "__global__"); extern < 0 || first < extern {
+			t.Errorf(`%s: a kernel is not inside the extern "C" block`, f)
+		}
+	}
+}
+
+// The Go side's tile constants are the header's, which the kernels compile with.
+func TestFlashConstants(t *testing.T) {
+	h, err := os.ReadFile("flashmath/flash_tiles.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^#define (FLASH_\w+) (\d+)$`).FindAllStringSubmatch(string(h), -1) {
+		def[m[1]], _ = strconv.Atoi(m[2])
+	}
+	// FLASH_BR is 16·FLASH_WARPS: a warp's 16 rows
+	for name, want := range map[string]int{"FLASH_D": flashD, "FLASH_BC": flashBC, "FLASH_WARPS": flashThreads / 32} {
+		if def[name] != want {
+			t.Errorf("flash_tiles.h: %s = %d, the Go side has %d", name, def[name], want)
+		}
+	}
+	if flashBR != 16*flashThreads/32 || !strings.Contains(string(h), "#define FLASH_BR (16 * FLASH_WARPS)") {
+		t.Errorf("flashBR = %d, flashThreads = %d; the header's FLASH_BR is not 16 rows a warp", flashBR, flashThreads)
 	}
 }

@@ -17,14 +17,8 @@ import (
 // Layouts: q, k, v, dO (BH,T,D) bfloat16; o, dq, dk, dv (BH,T,D) float32; lse and dvec
 // (BH,T). D is flashD.
 
-// flashD, flashBR and flashBC mirror FLASH_D, FLASH_BR and FLASH_BC of
-// flashmath/flash_tiles.h (a cuda-tagged test checks they agree with the kernels' launch).
-const (
-	flashD  = 64
-	flashBR = 64
-	flashBC = 64
-	flashK  = 16 // the k of one mma step
-)
+// flashK is the k of one mma step.
+const flashK = 16
 
 func bf(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 

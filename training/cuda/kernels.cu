@@ -732,3 +732,6 @@ __global__ void to_bf16(__nv_bfloat16 *dst, const float *x, long n) {
 }
 
 } // extern "C"
+
+// The flash attention kernels (flash.cu), in the same PTX.
+#include "flash.cu"

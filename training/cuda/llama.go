@@ -56,6 +56,10 @@ func (e *Engine) attentionForward(r *run, la *layerActs) {
 	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
 	bh, td, tt := b*nh, t*d, t*t
 	scale := float32(1 / math.Sqrt(float64(d)))
+	if e.flash {
+		e.flashForward(r, la)
+		return
+	}
 	defer r.within(Attention)()
 	e.permute(r, la.qkv)
 	r.gemmBatched(false, true, t, t, d, scale, s.q, d, td, s.k, d, td, 0, la.att, t, tt, bh)
@@ -75,6 +79,10 @@ func (e *Engine) attentionBackward(r *run, la *layerActs) {
 	b, t, nh, d := e.b, e.t, e.cfg.Heads, e.cfg.HeadDim()
 	bh, td, tt := b*nh, t*d, t*t
 	scale := float32(1 / math.Sqrt(float64(d)))
+	if e.flash {
+		e.flashBackward(r, la)
+		return
+	}
 	defer r.within(Attention)()
 	e.permute(r, la.qkv)
 	e.unpermute(r, s.hy, s.dy, 1)

@@ -48,6 +48,7 @@ type activations struct {
 	// dresid16, dgu16, q16, k16, v16, hy16, dqkv16 and datt16 are the bfloat16 copies
 	// of dresid, dgu, q, k, v, hy (the heads' output gradient), dqkv and datt that their
 	// producers write on the round path; 0 without it.
+	// (q16, k16 and v16 also on the flash path.)
 	dresid16, dgu16, q16, k16, v16, hy16, dqkv16, datt16 cu.DevicePtr
 	logits                                               cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
 	// ceStats (N,2) are each row's max and 1/Σexp(z − max), from the fused
@@ -61,12 +62,16 @@ type activations struct {
 	dbPart              cu.DevicePtr // GPT-2: (chunks,max(3C,F)) partial sums of a bias gradient
 	q, k, v, hy         cu.DevicePtr // (B,H,T,D) each: q, k, v and the heads' outputs
 	dq, dk, dv          cu.DevicePtr // (B,H,T,D) each
+	// do16 (B,H,T,D) bfloat16 and dvec (B,H,T): the flash path's dO and rowsum(dO∘O);
+	// 0 without it.
+	do16, dvec cu.DevicePtr
 }
 
 type layerActs struct {
 	n1Rstd, n1Out cu.DevicePtr // (N), (N,C)
 	qkv           cu.DevicePtr // (N,3C), q and k rotated
-	att           cu.DevicePtr // (B,H,T,T) attention probabilities
+	att           cu.DevicePtr // (B,H,T,T) attention probabilities; 0 on the flash path
+	lse           cu.DevicePtr // (B,H,T) the flash path's log-sum-exp (base 2); 0 without it
 	y             cu.DevicePtr // (N,C)
 	n2Rstd, n2Out cu.DevicePtr // (N), (N,C)
 	gu, h         cu.DevicePtr // (N,2F), (N,F); GPT-2: c_fc output (N,F) and its GELU
@@ -176,6 +181,11 @@ func (e *Engine) allocate() error {
 func (e *Engine) allocBuffers() error {
 	n, c, f, v, nl := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab, e.cfg.Layers
 	bhtt := e.b * e.cfg.Heads * e.t * e.t
+	e.flash = e.flashAttention()
+	att := bhtt // the scores and probabilities, which the flash path does not store
+	if e.flash {
+		att = 0
+	}
 	var err error
 	// a records the first allocation error; later calls return 0 and do nothing.
 	a := func(n int, size ...int) cu.DevicePtr {
@@ -201,14 +211,20 @@ func (e *Engine) allocBuffers() error {
 	}
 	for range nl {
 		la := layerActs{
-			n1Rstd: a(n), n1Out: a(n * c), qkv: a(n * 3 * c), att: a(bhtt), y: a(n * c),
+			n1Rstd: a(n), n1Out: a(n * c), qkv: a(n * 3 * c), y: a(n * c),
 			n2Rstd: a(n), n2Out: a(n * c), gu: a(n * gu), h: a(n * f),
+		}
+		if att > 0 {
+			la.att = a(att)
 		}
 		if e.gpt2 {
 			la.n1Mean, la.n2Mean = a(n), a(n)
 		}
 		if e.roundCopies() {
-			la.n1Out16, la.n2Out16, la.h16, la.y16, la.att16 = a(n*c, 2), a(n*c, 2), a(n*f, 2), a(n*c, 2), a(bhtt, 2)
+			la.n1Out16, la.n2Out16, la.h16, la.y16 = a(n*c, 2), a(n*c, 2), a(n*f, 2), a(n*c, 2)
+			if att > 0 {
+				la.att16 = a(att, 2)
+			}
 		}
 		s.layers = append(s.layers, la)
 	}
@@ -216,14 +232,25 @@ func (e *Engine) allocBuffers() error {
 	if e.roundCopies() {
 		s.nfOut16, s.dresid16, s.dgu16 = a(n*c, 2), a(n*c, 2), a(n*gu, 2)
 		s.q16, s.k16, s.v16, s.hy16, s.dqkv16 = a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*c, 2), a(n*3*c, 2)
-		s.datt16 = a(bhtt, 2)
+		if att > 0 {
+			s.datt16 = a(att, 2)
+		}
 		e.copies16 = true
+	}
+	if e.flash {
+		if !e.roundCopies() {
+			s.q16, s.k16, s.v16 = a(n*c, 2), a(n*c, 2), a(n*c, 2)
+		}
+		e.flashBuffers(a)
 	}
 	if e.gpt2 {
 		s.nfMean = a(n)
 		s.dbPart = a(blocks(n, normRows) * max(3*c, f))
 	}
-	s.dresid, s.dnorm, s.dqkv, s.datt = a(n*c), a(n*c), a(n*3*c), a(bhtt)
+	s.dresid, s.dnorm, s.dqkv = a(n*c), a(n*c), a(n*3*c)
+	if att > 0 {
+		s.datt = a(att)
+	}
 	s.dy, s.dgu, s.dh = a(n*c), a(n*gu), a(n*f)
 	s.dwPart = a(blocks(n, normRows) * c)
 	s.q, s.k, s.v, s.hy = a(n*c), a(n*c), a(n*c), a(n*c)
@@ -231,7 +258,7 @@ func (e *Engine) allocBuffers() error {
 	if e.bf.on {
 		// The largest activation operand of a product: the logits' gradient, the attention
 		// probabilities, or a layer's widest activation.
-		e.bf.cap = max(n*v, bhtt, n*max(3*c, gu, f))
+		e.bf.cap = max(n*v, att, n*max(3*c, gu, f))
 		e.bf.params, e.bf.a, e.bf.b = a(size, 2), a(e.bf.cap, 2), a(e.bf.cap, 2)
 	}
 	if err != nil {

@@ -1,0 +1,346 @@
+// Deterministic flash attention for head size 64 on bfloat16 tensor cores
+// (mma.sync.m16n8k16, ldmatrix), included by kernels.cu so that it is part of the one PTX.
+// The index maths (fragment maps, ldmatrix addresses, causal tile ranges) is
+// flashmath/flash_tiles.h, which Go tests check against naive loops; flash_mirror_test.go
+// is the Go mirror of the algorithm, with the same tiles, masks, rescaling order and
+// rounding points.
+//
+// Forward (flash_forward): a block of 4 warps per 64 query rows of one (batch, head), each
+// warp 16 rows, over the key tiles of 64 that the causal mask leaves; online softmax in
+// float32 registers on scores scaled by log2(e)/√D (exp2), P rounded to bfloat16 for its
+// product with V; O written in float32 (and bfloat16 where asked) straight into (B,T,C),
+// the log-sum-exp (base 2) kept for the backward pass.
+//
+// Backward, with no atomics, so the gradients are the same bits run to run:
+// flash_backward_pre rounds dO to bfloat16 into the heads' layout and takes
+// D = rowsum(dO∘O); flash_backward_dkdv has a block per key tile that loops over the query
+// tiles that see it, in order, and owns its rows of dK and dV; flash_backward_dq has a
+// block per query tile that loops over its key tiles, in order, and owns its rows of dQ.
+// P and dS are recomputed in both (seven tile products instead of FlashAttention-2's five,
+// whose dQ sums with atomics in no fixed order).
+//
+// Layouts: q, k, v, dO16 (B,H,T,D) bfloat16; y, dy (B,T,C) float32; dq, dk, dv (B,H,T,D)
+// float32; lse, dvec (B,H,T) float32. Grid (tiles, B·H), FLASH_WARPS·32 threads.
+
+#include "flashmath/flash_tiles.h"
+
+#define FLASH_THREADS (FLASH_WARPS * WARP)
+
+typedef __nv_bfloat16 flash_tile[FLASH_LD];
+
+// flashLoad copies rows row0 .. row0+63 of a head's (T,D) bfloat16 matrix g into s, 16
+// bytes per thread and step; rows at or past t are zero, so padded rows add nothing.
+__device__ __forceinline__ void flashLoad(flash_tile *s, const __nv_bfloat16 *g, int row0, int t) {
+    for (int c = threadIdx.x; c < 64 * (FLASH_D / 8); c += FLASH_THREADS) {
+        int r = c / (FLASH_D / 8), col = (c % (FLASH_D / 8)) * 8;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (row0 + r < t) v = *(const uint4 *)(g + (long)(row0 + r) * FLASH_D + col);
+        *(uint4 *)&s[r][col] = v;
+    }
+}
+
+__device__ __forceinline__ void ldsm(uint32_t r[4], const __nv_bfloat16 *p) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+
+__device__ __forceinline__ void ldsmT(uint32_t r[4], const __nv_bfloat16 *p) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+
+// mma is c += a·b on one m16n8k16 tile.
+__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(uint32_t *)&v;
+}
+
+// cToA makes the A fragment of a 16x16 block from its two C tiles (flash_c_to_a_*),
+// rounding to bfloat16.
+__device__ __forceinline__ void cToA(uint32_t a[4], const float c0[4], const float c1[4]) {
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        int i = 2 * r;
+        float lo = flash_c_to_a_tile(i) ? c1[flash_c_to_a_elem(i)] : c0[flash_c_to_a_elem(i)];
+        float hi = flash_c_to_a_tile(i + 1) ? c1[flash_c_to_a_elem(i + 1)] : c0[flash_c_to_a_elem(i + 1)];
+        a[r] = pack2(lo, hi);
+    }
+}
+
+// loadA loads a warp's 16 rows (from row0 of s) as the A fragments of the D/16 k-steps.
+__device__ __forceinline__ void loadA(uint32_t a[FLASH_D / 16][4], flash_tile *s, int row0, int lane) {
+#pragma unroll
+    for (int ks = 0; ks < FLASH_D / 16; ks++) ldsm(a[ks], &s[row0 + flash_ldsm_a_row(lane)][ks * 16 + flash_ldsm_a_col(lane)]);
+}
+
+// rowsT is acc (16 x 64) += a · sᵀ over the head dimension: a the warp's A fragments, s a
+// tile of 64 rows (keys or queries) stored a row each.
+__device__ __forceinline__ void rowsT(float acc[8][4], const uint32_t a[FLASH_D / 16][4], flash_tile *s, int lane) {
+#pragma unroll
+    for (int ks = 0; ks < FLASH_D / 16; ks++) {
+#pragma unroll
+        for (int np = 0; np < 4; np++) {
+            uint32_t b[4];
+            ldsm(b, &s[np * 16 + flash_ldsm_bt_row(lane)][ks * 16 + flash_ldsm_bt_col(lane)]);
+            mma(acc[2 * np], a[ks], b[0], b[1]);
+            mma(acc[2 * np + 1], a[ks], b[2], b[3]);
+        }
+    }
+}
+
+// times is acc (16 x D) += p · s: p (16 x 64, as C tiles) rounded to bfloat16, s a tile
+// of 64 rows of D.
+__device__ __forceinline__ void times(float acc[FLASH_D / 8][4], const float p[8][4], flash_tile *s, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        uint32_t a[4];
+        cToA(a, p[2 * kk], p[2 * kk + 1]);
+#pragma unroll
+        for (int dp = 0; dp < FLASH_D / 16; dp++) {
+            uint32_t b[4];
+            ldsmT(b, &s[kk * 16 + flash_ldsm_b_row(lane)][dp * 16 + flash_ldsm_b_col(lane)]);
+            mma(acc[2 * dp], a, b[0], b[1]);
+            mma(acc[2 * dp + 1], a, b[2], b[3]);
+        }
+    }
+}
+
+__device__ __forceinline__ void zero8(float x[8][4]) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) x[i][0] = x[i][1] = x[i][2] = x[i][3] = 0.0f;
+}
+
+// scoresAndGrads sets s = a·taᵀ (the scores) and dp = b·tbᵀ (the probabilities'
+// gradient) on a warp's 16 rows: the two products of each step of the backward passes.
+__device__ __forceinline__ void scoresAndGrads(float s[8][4], float dp[8][4], const uint32_t a[FLASH_D / 16][4], flash_tile *ta,
+        const uint32_t b[FLASH_D / 16][4], flash_tile *tb, int lane) {
+    zero8(s);
+    zero8(dp);
+    rowsT(s, a, ta, lane);
+    rowsT(dp, b, tb, lane);
+}
+
+// storeRows writes a warp's 16 rows of D (as C tiles), times s, from row row0 of a head's
+// (T,D) float32 matrix out; rows at or past t are not written.
+__device__ __forceinline__ void storeRows(float *out, const float g[FLASH_D / 8][4], int row0, int t, float s, int lane) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        int row = row0 + flash_c_row(lane, 2 * half);
+        if (row >= t) continue;
+#pragma unroll
+        for (int d8 = 0; d8 < FLASH_D / 8; d8++) {
+            int d = d8 * 8 + flash_c_col(lane, 2 * half);
+            *(float2 *)&out[(long)row * FLASH_D + d] = make_float2(g[d8][2 * half] * s, g[d8][2 * half + 1] * s);
+        }
+    }
+}
+
+extern "C" {
+
+__global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bfloat16 *y16, float *lse,
+        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, int nt, int nh, float scaleLog2) {
+    __shared__ __align__(16) flash_tile sq[FLASH_BR], sk[FLASH_BC], sv[FLASH_BC];
+    int qt = blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    long head = (long)bh * nt * FLASH_D;
+    flashLoad(sq, q + head, qt * FLASH_BR, nt);
+    __syncthreads();
+    uint32_t qa[FLASH_D / 16][4];
+    loadA(qa, sq, warp * 16, lane);
+    float o[FLASH_D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    zero8(o);
+    int r0 = qt * FLASH_BR + warp * 16;
+    int end = flash_kv_end(qt, FLASH_BR, FLASH_BC, nt);
+    for (int kt = 0; kt < end; kt++) {
+        __syncthreads(); // every warp is done with the last tile
+        flashLoad(sk, k + head, kt * FLASH_BC, nt);
+        flashLoad(sv, v + head, kt * FLASH_BC, nt);
+        __syncthreads();
+        float s[8][4];
+        zero8(s);
+        rowsT(s, qa, sk, lane);
+        bool masked = flash_tile_masked(qt, kt, FLASH_BR, FLASH_BC, nt);
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int n8 = 0; n8 < 8; n8++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float x = s[n8][e] * scaleLog2;
+                if (masked && !flash_visible(r0 + flash_c_row(lane, e), kt * FLASH_BC + n8 * 8 + flash_c_col(lane, e), nt)) x = -INFINITY;
+                s[n8][e] = x;
+                mx[e >> 1] = fmaxf(mx[e >> 1], x);
+            }
+        float alpha[2], rs[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+            float mn = fmaxf(m[h], mx[h]);
+            // a row with nothing visible yet (only rows past T) keeps zeros, not NaNs
+            float ref = mn == -INFINITY ? 0.0f : mn;
+            alpha[h] = exp2f(m[h] - ref);
+            m[h] = mn;
+            mx[h] = ref;
+        }
+#pragma unroll
+        for (int n8 = 0; n8 < 8; n8++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                s[n8][e] = exp2f(s[n8][e] - mx[e >> 1]);
+                rs[e >> 1] += s[n8][e];
+            }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 1);
+            rs[h] += __shfl_xor_sync(0xffffffffu, rs[h], 2);
+            l[h] = l[h] * alpha[h] + rs[h];
+        }
+#pragma unroll
+        for (int d8 = 0; d8 < FLASH_D / 8; d8++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[d8][e] *= alpha[e >> 1];
+        times(o, s, sv, lane);
+    }
+    int b = bh / nh, h = bh % nh;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        int row = r0 + flash_c_row(lane, 2 * half);
+        if (row >= nt) continue;
+        float inv = 1.0f / l[half];
+        long base = ((long)(b * nt + row) * nh + h) * FLASH_D;
+#pragma unroll
+        for (int d8 = 0; d8 < FLASH_D / 8; d8++) {
+            int d = d8 * 8 + flash_c_col(lane, 2 * half);
+            float v0 = o[d8][2 * half] * inv, v1 = o[d8][2 * half + 1] * inv;
+            *(float2 *)&y[base + d] = make_float2(v0, v1);
+            if (y16) *(__nv_bfloat162 *)&y16[base + d] = __floats2bfloat162_rn(v0, v1);
+        }
+        if ((lane & 3) == 0) lse[(long)bh * nt + row] = m[half] + log2f(l[half]);
+    }
+}
+
+// flash_backward_pre: a warp per row of (B,H,T): dO rounded into the heads' layout, and
+// D = rowsum(dO∘O) on the rounded dO, lane l taking elements l and l+32.
+__global__ void flash_backward_pre(__nv_bfloat16 *do16, float *dvec, const float *dy, const float *y, int rows, int nt, int nh) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    if (r >= rows) return;
+    int bh = r / nt, i = r % nt, b = bh / nh, h = bh % nh;
+    long src = ((long)(b * nt + i) * nh + h) * FLASH_D, dst = (long)r * FLASH_D;
+    __nv_bfloat16 d0 = __float2bfloat16_rn(dy[src + lane]), d1 = __float2bfloat16_rn(dy[src + lane + WARP]);
+    do16[dst + lane] = d0;
+    do16[dst + lane + WARP] = d1;
+    float s = __bfloat162float(d0) * y[src + lane];
+    s += __bfloat162float(d1) * y[src + lane + WARP];
+    s = warpSum(s);
+    if (lane == 0) dvec[r] = s;
+}
+
+// flash_backward_dkdv: a block per key tile (blockIdx.x) of a head; warp w owns keys
+// 16w .. 16w+15 of it and their rows of dK and dV.
+__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv(float *dk, float *dv,
+        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
+        const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
+    __shared__ __align__(16) flash_tile sq[FLASH_BR], sdo[FLASH_BR], skv[FLASH_BC];
+    __shared__ float slse[FLASH_BR], sdv[FLASH_BR];
+    int kt = blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    long head = (long)bh * nt * FLASH_D;
+    uint32_t ka[FLASH_D / 16][4], va[FLASH_D / 16][4];
+    flashLoad(skv, k + head, kt * FLASH_BC, nt);
+    __syncthreads();
+    loadA(ka, skv, warp * 16, lane);
+    __syncthreads();
+    flashLoad(skv, v + head, kt * FLASH_BC, nt);
+    __syncthreads();
+    loadA(va, skv, warp * 16, lane);
+    float gk[FLASH_D / 8][4], gv[FLASH_D / 8][4];
+    zero8(gk);
+    zero8(gv);
+    int j0 = kt * FLASH_BC + warp * 16, nq = flash_tiles(nt, FLASH_BR);
+    for (int qt = flash_q_begin(kt, FLASH_BR, FLASH_BC); qt < nq; qt++) {
+        __syncthreads();
+        flashLoad(sq, q + head, qt * FLASH_BR, nt);
+        flashLoad(sdo, do16 + head, qt * FLASH_BR, nt);
+        for (int i = threadIdx.x; i < FLASH_BR; i += FLASH_THREADS) {
+            int row = qt * FLASH_BR + i;
+            slse[i] = row < nt ? lse[(long)bh * nt + row] : 0.0f;
+            sdv[i] = row < nt ? dvec[(long)bh * nt + row] : 0.0f;
+        }
+        __syncthreads();
+        // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for the warp's 16 keys and the tile's 64 queries
+        float st[8][4], dpt[8][4];
+        scoresAndGrads(st, dpt, ka, sq, va, sdo, lane);
+        bool masked = flash_tile_masked(qt, kt, FLASH_BR, FLASH_BC, nt);
+#pragma unroll
+        for (int n8 = 0; n8 < 8; n8++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int ii = n8 * 8 + flash_c_col(lane, e);
+                float p = 0.0f;
+                if (!masked || flash_visible(qt * FLASH_BR + ii, j0 + flash_c_row(lane, e), nt))
+                    p = exp2f(st[n8][e] * scaleLog2 - slse[ii]);
+                st[n8][e] = p;
+                dpt[n8][e] = p * (dpt[n8][e] - sdv[ii]);
+            }
+        times(gv, st, sdo, lane);
+        times(gk, dpt, sq, lane);
+    }
+    storeRows(dk + head, gk, j0, nt, scale, lane);
+    storeRows(dv + head, gv, j0, nt, 1.0f, lane);
+}
+
+// flash_backward_dq: a block per query tile (blockIdx.x) of a head; warp w owns queries
+// 16w .. 16w+15 of it and their rows of dQ.
+__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq(float *dq,
+        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
+        const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
+    __shared__ __align__(16) flash_tile sk[FLASH_BC], sv[FLASH_BC];
+    int qt = blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    long head = (long)bh * nt * FLASH_D;
+    uint32_t qa[FLASH_D / 16][4], oa[FLASH_D / 16][4];
+    // Q and dO pass through the key and value tiles' space before the loop
+    flashLoad(sk, q + head, qt * FLASH_BR, nt);
+    flashLoad(sv, do16 + head, qt * FLASH_BR, nt);
+    __syncthreads();
+    loadA(qa, sk, warp * 16, lane);
+    loadA(oa, sv, warp * 16, lane);
+    int r0 = qt * FLASH_BR + warp * 16;
+    float rl[2], rd[2];
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        int row = r0 + flash_c_row(lane, 2 * half);
+        rl[half] = row < nt ? lse[(long)bh * nt + row] : 0.0f;
+        rd[half] = row < nt ? dvec[(long)bh * nt + row] : 0.0f;
+    }
+    float g[FLASH_D / 8][4];
+    zero8(g);
+    int end = flash_kv_end(qt, FLASH_BR, FLASH_BC, nt);
+    for (int kt = 0; kt < end; kt++) {
+        __syncthreads();
+        flashLoad(sk, k + head, kt * FLASH_BC, nt);
+        flashLoad(sv, v + head, kt * FLASH_BC, nt);
+        __syncthreads();
+        float s[8][4], dp[8][4];
+        scoresAndGrads(s, dp, qa, sk, oa, sv, lane);
+        bool masked = flash_tile_masked(qt, kt, FLASH_BR, FLASH_BC, nt);
+#pragma unroll
+        for (int n8 = 0; n8 < 8; n8++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float p = 0.0f;
+                if (!masked || flash_visible(r0 + flash_c_row(lane, e), kt * FLASH_BC + n8 * 8 + flash_c_col(lane, e), nt))
+                    p = exp2f(s[n8][e] * scaleLog2 - rl[e >> 1]);
+                s[n8][e] = p * (dp[n8][e] - rd[e >> 1]);
+            }
+        times(g, s, sk, lane);
+    }
+    storeRows(dq + head, g, r0, nt, scale, lane);
+}
+
+} // extern "C"
