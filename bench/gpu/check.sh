@@ -11,11 +11,11 @@
 #   .gpubin/data/go-byte     sfsweep data default -max-bytes 400000
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
-# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit fast loop
-# kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit fast flash
+# loop kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed profile unit fast loop kill sweep curve program}
+STAGES=${2:-ptx speed profile unit fast flash loop kill sweep curve program}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -123,6 +123,39 @@ a, b = load(sys.argv[1]), load(sys.argv[2])
 print("no result" if a is None or b is None else "same results" if a == b else "RESULTS DIFFER")
 ' "$WORK/fast-off" "$WORK/fast-ce,round")
 	verdict fast "unit exit $rc ($(grep -c '^--- PASS' "$OUT/fast-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/fast-unit.log") failed); speed off ${off:-?}, on ${on:-?}; $same"
+fi
+
+if has flash; then
+	# deterministic flash attention (SFSWEEP_CUDA_FAST=flash; its kernels come from the ptx
+	# stage's PTX): the kernels against the Go mirror and float64 and twice bitwise, T not a
+	# multiple of the tile included (TestFlashKernels); engines against float32 and today's
+	# bf16 path, twice bitwise (TestFlashEngine); NeedBytes; the exact paths still bitwise
+	# (TestFastPathsBitwise). Then compute-sanitizer's memcheck and racecheck on the kernels'
+	# test, and the speed stage's run with the exact fast paths, without and with flash.
+	(cd "$ROOT/training/cuda" && timeout 240 "$WORK/cuda.test" -test.v -test.run 'Flash|FastPaths' -test.timeout 230s) >"$OUT/flash-unit.log" 2>&1
+	rc=$?
+	san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+	sanitized=
+	for tool in memcheck racecheck; do
+		(cd "$ROOT/training/cuda" && timeout 150 "$san" --tool "$tool" --error-exitcode 9 "$WORK/cuda.test" -test.run 'TestFlashKernels$' -test.timeout 140s) >"$OUT/flash-$tool.log" 2>&1
+		sanitized="$sanitized, $tool exit $? ($(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$OUT/flash-$tool.log" || echo 'no summary'))"
+	done
+	train_cfg flash bf16 512 16 524288 6 0
+	for paths in ce,round ce,round,flash; do
+		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/flash-$paths' '$WORK/flash.yaml'") >"$OUT/flash-speed-$paths.log" 2>&1
+	done
+	off=$(grep -o '[0-9]* tok/s' "$OUT/flash-speed-ce,round.log" | tail -1) on=$(grep -o '[0-9]* tok/s' "$OUT/flash-speed-ce,round,flash.log" | tail -1)
+	# the last training loss of each: flash changes the bits, not the model
+	losses=$(python3 -c '
+import json, sys, glob
+out = []
+for d in sys.argv[1:]:
+    f = glob.glob(d + "/**/result.json", recursive=True)
+    c = json.load(open(f[0])).get("curves") or [] if f else []
+    out.append("%.4f" % c[-1]["train_loss"] if c else "none")
+print(" and ".join(out))
+' "$WORK/flash-ce,round" "$WORK/flash-ce,round,flash")
+	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed ce,round ${off:-?}, +flash ${on:-?}; last train loss $losses"
 fi
 
 if has loop; then
