@@ -114,8 +114,8 @@ func gradErrs(cfg model.Config, grads, ref []float32) map[string]float64 {
 	return errs
 }
 
-// An engine on the flash path trains as closely to float32 as today's bf16 path does, and
-// gives the same bits run to run; with every fast path on too. Heads of another size, and
+// An engine on the flash path, LLaMA or GPT-2, trains as closely to float32 as today's
+// bf16 path does, and gives the same bits run to run; with every fast path on too. Heads of another size, and
 // other precisions, keep the materialised path.
 func TestFlashEngine(t *testing.T) {
 	needFast(t, allFast())
@@ -128,6 +128,7 @@ func TestFlashEngine(t *testing.T) {
 		{"D64/T100", d64, 3, 100},
 		{"D64/T160", d64, 2, 160},
 		{"llama-124m", preset(t, "llama-124m"), 2, 512},
+		{"gpt2/D64/T100", model.Config{Arch: model.GPT2, Vocab: 1000, Dim: 128, Layers: 2, Heads: 2, Context: 160, Hidden: 512, Batch: 2}.WithDefaults(), 3, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.batch * tc.seqLen

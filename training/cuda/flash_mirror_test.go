@@ -15,7 +15,8 @@ import (
 // log-sum-exp and the backward's two passes.
 //
 // Layouts: q, k, v, dO (BH,T,D) bfloat16; o, dq, dk, dv (BH,T,D) float32; lse and dvec
-// (BH,T). D is flashD.
+// (BH,T). D is flashD. A product that feeds a sum is converted to float32, so Go never
+// fuses the two (nvcc runs with -fmad=false).
 
 // flashK is the k of one mma step.
 const flashK = 16
@@ -117,7 +118,7 @@ func (a *flashArgs) forwardTile(h, qt int) {
 				j := kt*flashBC + jj
 				x[jj] = float32(math.Inf(-1))
 				if !masked || flashVisible(i, j, a.t) {
-					x[jj] = dotBF16(a.row(a.q, h, i), a.row(a.k, h, j)) * a.scaleLog2
+					x[jj] = float32(dotBF16(a.row(a.q, h, i), a.row(a.k, h, j)) * a.scaleLog2)
 				}
 			}
 			mn := max(m, quadMax(x))
@@ -125,7 +126,7 @@ func (a *flashArgs) forwardTile(h, qt int) {
 			for jj := range flashBC {
 				p[jj] = mexp2(x[jj] - mn)
 			}
-			l = l*alpha + quadSum(p)
+			l = float32(l*alpha) + quadSum(p)
 			m = mn
 			for jj := range flashBC {
 				j := kt*flashBC + jj
@@ -158,7 +159,7 @@ func (a *flashArgs) prob(h, i, j int, masked bool) (p, ds float32) {
 	if masked && !flashVisible(i, j, a.t) {
 		return 0, 0
 	}
-	p = mexp2(dotBF16(a.row(a.q, h, i), a.row(a.k, h, j))*a.scaleLog2 - a.lse[h*a.t+i])
+	p = mexp2(float32(dotBF16(a.row(a.q, h, i), a.row(a.k, h, j))*a.scaleLog2) - a.lse[h*a.t+i])
 	dp := dotBF16(a.row(a.do16, h, i), a.row(a.v, h, j))
 	return p, p * (dp - a.dvec[h*a.t+i])
 }
@@ -243,7 +244,7 @@ func flashDvec(do16 []uint16, o []float32) float32 {
 	v := make([]float32, warp)
 	for l := range warp {
 		v[l] = bf(do16[l]) * o[l]
-		v[l] += bf(do16[l+warp]) * o[l+warp]
+		v[l] += float32(bf(do16[l+warp]) * o[l+warp])
 	}
 	warpReduce(v, add)
 	return v[0]
