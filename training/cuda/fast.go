@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -65,6 +66,12 @@ func allFast() fastPaths {
 		f |= n.path
 	}
 	return f
+}
+
+// flashScale returns the scale of the scores, 1/√D, and that scale times log2(e), which
+// the kernels' exp2 takes.
+func flashScale() (scale, scaleLog2 float32) {
+	return float32(1 / math.Sqrt(flashD)), float32(math.Log2E / math.Sqrt(flashD))
 }
 
 // exactFast is the set of the fast paths that change no bit.

@@ -39,6 +39,8 @@ __device__ __forceinline__ void flashLoad(flash_tile *s, const __nv_bfloat16 *g,
     }
 }
 
+// The warp's tensor-core primitives; flashemu/emu.cc defines them for the CPU instead.
+#ifndef FLASH_EMULATE
 __device__ __forceinline__ void ldsm(uint32_t r[4], const __nv_bfloat16 *p) {
     uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -57,6 +59,7 @@ __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#endif
 
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);

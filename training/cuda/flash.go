@@ -2,11 +2,7 @@
 
 package cuda
 
-import (
-	"math"
-
-	"gorgonia.org/cu"
-)
+import "gorgonia.org/cu"
 
 // The flash path (FastEnv "flash"): attention as deterministic flash attention in bf16
 // mode for heads of flashD (flash.cu). The forward pass takes q, k, v rounded to
@@ -20,12 +16,6 @@ import (
 // heads of flashD, made with the path.
 func (e *Engine) flashAttention() bool {
 	return e.bf.on && e.cfg.HeadDim() == flashD && e.fast.has(fastFlash)
-}
-
-// flashScale returns the scale of the scores, 1/√D, and that scale times log2(e), which
-// the kernels' exp2 takes.
-func flashScale() (scale, scaleLog2 float32) {
-	return float32(1 / math.Sqrt(flashD)), float32(math.Log2E / math.Sqrt(flashD))
 }
 
 func (e *Engine) flashGrid() dim {

@@ -75,36 +75,6 @@ func TestFlashKernels(t *testing.T) {
 	}
 }
 
-func f64(x []float32) []float64 {
-	y := make([]float64, len(x))
-	for i, v := range x {
-		y[i] = float64(v)
-	}
-	return y
-}
-
-// headsToRows turns (B,H,T,D) into (B,T,H,D), the rows' layout (B,T,C); rowsToHeads is
-// its inverse.
-func headsToRows(x []float32, b, nt, nh int) []float32 { return moveHeads(x, b, nt, nh, true) }
-func rowsToHeads(x []float32, b, nt, nh int) []float32 { return moveHeads(x, b, nt, nh, false) }
-
-func moveHeads(x []float32, b, nt, nh int, toRows bool) []float32 {
-	y := make([]float32, len(x))
-	for bi := range b {
-		for h := range nh {
-			for i := range nt {
-				hd, rw := ((bi*nh+h)*nt+i)*flashD, ((bi*nt+i)*nh+h)*flashD
-				if toRows {
-					copy(y[rw:rw+flashD], x[hd:hd+flashD])
-				} else {
-					copy(y[hd:hd+flashD], x[rw:rw+flashD])
-				}
-			}
-		}
-	}
-	return y
-}
-
 // gradErrs returns, per tensor of the layout, relErr of grads against ref.
 func gradErrs(cfg model.Config, grads, ref []float32) map[string]float64 {
 	errs := map[string]float64{}

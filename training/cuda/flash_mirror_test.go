@@ -279,7 +279,7 @@ func (a *flashArgs) flashBlocks(backward bool) []flashBlock {
 }
 
 func (a *flashArgs) runBlock(b flashBlock) {
-	scale := float32(1 / math.Sqrt(flashD))
+	scale, _ := flashScale()
 	switch b.kernel {
 	case 0:
 		a.forwardTile(b.h, b.tile)
@@ -293,7 +293,8 @@ func (a *flashArgs) runBlock(b flashBlock) {
 // newFlashArgs makes the inputs of a head from float32 q, k, v (BH,T,D), rounded.
 func newFlashArgs(bh, t int, q, k, v []float32) *flashArgs {
 	n := bh * t * flashD
-	return &flashArgs{bh: bh, t: t, scaleLog2: float32(math.Log2E / math.Sqrt(flashD)),
+	_, scaleLog2 := flashScale()
+	return &flashArgs{bh: bh, t: t, scaleLog2: scaleLog2,
 		q: toBF16(q), k: toBF16(k), v: toBF16(v), o: make([]float32, n), lse: make([]float32, bh*t),
 		dq: make([]float32, n), dk: make([]float32, n), dv: make([]float32, n), dvec: make([]float32, bh*t)}
 }

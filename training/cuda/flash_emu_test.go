@@ -1,0 +1,115 @@
+package cuda
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// The flash kernels' own source (flash.cu), run on the CPU by flashemu/emu.cc with the Go
+// mirror's model of an mma step and of exp2 and log2, gives the mirror's bits: every index,
+// mask, tile range, fragment and rounding point of the kernels is the mirror's. In both
+// block orders, with T not a multiple of the tile. Needs g++ (C++20); skipped without it.
+func TestFlashEmulated(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++ to build the emulator")
+	}
+	bin := filepath.Join(t.TempDir(), "emu")
+	build := exec.Command(cxx, "-std=c++20", "-O2", "-pthread", "-fno-strict-aliasing", "-Wall", "-Wno-unknown-pragmas", "-Werror", "-o", bin, "flashemu/emu.cc")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the emulator: %v\n%s", err, out)
+	}
+	for _, tc := range []struct{ b, nh, nt int }{{1, 2, 37}, {2, 1, 64}, {1, 1, 130}} {
+		bh := tc.b * tc.nh
+		a, do := flashCase(bh, tc.nt, uint64(tc.nt)+100)
+		runFlash(a, do, inOrder)
+		var want map[string][]float32
+		for _, reverse := range []bool{false, true} {
+			got := emulateFlash(t, bin, a, headsToRows(do, tc.b, tc.nt, tc.nh), tc.b, tc.nh, reverse)
+			if want == nil {
+				want = got
+				if i := firstDiff(toBF16(got["y"]), toBF16Bits(got["y16"])); i >= 0 {
+					t.Errorf("T=%d: y16[%d] is not y rounded", tc.nt, i)
+				}
+			} else {
+				for name := range want {
+					if i := firstDiff(bits32(got[name]), bits32(want[name])); i >= 0 {
+						t.Errorf("T=%d: %s[%d] = %v with the blocks reversed, %v in order", tc.nt, name, i, got[name][i], want[name][i])
+					}
+				}
+			}
+		}
+		for _, c := range []struct {
+			name   string
+			got    []float32
+			mirror []float32
+		}{
+			{"O", rowsToHeads(want["y"], tc.b, tc.nt, tc.nh), a.o}, {"lse", want["lse"], a.lse}, {"D", want["dvec"], a.dvec},
+			{"dQ", want["dq"], a.dq}, {"dK", want["dk"], a.dk}, {"dV", want["dv"], a.dv},
+		} {
+			if i := firstDiff(bits32(c.got), bits32(c.mirror)); i >= 0 {
+				t.Errorf("B=%d H=%d T=%d: %s[%d] = %v, the mirror's %v (relative error over the tensor %.2g)",
+					tc.b, tc.nh, tc.nt, c.name, i, c.got[i], c.mirror[i], maxRelErr(c.got, f64(c.mirror)))
+			}
+		}
+	}
+}
+
+// emulateFlash runs the emulator on a's inputs and dy (B,T,C); y16 comes back widened to
+// float32 bit patterns' upper halves (toBF16Bits undoes it).
+func emulateFlash(t *testing.T, bin string, a *flashArgs, dy []float32, b, nh int, reverse bool) map[string][]float32 {
+	t.Helper()
+	var in bytes.Buffer
+	rev := int32(0)
+	if reverse {
+		rev = 1
+	}
+	scale, _ := flashScale()
+	for _, x := range []any{[]int32{int32(b), int32(nh), int32(a.t), rev}, []float32{a.scaleLog2, scale}, a.q, a.k, a.v, dy} {
+		_ = binary.Write(&in, binary.LittleEndian, x) // a bytes.Buffer takes every write
+	}
+	cmd := exec.Command(bin)
+	cmd.Stdin = &in
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("emulator: %v\n%s", err, errb.String())
+	}
+	n, rows := len(a.q), a.bh*a.t
+	res := map[string][]float32{}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n}} {
+		if f.name == "y16" {
+			h := make([]uint16, f.n)
+			if err := binary.Read(&out, binary.LittleEndian, h); err != nil {
+				t.Fatalf("emulator output %s: %v", f.name, err)
+			}
+			res[f.name] = make([]float32, f.n)
+			for i, v := range h {
+				res[f.name][i] = bf(v)
+			}
+			continue
+		}
+		res[f.name] = make([]float32, f.n)
+		if err := binary.Read(&out, binary.LittleEndian, res[f.name]); err != nil {
+			t.Fatalf("emulator output %s: %v", f.name, err)
+		}
+	}
+	if out.Len() != 0 {
+		t.Fatalf("emulator wrote %d bytes more than expected", out.Len())
+	}
+	return res
+}
+
+func toBF16Bits(x []float32) []uint16 {
+	h := make([]uint16, len(x))
+	for i, v := range x {
+		h[i] = uint16(bits32([]float32{v})[0] >> 16)
+	}
+	return h
+}

@@ -1,0 +1,215 @@
+// emu runs the flash attention kernels of ../flash.cu, their source as nvcc compiles it, on
+// the CPU: a thread per CUDA thread, blocks one after another, __syncthreads a barrier of
+// the block, and the warp's collectives (shuffles, ldmatrix, mma.sync) exchanges between
+// its 32 threads as the PTX ISA defines them, with the fragment maps of flash_tiles.h
+// (which package flashmath checks against the ISA's tables). An mma step adds its 16
+// products exactly and rounds once onto the accumulator, and exp2f and log2f are exp2 and
+// log2 in double rounded to float: the Go mirror's model (flash_mirror_test.go), so the two
+// agree bit for bit where the kernels do what the mirror does. flash_emu_test.go builds and
+// runs it; it is no part of any build.
+//
+// Input on stdin: int32 B, H, T, reverse (run the blocks in reverse order); float32
+// scaleLog2, scale; q, k, v (B,H,T,64) bfloat16; dy (B,T,H·64) float32. Output on
+// stdout: y (B,T,C) float32, y16 bfloat16, lse (B,H,T), dvec (B,H,T), dq, dk, dv
+// (B,H,T,64) float32.
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(n)
+#define FLASH_EMULATE 1
+#define WARP 32
+
+#include "../flashmath/flash_tiles.h"
+
+struct __nv_bfloat16 {
+    uint16_t x;
+};
+struct __nv_bfloat162 {
+    __nv_bfloat16 x, y;
+};
+struct uint4 {
+    uint32_t x, y, z, w;
+};
+struct float2 {
+    float x, y;
+};
+static uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
+static float2 make_float2(float x, float y) { return {x, y}; }
+
+static uint16_t rne(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return (uint16_t)((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+}
+static __nv_bfloat16 __float2bfloat16_rn(float f) { return {rne(f)}; }
+static __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {{rne(a)}, {rne(b)}}; }
+static float bf(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+static float __bfloat162float(__nv_bfloat16 h) { return bf(h.x); }
+
+static float emuExp2(float x) { return (float)exp2((double)x); }
+static float emuLog2(float x) { return (float)log2((double)x); }
+#define exp2f emuExp2
+#define log2f emuLog2
+
+struct dim3 {
+    int x, y, z;
+};
+thread_local dim3 threadIdx, blockIdx;
+static dim3 blockDim;
+
+// Block is what the threads of a block share: its barrier, one per warp, and a slot per
+// lane for a collective's operands.
+struct Block {
+    std::barrier<> all;
+    std::vector<std::unique_ptr<std::barrier<>>> warps;
+    std::vector<uint64_t> slots; // [warp][lane][8]
+    explicit Block(int threads) : all(threads), slots((size_t)threads * 8) {
+        for (int w = 0; w < threads / WARP; w++) warps.push_back(std::make_unique<std::barrier<>>(WARP));
+    }
+};
+thread_local Block *blk;
+
+static void __syncthreads() { blk->all.arrive_and_wait(); }
+
+static int lane() { return threadIdx.x % WARP; }
+static void warpSync() { blk->warps[threadIdx.x / WARP]->arrive_and_wait(); }
+// slot is lane l's operands in the calling thread's warp.
+static uint64_t *slot(int l) { return &blk->slots[((size_t)(threadIdx.x / WARP) * WARP + l) * 8]; }
+
+static float __shfl_xor_sync(unsigned, float v, int o) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    slot(lane())[0] = u;
+    warpSync();
+    u = (uint32_t)slot(lane() ^ o)[0];
+    warpSync();
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+// ldmatrix .x4: lane l's address is row l%8 of matrix l/8; lane l gets in register j
+// elements 2(l%4), 2(l%4)+1 of row l/4 of matrix j, or of its transpose.
+static void ldmatrix(uint32_t r[4], const __nv_bfloat16 *p, bool trans) {
+    slot(lane())[0] = (uint64_t)(uintptr_t)p;
+    warpSync();
+    int g = lane() / 4, q = lane() % 4;
+    for (int j = 0; j < 4; j++) {
+        uint16_t h[2];
+        for (int e = 0; e < 2; e++) {
+            const __nv_bfloat16 *row = (const __nv_bfloat16 *)(uintptr_t)slot(8 * j + (trans ? 2 * q + e : g))[0];
+            h[e] = row[trans ? g : 2 * q + e].x;
+        }
+        r[j] = h[0] | (uint32_t)h[1] << 16;
+    }
+    warpSync();
+}
+static void ldsm(uint32_t r[4], const __nv_bfloat16 *p) { ldmatrix(r, p, false); }
+static void ldsmT(uint32_t r[4], const __nv_bfloat16 *p) { ldmatrix(r, p, true); }
+
+static float half16(uint32_t reg, int i) { return bf((uint16_t)(reg >> (16 * (i & 1)))); }
+
+// mma is c += a·b on one m16n8k16 tile, the warp's fragments gathered by the ISA's maps.
+static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    uint64_t *s = slot(lane());
+    for (int i = 0; i < 4; i++) s[i] = a[i];
+    s[4] = b0, s[5] = b1;
+    warpSync();
+    float A[16][16], B[16][8];
+    for (int l = 0; l < WARP; l++) {
+        uint64_t *o = slot(l);
+        for (int i = 0; i < 8; i++) A[flash_a_row(l, i)][flash_a_col(l, i)] = half16((uint32_t)o[i / 2], i);
+        for (int i = 0; i < 4; i++) B[flash_b_row(l, i)][flash_b_col(l, i)] = half16((uint32_t)o[4 + i / 2], i);
+    }
+    warpSync();
+    for (int i = 0; i < 4; i++) {
+        double sum = c[i];
+        for (int k = 0; k < 16; k++) sum += (double)A[flash_c_row(lane(), i)][k] * (double)B[k][flash_c_col(lane(), i)];
+        c[i] = (float)sum;
+    }
+}
+
+static float warpSum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+#include "../flash.cu"
+
+// launch runs kernel on a grid of gx × gy blocks of threads threads, block after block.
+template <class F>
+static void launch(int gx, int gy, int threads, bool reverse, F kernel) {
+    blockDim = {threads, 1, 1};
+    std::vector<dim3> order;
+    for (int y = 0; y < gy; y++)
+        for (int x = 0; x < gx; x++) order.push_back({x, y, 0});
+    if (reverse) std::reverse(order.begin(), order.end());
+    for (dim3 b : order) {
+        Block block(threads);
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; t++)
+            ts.emplace_back([&, t] {
+                threadIdx = {t, 0, 0};
+                blockIdx = b;
+                blk = &block;
+                kernel();
+            });
+        for (auto &t : ts) t.join();
+    }
+}
+
+template <class T>
+static std::vector<T> get(size_t n) {
+    std::vector<T> x(n);
+    if (fread(x.data(), sizeof(T), n, stdin) != n) {
+        fprintf(stderr, "emu: short input\n");
+        exit(2);
+    }
+    return x;
+}
+
+template <class T>
+static void put(const std::vector<T> &x) { fwrite(x.data(), sizeof(T), x.size(), stdout); }
+
+int main() {
+    auto hdr = get<int32_t>(4);
+    auto sc = get<float>(2);
+    int b = hdr[0], nh = hdr[1], nt = hdr[2];
+    bool rev = hdr[3] != 0;
+    size_t n = (size_t)b * nh * nt * FLASH_D, rows = (size_t)b * nh * nt;
+    auto q = get<__nv_bfloat16>(n), k = get<__nv_bfloat16>(n), v = get<__nv_bfloat16>(n);
+    auto dy = get<float>(n);
+    std::vector<float> y(n), lse(rows), dvec(rows), dq(n), dk(n), dv(n);
+    std::vector<__nv_bfloat16> y16(n), do16(n);
+    int bh = b * nh;
+    launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev,
+           [&] { flash_forward(y.data(), y16.data(), lse.data(), q.data(), k.data(), v.data(), nt, nh, sc[0]); });
+    launch(flash_tiles((int)rows, 8), 1, 256, rev,
+           [&] { flash_backward_pre(do16.data(), dvec.data(), dy.data(), y.data(), (int)rows, nt, nh); });
+    launch(flash_tiles(nt, FLASH_BC), bh, FLASH_THREADS, rev, [&] {
+        flash_backward_dkdv(dk.data(), dv.data(), q.data(), k.data(), v.data(), do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
+    });
+    launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev, [&] {
+        flash_backward_dq(dq.data(), q.data(), k.data(), v.data(), do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
+    });
+    put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv);
+    return 0;
+}
