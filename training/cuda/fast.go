@@ -36,8 +36,8 @@ const (
 	fastRound
 	// fastFlash runs attention as deterministic flash attention on bfloat16 tensor cores
 	// (flash.cu, flash.go) in bf16 mode for heads of flashD: no T×T scores or
-	// probabilities are stored, the backward pass recomputes them in two passes with no
-	// atomics. Other precisions and head sizes keep the materialised path. It changes the
+	// probabilities are stored (a bfloat16 copy of q, k, v and a log-sum-exp per layer
+	// instead), the backward pass recomputes them in two passes with no atomics. Other precisions and head sizes keep the materialised path. It changes the
 	// bits (not in exactFast).
 	fastFlash
 )
@@ -86,7 +86,7 @@ var fastNames = []fastPath{
 		"permute_bf16", "unpermute_bf16", "permute_backward_rope_bf16",
 		"softmax_causal_bf16", "softmax_causal_backward_bf16",
 	}},
-	{"flash", fastFlash, []string{"flash_forward", "flash_backward_pre", "flash_backward_dkdv", "flash_backward_dq", "permute_bf16"}},
+	{"flash", fastFlash, []string{"flash_permute", "flash_forward", "flash_backward_pre", "flash_backward_dkdv", "flash_backward_dq"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

@@ -5,6 +5,9 @@
 // is the Go mirror of the algorithm, with the same tiles, masks, rescaling order and
 // rounding points.
 //
+// flash_permute rounds q, k, v from qkv (B,T,3C) into the heads' layout, once per layer:
+// the forward and the backward pass read that copy.
+//
 // Forward (flash_forward): a block of 4 warps per 64 query rows of one (batch, head), each
 // warp 16 rows, over the key tiles of 64 that the causal mask leaves; online softmax in
 // float32 registers on scores scaled by log2(e)/√D (exp2), P rounded to bfloat16 for its
@@ -19,7 +22,7 @@
 // P and dS are recomputed in both (seven tile products instead of FlashAttention-2's five,
 // whose dQ sums with atomics in no fixed order).
 //
-// Layouts: q, k, v, dO16 (B,H,T,D) bfloat16; y, dy (B,T,C) float32; dq, dk, dv (B,H,T,D)
+// Layouts: qkv (B,T,3C) float32; q, k, v, dO16 (B,H,T,D) bfloat16; y, dy (B,T,C) float32; dq, dk, dv (B,H,T,D)
 // float32; lse, dvec (B,H,T) float32. Grid (tiles, B·H), FLASH_WARPS·32 threads.
 
 #include "flashmath/flash_tiles.h"
@@ -148,10 +151,25 @@ __device__ __forceinline__ void storeRows(float *out, const float g[FLASH_D / 8]
 
 extern "C" {
 
+// flash_permute writes q, k and v of qkv (B,T,3C), rounded to bfloat16, into the heads'
+// layout: qkv16 holds q, k, v (B,H,T,D) one after another, blockIdx.y choosing which; a
+// thread per pair of elements.
+__global__ void flash_permute(__nv_bfloat16 *qkv16, const float *qkv, int b, int nt, int nh) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x, n = (long)b * nh * nt * FLASH_D;
+    if (idx >= n / 2) return;
+    int part = blockIdx.y, d = (int)(idx % (FLASH_D / 2)) * 2;
+    long r = idx / (FLASH_D / 2);
+    int i = (int)(r % nt), bh = (int)(r / nt), h = bh % nh, bb = bh / nh;
+    long src = ((long)bb * nt + i) * 3 * nh * FLASH_D + (long)(part * nh + h) * FLASH_D + d;
+    float2 x = *(const float2 *)&qkv[src];
+    *(__nv_bfloat162 *)&qkv16[part * n + 2 * idx] = __floats2bfloat162_rn(x.x, x.y);
+}
+
 __global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bfloat16 *y16, float *lse,
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, int nt, int nh, float scaleLog2) {
     __shared__ __align__(16) flash_tile sq[FLASH_BR], sk[FLASH_BC], sv[FLASH_BC];
-    int qt = blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    // the last query tiles visit the most key tiles: they start first
+    int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
     long head = (long)bh * nt * FLASH_D;
     flashLoad(sq, q + head, qt * FLASH_BR, nt);
     __syncthreads();
@@ -298,13 +316,13 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv(float *dk, 
     storeRows(dv + head, gv, j0, nt, 1.0f, lane);
 }
 
-// flash_backward_dq: a block per query tile (blockIdx.x) of a head; warp w owns queries
+// flash_backward_dq: a block per query tile (the last first) of a head; warp w owns queries
 // 16w .. 16w+15 of it and their rows of dQ.
 __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq(float *dq,
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
     __shared__ __align__(16) flash_tile sk[FLASH_BC], sv[FLASH_BC];
-    int qt = blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
     long head = (long)bh * nt * FLASH_D;
     uint32_t qa[FLASH_D / 16][4], oa[FLASH_D / 16][4];
     // Q and dO pass through the key and value tiles' space before the loop

@@ -4,7 +4,10 @@ package cuda
 
 import (
 	"math"
+	"slices"
 	"testing"
+
+	"gorgonia.org/cu"
 
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -20,11 +23,13 @@ func TestFlashKernels(t *testing.T) {
 	scale, scaleLog2 := flashScale()
 	for _, nt := range []int{1, 37, 64, 100, 130} {
 		bh, n := b*nh, b*nh*nt*flashD
-		a, do := flashCase(bh, nt, uint64(nt))
+		q, k, v, do := flashInputs(bh, nt, uint64(nt))
+		a := newFlashArgs(bh, nt, q, k, v)
 		runFlash(a, do, inOrder)
 		o, dq, dk, dv := flashRef(a, do)
 		m := devMem{t}
-		q16, k16, v16 := up(m, a.q, 2), up(m, a.k, 2), up(m, a.v, 2)
+		qkv, qkv16 := up(m, qkvRows(q, k, v, b, nt, nh), 4), m.alloc(3*n, 2)
+		q16, k16, v16 := qkv16, qkv16+cu.DevicePtr(2*n), qkv16+cu.DevicePtr(4*n)
 		dy := up(m, headsToRows(do, b, nt, nh), 4)
 		y, y16, lse := m.alloc(n, 4), m.alloc(n, 2), m.alloc(bh*nt, 4)
 		do16, dvec := m.alloc(n, 2), m.alloc(bh*nt, 4)
@@ -32,6 +37,7 @@ func TestFlashKernels(t *testing.T) {
 		r := &run{d: d}
 		block := dim{x: flashThreads}
 		pass := func() map[string][]float32 {
+			r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, qkv16, qkv, b, nt, nh)
 			r.launch("flash_forward", dim{x: blocks(nt, flashBR), y: bh}, block, y, y16, lse, q16, k16, v16, nt, nh, scaleLog2)
 			r.launch("flash_backward_pre", rows(bh*nt), blk, do16, dvec, dy, y, bh*nt, nt, nh)
 			r.launch("flash_backward_dkdv", dim{x: blocks(nt, flashBC), y: bh}, block, gk, gv, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
@@ -39,6 +45,9 @@ func TestFlashKernels(t *testing.T) {
 			r.do(synchronize)
 			if r.err != nil {
 				t.Fatalf("T=%d: %v", nt, r.err)
+			}
+			if i := firstDiff(down[uint16](t, qkv16, 3*n), slices.Concat(a.q, a.k, a.v)); i >= 0 {
+				t.Errorf("T=%d: flash_permute's element %d is not q, k, v rounded into the heads' layout", nt, i)
 			}
 			yr := down[float32](t, y, n)
 			if i := firstDiff(toBF16(yr), down[uint16](t, y16, n)); i >= 0 {
@@ -160,8 +169,8 @@ func TestFlashEngine(t *testing.T) {
 	}
 }
 
-// NeedBytes follows the flash path's buffers: the log-sum-exp per layer, dO and D, and no
-// scores or probabilities.
+// NeedBytes follows the flash path's buffers: per layer the bfloat16 q, k, v and the
+// log-sum-exp, dO and D once, and no scores or probabilities.
 func TestFlashNeedBytes(t *testing.T) {
 	needFast(t, allFast())
 	cfg := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 128, Layers: 2, Heads: 2, Context: 160, Hidden: 256, Batch: 2}.WithDefaults()
@@ -175,9 +184,12 @@ func TestFlashNeedBytes(t *testing.T) {
 		}
 		e.Close()
 	}
-	// at llama-124m's shape the probabilities are most of the activations
+	// at llama-124m's shape: the probabilities of every layer and the scores' gradient go,
+	// the copies come
 	big := preset(t, "llama-124m")
-	if on, off := needBytes(big, 16, 512, backend.BF16, fastFlash), needBytes(big, 16, 512, backend.BF16, 0); on >= off-int64(big.Layers)*16*12*512*512*4 {
-		t.Errorf("llama-124m at 16×512: NeedBytes %d with flash, %d without", on, off)
+	nl, bht, nc := int64(big.Layers), int64(16*12*512), int64(16*512*768)
+	saved := (nl+1)*bht*512*4 - nl*(3*nc*2+bht*4) - (nc*2 + bht*4)
+	if on, off := needBytes(big, 16, 512, backend.BF16, fastFlash), needBytes(big, 16, 512, backend.BF16, 0); off-on != saved {
+		t.Errorf("llama-124m at 16×512: NeedBytes %d with flash, %d without; want %d less", on, off, saved)
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"encoding/binary"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
 // The flash kernels' own source (flash.cu), run on the CPU by flashemu/emu.cc with the Go
-// mirror's model of an mma step and of exp2 and log2, gives the mirror's bits: every index,
+// mirror's model of an mma step and of exp2 and log2, from qkv as the projection writes it,
+// gives the mirror's bits: every index,
 // mask, tile range, fragment and rounding point of the kernels is the mirror's. In both
 // block orders, with T not a multiple of the tile. Needs g++ (C++20); skipped without it.
 func TestFlashEmulated(t *testing.T) {
@@ -24,15 +27,20 @@ func TestFlashEmulated(t *testing.T) {
 	}
 	for _, tc := range []struct{ b, nh, nt int }{{1, 2, 37}, {2, 1, 64}, {1, 1, 130}} {
 		bh := tc.b * tc.nh
-		a, do := flashCase(bh, tc.nt, uint64(tc.nt)+100)
+		q, k, v, do := flashInputs(bh, tc.nt, uint64(tc.nt)+100)
+		a := newFlashArgs(bh, tc.nt, q, k, v)
 		runFlash(a, do, inOrder)
+		qkv, dy := qkvRows(q, k, v, tc.b, tc.nt, tc.nh), headsToRows(do, tc.b, tc.nt, tc.nh)
 		var want map[string][]float32
 		for _, reverse := range []bool{false, true} {
-			got := emulateFlash(t, bin, a, headsToRows(do, tc.b, tc.nt, tc.nh), tc.b, tc.nh, reverse)
+			got := emulateFlash(t, bin, a, qkv, dy, tc.b, tc.nh, reverse)
 			if want == nil {
 				want = got
 				if i := firstDiff(toBF16(got["y"]), toBF16Bits(got["y16"])); i >= 0 {
 					t.Errorf("T=%d: y16[%d] is not y rounded", tc.nt, i)
+				}
+				if i := firstDiff(toBF16Bits(got["qkv16"]), slices.Concat(a.q, a.k, a.v)); i >= 0 {
+					t.Errorf("T=%d: flash_permute's element %d is not q, k, v rounded into the heads' layout", tc.nt, i)
 				}
 			} else {
 				for name := range want {
@@ -58,9 +66,9 @@ func TestFlashEmulated(t *testing.T) {
 	}
 }
 
-// emulateFlash runs the emulator on a's inputs and dy (B,T,C); y16 comes back widened to
-// float32 bit patterns' upper halves (toBF16Bits undoes it).
-func emulateFlash(t *testing.T, bin string, a *flashArgs, dy []float32, b, nh int, reverse bool) map[string][]float32 {
+// emulateFlash runs the emulator on qkv (B,T,3C) and dy (B,T,C) with a's shape and scale;
+// the bfloat16 outputs come back widened to float32 (toBF16Bits undoes it).
+func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy []float32, b, nh int, reverse bool) map[string][]float32 {
 	t.Helper()
 	var in bytes.Buffer
 	rev := int32(0)
@@ -68,7 +76,7 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, dy []float32, b, nh in
 		rev = 1
 	}
 	scale, _ := flashScale()
-	for _, x := range []any{[]int32{int32(b), int32(nh), int32(a.t), rev}, []float32{a.scaleLog2, scale}, a.q, a.k, a.v, dy} {
+	for _, x := range []any{[]int32{int32(b), int32(nh), int32(a.t), rev}, []float32{a.scaleLog2, scale}, qkv, dy} {
 		_ = binary.Write(&in, binary.LittleEndian, x) // a bytes.Buffer takes every write
 	}
 	cmd := exec.Command(bin)
@@ -83,8 +91,8 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, dy []float32, b, nh in
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n}} {
-		if f.name == "y16" {
+	}{{"qkv16", 3 * n}, {"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n}} {
+		if strings.HasSuffix(f.name, "16") {
 			h := make([]uint16, f.n)
 			if err := binary.Read(&out, binary.LittleEndian, h); err != nil {
 				t.Fatalf("emulator output %s: %v", f.name, err)

@@ -71,14 +71,34 @@ func maxRelErr(got []float32, want []float64) float64 {
 	return e / math.Max(m, 1e-3)
 }
 
-// flashCase is a head-major problem: q, k, v and dO with scores of a realistic spread.
-func flashCase(bh, t int, seed uint64) (*flashArgs, []float32) {
+// flashInputs are a head-major problem in float32: q, k, v and dO (BH,T,D) with scores
+// of a realistic spread.
+func flashInputs(bh, t int, seed uint64) (q, k, v, do []float32) {
 	n := bh * t * flashD
-	q, k, v, do := randn(n, seed), randn(n, seed+1), randn(n, seed+2), randn(n, seed+3)
+	q, k, v, do = randn(n, seed), randn(n, seed+1), randn(n, seed+2), randn(n, seed+3)
 	for i := range q {
 		q[i] *= 1.5 // scores up to ~±40 before the scale: peaked rows as well as flat ones
 	}
+	return q, k, v, do
+}
+
+// flashCase is flashInputs as the mirror's arguments (q, k, v rounded), and dO.
+func flashCase(bh, t int, seed uint64) (*flashArgs, []float32) {
+	q, k, v, do := flashInputs(bh, t, seed)
 	return newFlashArgs(bh, t, q, k, v), do
+}
+
+// qkvRows lays q, k, v (B,H,T,D) out as the rows (B,T,3C) the qkv projection writes.
+func qkvRows(q, k, v []float32, b, nt, nh int) []float32 {
+	c := nh * flashD
+	rows := make([]float32, 3*len(q))
+	for part, x := range [][]float32{q, k, v} {
+		r := headsToRows(x, b, nt, nh)
+		for row := range b * nt {
+			copy(rows[row*3*c+part*c:row*3*c+(part+1)*c], r[row*c:(row+1)*c])
+		}
+	}
+	return rows
 }
 
 // runFlash runs the mirror's blocks in the order given.

@@ -48,7 +48,6 @@ type activations struct {
 	// dresid16, dgu16, q16, k16, v16, hy16, dqkv16 and datt16 are the bfloat16 copies
 	// of dresid, dgu, q, k, v, hy (the heads' output gradient), dqkv and datt that their
 	// producers write on the round path; 0 without it.
-	// (q16, k16 and v16 also on the flash path.)
 	dresid16, dgu16, q16, k16, v16, hy16, dqkv16, datt16 cu.DevicePtr
 	logits                                               cu.DevicePtr // (N,V): logits, then (default path) probabilities, then their gradient
 	// ceStats (N,2) are each row's max and 1/Σexp(z − max), from the fused
@@ -72,6 +71,7 @@ type layerActs struct {
 	qkv           cu.DevicePtr // (N,3C), q and k rotated
 	att           cu.DevicePtr // (B,H,T,T) attention probabilities; 0 on the flash path
 	lse           cu.DevicePtr // (B,H,T) the flash path's log-sum-exp (base 2); 0 without it
+	qkv16         cu.DevicePtr // the flash path's q, k, v (B,H,T,D) bfloat16 one after another; 0 without it
 	y             cu.DevicePtr // (N,C)
 	n2Rstd, n2Out cu.DevicePtr // (N), (N,C)
 	gu, h         cu.DevicePtr // (N,2F), (N,F); GPT-2: c_fc output (N,F) and its GELU
@@ -238,9 +238,6 @@ func (e *Engine) allocBuffers() error {
 		e.copies16 = true
 	}
 	if e.flash {
-		if !e.roundCopies() {
-			s.q16, s.k16, s.v16 = a(n*c, 2), a(n*c, 2), a(n*c, 2)
-		}
 		e.flashBuffers(a)
 	}
 	if e.gpt2 {

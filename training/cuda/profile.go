@@ -73,7 +73,7 @@ var kernelCategory = map[string]Category{
 	"permute_bf16": Attention, "permute_backward_rope_bf16": Attention, "unpermute_bf16": Attention,
 	"softmax_causal_bf16": Attention, "softmax_causal_backward_bf16": Attention,
 	"swiglu_forward_bf16": Elementwise, "swiglu_backward_bf16": Elementwise,
-	"flash_forward": Attention, "flash_backward_pre": Attention, "flash_backward_dkdv": Attention, "flash_backward_dq": Attention,
+	"flash_permute": Attention, "flash_forward": Attention, "flash_backward_pre": Attention, "flash_backward_dkdv": Attention, "flash_backward_dq": Attention,
 }
 
 func categoryOf(kernel string) Category {

@@ -9,9 +9,9 @@
 // runs it; it is no part of any build.
 //
 // Input on stdin: int32 B, H, T, reverse (run the blocks in reverse order); float32
-// scaleLog2, scale; q, k, v (B,H,T,64) bfloat16; dy (B,T,H·64) float32. Output on
-// stdout: y (B,T,C) float32, y16 bfloat16, lse (B,H,T), dvec (B,H,T), dq, dk, dv
-// (B,H,T,64) float32.
+// scaleLog2, scale; qkv (B,T,3C) and dy (B,T,C) float32, C = H·64. Output on stdout: q, k,
+// v (B,H,T,64) bfloat16, y (B,T,C) float32, y16 bfloat16, lse (B,H,T), dvec (B,H,T), dq,
+// dk, dv (B,H,T,64) float32.
 #include <algorithm>
 #include <barrier>
 #include <cmath>
@@ -74,7 +74,7 @@ struct dim3 {
     int x, y, z;
 };
 thread_local dim3 threadIdx, blockIdx;
-static dim3 blockDim;
+static dim3 blockDim, gridDim;
 
 // Block is what the threads of a block share: its barrier, one per warp, and a slot per
 // lane for a collective's operands.
@@ -157,7 +157,7 @@ static float warpSum(float v) {
 // launch runs kernel on a grid of gx × gy blocks of threads threads, block after block.
 template <class F>
 static void launch(int gx, int gy, int threads, bool reverse, F kernel) {
-    blockDim = {threads, 1, 1};
+    blockDim = {threads, 1, 1}, gridDim = {gx, gy, 1};
     std::vector<dim3> order;
     for (int y = 0; y < gy; y++)
         for (int x = 0; x < gx; x++) order.push_back({x, y, 0});
@@ -195,21 +195,22 @@ int main() {
     int b = hdr[0], nh = hdr[1], nt = hdr[2];
     bool rev = hdr[3] != 0;
     size_t n = (size_t)b * nh * nt * FLASH_D, rows = (size_t)b * nh * nt;
-    auto q = get<__nv_bfloat16>(n), k = get<__nv_bfloat16>(n), v = get<__nv_bfloat16>(n);
-    auto dy = get<float>(n);
+    auto qkv = get<float>(3 * n), dy = get<float>(n);
     std::vector<float> y(n), lse(rows), dvec(rows), dq(n), dk(n), dv(n);
-    std::vector<__nv_bfloat16> y16(n), do16(n);
+    std::vector<__nv_bfloat16> qkv16(3 * n), y16(n), do16(n);
+    const __nv_bfloat16 *q = qkv16.data(), *k = q + n, *v = k + n;
     int bh = b * nh;
+    launch(flash_tiles((int)(n / 2), 256), 3, 256, rev, [&] { flash_permute(qkv16.data(), qkv.data(), b, nt, nh); });
     launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev,
-           [&] { flash_forward(y.data(), y16.data(), lse.data(), q.data(), k.data(), v.data(), nt, nh, sc[0]); });
+           [&] { flash_forward(y.data(), y16.data(), lse.data(), q, k, v, nt, nh, sc[0]); });
     launch(flash_tiles((int)rows, 8), 1, 256, rev,
            [&] { flash_backward_pre(do16.data(), dvec.data(), dy.data(), y.data(), (int)rows, nt, nh); });
     launch(flash_tiles(nt, FLASH_BC), bh, FLASH_THREADS, rev, [&] {
-        flash_backward_dkdv(dk.data(), dv.data(), q.data(), k.data(), v.data(), do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
+        flash_backward_dkdv(dk.data(), dv.data(), q, k, v, do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
     });
     launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev, [&] {
-        flash_backward_dq(dq.data(), q.data(), k.data(), v.data(), do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
+        flash_backward_dq(dq.data(), q, k, v, do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
     });
-    put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv);
+    put(qkv16), put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv);
     return 0;
 }
