@@ -27,8 +27,12 @@
 // cost model in docs/gpu.md. Off, it records nothing and changes no bit.
 //
 // Faster paths that give the same bits (a fused cross-entropy, kernels that write the
-// bfloat16 operands they produce) run only when FastEnv names them, until a GPU run signs
-// them off; their kernels are optional, so an older PTX still loads.
+// bfloat16 operands they produce), and deterministic flash attention on bfloat16 tensor
+// cores (flash.cu, which changes the bits within a stated tolerance), run only when
+// FastEnv names them, until a GPU run signs them off; their kernels are optional, so an
+// older PTX still loads. The flash kernels' index maths is one C header
+// (flashmath/flash_tiles.h) that Go tests check through cgo, their algorithm has a Go
+// mirror, and their source runs on the CPU (flashemu) bitwise against the mirror.
 //
 // CUDA and cuBLAS failures are returned as errors that name the operation.
 package cuda

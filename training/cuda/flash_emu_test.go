@@ -16,6 +16,9 @@ import (
 // mask, tile range, fragment and rounding point of the kernels is the mirror's. In both
 // block orders, with T not a multiple of the tile. Needs g++ (C++20); skipped without it.
 func TestFlashEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the emulator: about 20 s")
+	}
 	cxx, err := exec.LookPath("g++")
 	if err != nil {
 		t.Skip("no g++ to build the emulator")
