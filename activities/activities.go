@@ -47,6 +47,9 @@ type Activities struct {
 	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine
 	// Trainers are the program trainers this worker runs; nil: none.
 	Trainers *Trainers
+	// GPU, if set, is the memory of the one GPU this worker trains on: a Train attempt
+	// reserves its trial's memory there before its engine allocates (admit).
+	GPU *backend.Ledger
 	// OnStall, if set, is called when a Train or probe attempt is abandoned because its
 	// compute stopped making progress (see watched).
 	OnStall func(err error)

@@ -79,6 +79,11 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	if a.WrapEngine != nil {
 		opt.WrapEngine = func(e backend.Engine) backend.Engine { return a.WrapEngine(ctx, in.TrialID, e) }
 	}
+	release, err := a.admit(ctx, in.TrialID, cfg, func(s string) { mu.Lock(); last.Waiting = s; mu.Unlock() })
+	if err != nil {
+		return workflows.TrainOutput{}, classify(err)
+	}
+	defer release()
 	where := func() string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -140,4 +145,25 @@ func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Res
 		}
 	}
 	return out
+}
+
+// admit reserves the trial's memory on this worker's GPU (GPU) before its engine
+// allocates. While the memory is taken it waits, heartbeating the line waiting is given;
+// a trial larger than the GPU fails at once. Without a ledger, or for a backend that holds
+// no device memory, it admits at once.
+func (a *Activities) admit(ctx context.Context, id string, cfg training.Config, waiting func(string)) (release func(), err error) {
+	cfg = cfg.WithDefaults()
+	mc, err := cfg.ResolveModel()
+	if err != nil || a.GPU == nil {
+		return func() {}, err
+	}
+	need, ok := backend.Need(cfg.Backend, mc, cfg.MicroBatch, cfg.SeqLen)
+	if !ok {
+		return func() {}, nil
+	}
+	what := fmt.Sprintf("%s of %d parameters at micro-batch %d×%d, with its optimizer,", mc.Arch, mc.NumParams(), cfg.MicroBatch, cfg.SeqLen)
+	return a.GPU.Reserve(ctx, backend.Request{Backend: cfg.Backend, What: what, Need: need}, func(s string) {
+		a.log().Info(s, "trial", id)
+		waiting(s)
+	})
 }

@@ -268,6 +268,8 @@ type TrainOutput struct {
 type TrainHeartbeat struct {
 	Step int     `json:"step"`
 	Loss float64 `json:"loss"`
+	// Waiting says why the trial has not started training yet (waiting for GPU memory).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // DecayProbeInput is one decay probe of a trial, from its checkpoint at Step (the
