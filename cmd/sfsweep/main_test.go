@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sfsweep/sfsweep/training/backend"
-	"github.com/sfsweep/sfsweep/training/model"
 )
 
 // reexecEnv, set in the environment of the test binary, makes it run as the sfsweep
@@ -28,11 +25,7 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(reexecEnv) == "1" {
 		os.Unsetenv(reexecEnv)
-		if os.Getenv(standInCUDAEnv) == "1" {
-			backend.Register("cuda", func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
-				return backend.New("cpu", cfg, batch, seqLen)
-			})
-		}
+		registerStandIn()
 		main() // exits
 	}
 	os.Exit(m.Run())

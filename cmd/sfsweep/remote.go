@@ -92,7 +92,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	r.flags(fs)
 	queue := fs.String("queue", "gpu", "role: gpu (training and probes, on the task queue of each device served), cpu (workflows, planning, tables) or all")
 	devices := fs.String("devices", strings.Join(backend.Devices(), ","), "devices whose trials the gpu role trains, comma-separated: those of the backends this build has")
-	slots := fs.Int("slots", 1, "trials trained at once (one per GPU)")
+	slots := fs.Int("slots", 0, "trials trained at once: with -gpus, spread over the GPUs (0: one a GPU); without, in this process (0: one)")
+	gpus := fs.String("gpus", "", "GPUs to train on, one worker process each, which admits its trials by the GPU's memory: all, or indices and UUIDs (GPU-…, MIG-…), comma-separated (docs/gpu-node.md); empty: train in this process")
 	cache := fs.String("cache", filepath.Join(".sfsweep", "data"), "directory of prepared default corpora")
 	trainersFile := fs.String("trainers", "", "file of the program trainers this worker runs (docs/trainer.md); none: only sfsweep's engine")
 	exitOnStall := fs.Bool("exit-on-stall", true, "exit (status 1) when a training attempt is abandoned as stuck, so that the supervisor restarts the worker with a fresh device; its other trials resume elsewhere")
@@ -105,8 +106,30 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if *slots < 1 {
-		return &usageError{msg: fmt.Sprintf("-slots = %d: must be ≥ 1", *slots)}
+	if *slots < 0 {
+		return &usageError{msg: fmt.Sprintf("-slots = %d: must be ≥ 0", *slots)}
+	}
+	if *gpus != "" {
+		if len(roles.devices) == 0 {
+			return &usageError{msg: fmt.Sprintf("-gpus = %q with -queue %s: the GPUs' worker processes train; use -queue gpu or all", *gpus, *queue)}
+		}
+		sup, err := newSupervisor(ctx, fs, *gpus, *slots, stderr)
+		if err != nil {
+			return err
+		}
+		supervised := make(chan struct{})
+		go func() { sup.run(ctx); close(supervised) }()
+		defer func() { stop(nil); <-supervised }()
+		if !roles.cpu {
+			<-ctx.Done()
+			return nil
+		}
+		roles.devices = nil // the GPUs' processes train; this one serves the cpu role
+	}
+	*slots = max(*slots, 1)
+	gpu, err := workerGPU(os.Getenv(gpuEnv))
+	if err != nil {
+		return err
 	}
 	trainers, err := loadTrainers(*trainersFile, stderr)
 	if err != nil {
@@ -121,7 +144,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	acts := &activities.Activities{Store: store, Client: c, CacheDir: cacheDir, Log: slog.New(slog.NewTextHandler(stderr, nil)), Trainers: trainers}
+	acts := &activities.Activities{Store: store, Client: c, CacheDir: cacheDir, Log: slog.New(slog.NewTextHandler(stderr, nil)), Trainers: trainers, GPU: gpu}
 	if *exitOnStall {
 		acts.OnStall = func(err error) {
 			// after a moment, so that the attempt's failure reaches the server first
@@ -134,6 +157,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer stopWorkers()
 	fmt.Fprintf(stderr, "worker: %s, %d slot(s) per device, Temporal %s, bucket %s\n", roles, *slots, r.temporal.Address, r.s3.Bucket)
+	if gpu != nil {
+		u := gpu.Usage()
+		fmt.Fprintf(stderr, "worker: trials admitted by memory on %s (%s, %s)\n", u.Device, os.Getenv("CUDA_VISIBLE_DEVICES"), backend.GiB(u.Total))
+	}
 	<-ctx.Done()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// The stand-in GPUs of the test binary: the cpu engine under the cuda name (standInCUDAEnv),
+// on a machine of simulated GPUs (standInGPUsEnv), each with its own memory. A worker
+// process of one stand-in GPU (gpuEnv) holds its engines' memory on it as a GPU would:
+// an engine that does not fit fails to allocate, with a *backend.OutOfMemoryError, and every
+// engine made and closed is logged with what the device holds then.
+
+// standInGPUsEnv, set with standInCUDAEnv, lists the stand-in machine's GPUs in the format
+// of nvidia-smi's query (queryGPU): "sfsweep worker -gpus" finds them there.
+const standInGPUsEnv = "SFSWEEP_TEST_STAND_IN_GPUS"
+
+// Lines a worker process of a stand-in GPU logs when an engine is made or closed:
+// "<event> <engines live> engines, <bytes held> of <total> bytes".
+const (
+	standInMade   = "stand-in gpu: engine made:"
+	standInClosed = "stand-in gpu: engine closed:"
+)
+
+// registerStandIn installs the stand-ins in a re-executed test binary.
+func registerStandIn() {
+	childEnv = append(childEnv, reexecEnv+"=1")
+	if os.Getenv(standInCUDAEnv) != "1" {
+		return
+	}
+	if os.Getenv(standInGPUsEnv) != "" {
+		listGPUs = func(context.Context) ([]gpu, error) { return parseGPUs(os.Getenv(standInGPUsEnv)) }
+	}
+	backend.RegisterNeed("cuda", standInNeed)
+	var dev *standInDevice
+	if env := os.Getenv(gpuEnv); env != "" {
+		gpus, err := parseGPUs(env)
+		if err != nil || len(gpus) != 1 {
+			panic(fmt.Sprintf("%s = %q: %v", gpuEnv, env, err))
+		}
+		dev = &standInDevice{total: gpus[0].Memory, used: backend.ContextBytes}
+	}
+	backend.Register("cuda", func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
+		if dev == nil {
+			return backend.New("cpu", cfg, batch, seqLen)
+		}
+		return dev.open(cfg, batch, seqLen)
+	})
+}
+
+// standInNeed is what a stand-in engine holds on its device: as the cuda engine, the
+// parameters, gradients, two optimizer and two average vectors, and the activations of a
+// micro-batch.
+func standInNeed(cfg model.Config, batch, seqLen int) int64 {
+	acts := int64(batch*seqLen) * int64(16*cfg.Dim*cfg.Layers+2*cfg.Vocab)
+	return 4 * (6*int64(cfg.NumParams()) + acts)
+}
+
+// standInDevice is the memory of one stand-in GPU: its size and what the process holds.
+type standInDevice struct {
+	mu          sync.Mutex
+	total, used int64
+	live        int
+}
+
+func (d *standInDevice) open(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
+	need := standInNeed(cfg, batch, seqLen) + backend.WorkspaceBytes
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.used+need > d.total {
+		return nil, &backend.OutOfMemoryError{Backend: "cuda", Need: need, Total: d.total, Free: d.total - d.used,
+			What: "a stand-in engine", Err: fmt.Errorf("CUDA_ERROR_OUT_OF_MEMORY")}
+	}
+	e, err := backend.New("cpu", cfg, batch, seqLen)
+	if err != nil {
+		return nil, err
+	}
+	d.used += need
+	d.live++
+	fmt.Fprintf(os.Stderr, "%s %d engines, %d of %d bytes\n", standInMade, d.live, d.used, d.total)
+	return &standInEngine{HostEngine: e.(backend.HostEngine), dev: d, need: need}, nil
+}
+
+// standInEngine is a cpu engine that holds need bytes of its stand-in device until closed.
+type standInEngine struct {
+	backend.HostEngine
+	dev    *standInDevice
+	need   int64
+	closed sync.Once
+}
+
+func (e *standInEngine) Close() error {
+	e.closed.Do(func() {
+		d := e.dev
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.used -= e.need
+		d.live--
+		fmt.Fprintf(os.Stderr, "%s %d engines, %d of %d bytes\n", standInClosed, d.live, d.used, d.total)
+	})
+	return e.HostEngine.Close()
+}
