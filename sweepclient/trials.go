@@ -26,16 +26,20 @@ type TrialState struct {
 	// the server at most every so often, so the step may lag the worker's.
 	Step int     `json:"step,omitempty"`
 	Loss float64 `json:"loss,omitempty"`
+	// Waiting says why a trial admitting is not training yet: "waiting for GPU memory:
+	// needs 9.50 GiB, 3.20 GiB free on GPU 2".
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // The states of a trial in flight.
 const (
-	TrialStarting = "starting" // no activity scheduled yet
-	TrialWaiting  = "waiting"  // no worker polls the queue of its device
-	TrialQueued   = "queued"   // workers of its device exist, all busy
-	TrialTraining = "training" // its Train activity runs
-	TrialProbing  = "probing"  // a probe runs
-	TrialRetrying = "retrying" // an attempt failed; the next starts after the backoff
+	TrialStarting  = "starting"  // no activity scheduled yet
+	TrialWaiting   = "waiting"   // no worker polls the queue of its device
+	TrialQueued    = "queued"    // workers of its device exist, all busy
+	TrialTraining  = "training"  // its Train activity runs
+	TrialAdmitting = "admitting" // its Train activity waits for its GPU's memory (Waiting says)
+	TrialProbing   = "probing"   // a probe runs
+	TrialRetrying  = "retrying"  // an attempt failed; the next starts after the backoff
 )
 
 // Progress asks a sweep's workflow for its progress.
@@ -71,10 +75,12 @@ func TrialStates(ctx context.Context, c client.Client, sweepID string, running [
 			if pa.GetActivityType().GetName() == workflows.ActivityTrain && pa.GetHeartbeatDetails() != nil {
 				var hb workflows.TrainHeartbeat
 				if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb) == nil {
-					t.Step, t.Loss = hb.Step, hb.Loss
+					t.Step, t.Loss, t.Waiting = hb.Step, hb.Loss, hb.Waiting
 				}
 			}
 			switch {
+			case pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && t.Waiting != "":
+				t.State = TrialAdmitting
 			case pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.GetActivityType().GetName() == workflows.ActivityTrain:
 				t.State = TrialTraining
 			case pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED:

@@ -470,6 +470,8 @@ var funcs = template.FuncMap{
 		switch {
 		case r.State == sweepclient.TrialTraining && r.At > 0:
 			return fmt.Sprintf("step %d/%d", r.At, r.Steps)
+		case r.State == sweepclient.TrialAdmitting:
+			return r.Waiting
 		case r.Status == status.Stopped:
 			return fmt.Sprintf("stopped (step %d)", r.Step)
 		case r.Status == status.Diverged:

@@ -59,6 +59,7 @@ type row struct {
 	At       int    // the training step, for a trial in flight (0: unknown)
 	Attempt  int
 	Error    string // a failed trial's reason, or a retrying one's last failure
+	Waiting  string // why a trial admitting is not training yet (waiting for GPU memory)
 	Workflow string // its workflow in Temporal's Web UI
 }
 
@@ -310,7 +311,7 @@ func (s *Server) state(d *sweepData, r *row, live map[string]sweepclient.TrialSt
 	t, ok := live[r.ID]
 	switch {
 	case ok:
-		r.State, r.Attempt, r.Error, r.At = t.State, t.Attempt, t.LastFailure, t.Step
+		r.State, r.Attempt, r.Error, r.At, r.Waiting = t.State, t.Attempt, t.LastFailure, t.Step, t.Waiting
 		if s.opt.Steps != nil {
 			if p, ok := s.opt.Steps(r.ID); ok && p.Step >= r.At {
 				r.At = p.Step

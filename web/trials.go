@@ -100,7 +100,7 @@ func (q query) values(edit func(*query)) url.Values {
 func inFlight(state string) bool {
 	switch state {
 	case sweepclient.TrialStarting, sweepclient.TrialWaiting, sweepclient.TrialQueued, sweepclient.TrialTraining,
-		sweepclient.TrialProbing, sweepclient.TrialRetrying:
+		sweepclient.TrialAdmitting, sweepclient.TrialProbing, sweepclient.TrialRetrying:
 		return true
 	}
 	return false

@@ -79,6 +79,8 @@ func printStatus(w io.Writer, id string, st sweepStatus) {
 		switch t.State {
 		case sweepclient.TrialWaiting:
 			line += fmt.Sprintf(" for a worker of device %s: none polls task queue %s (start sfsweep worker -queue gpu from a build that has a %s backend)", t.Device, t.Queue, t.Device)
+		case sweepclient.TrialAdmitting:
+			line = fmt.Sprintf("  trial %s: %s", t.ID, t.Waiting)
 		case sweepclient.TrialQueued:
 			line += fmt.Sprintf(" on task queue %s: its workers are busy", t.Queue)
 		}
