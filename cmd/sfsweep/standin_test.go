@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/training/model"
@@ -19,6 +21,15 @@ import (
 // standInGPUsEnv, set with standInCUDAEnv, lists the stand-in machine's GPUs in the format
 // of nvidia-smi's query (queryGPU): "sfsweep worker -gpus" finds them there.
 const standInGPUsEnv = "SFSWEEP_TEST_STAND_IN_GPUS"
+
+// standInGateEnv, set with standInGPUsEnv, is a directory in which a stand-in engine
+// leaves a file when it is made (engine-<pid>-<n>) and whose first Forward waits until the
+// file gateOpen is there: a test sees which engines are live at once, and holds them
+// training, without depending on how fast they train.
+const standInGateEnv = "SFSWEEP_TEST_STAND_IN_GATE"
+
+// gateOpen is the file of the gate directory that lets the stand-in engines train.
+const gateOpen = "open"
 
 // Lines a worker process of a stand-in GPU logs when an engine is made or closed:
 // "<event> <engines live> engines, <bytes held> of <total> bytes".
@@ -65,7 +76,7 @@ func standInNeed(cfg model.Config, batch, seqLen int) int64 {
 type standInDevice struct {
 	mu          sync.Mutex
 	total, used int64
-	live        int
+	live, made  int
 }
 
 func (d *standInDevice) open(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
@@ -82,8 +93,28 @@ func (d *standInDevice) open(cfg model.Config, batch, seqLen int) (backend.Engin
 	}
 	d.used += need
 	d.live++
+	d.made++
 	fmt.Fprintf(os.Stderr, "%s %d engines, %d of %d bytes\n", standInMade, d.live, d.used, d.total)
-	return &standInEngine{HostEngine: e.(backend.HostEngine), dev: d, need: need}, nil
+	se := &standInEngine{HostEngine: e.(backend.HostEngine), dev: d, need: need, gate: os.Getenv(standInGateEnv)}
+	if se.gate != "" {
+		name := filepath.Join(se.gate, fmt.Sprintf("engine-%d-%d", os.Getpid(), d.made))
+		if err := os.WriteFile(name, nil, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return se, nil
+}
+
+// Forward waits, the first time, for the gate to open.
+func (e *standInEngine) Forward(tokens, targets []int32) (float64, error) {
+	for e.gate != "" {
+		if _, err := os.Stat(filepath.Join(e.gate, gateOpen)); err == nil {
+			e.gate = ""
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return e.HostEngine.Forward(tokens, targets)
 }
 
 // standInEngine is a cpu engine that holds need bytes of its stand-in device until closed.
@@ -91,6 +122,7 @@ type standInEngine struct {
 	backend.HostEngine
 	dev    *standInDevice
 	need   int64
+	gate   string // the gate's directory until it opened
 	closed sync.Once
 }
 

@@ -123,6 +123,7 @@ func (s *supervisor) start(ctx context.Context, g gpu, slots int) error {
 	cmd := exec.CommandContext(ctx, s.exe, append([]string{s.args[0]}, args...)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = stopGrace
+	dieWithParent(cmd)
 	cmd.Env = append(append(os.Environ(), "CUDA_VISIBLE_DEVICES="+g.UUID, gpuEnv+"="+g.line()), childEnv...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
