@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,8 +32,18 @@ func TestDeployFiles(t *testing.T) {
 	b, _ := os.ReadFile("deploy/k8s/worker-gpu.yaml")
 	slots := regexp.MustCompile(`"-slots", "(\d+)"`).FindStringSubmatch(string(b))
 	gpus := regexp.MustCompile(`nvidia.com/gpu: (\d+)`).FindStringSubmatch(string(b))
-	if slots == nil || gpus == nil || slots[1] != gpus[1] {
-		t.Errorf("worker-gpu.yaml: -slots %v and nvidia.com/gpu %v must agree", slots, gpus)
+	if slots == nil || gpus == nil {
+		t.Fatalf("worker-gpu.yaml: -slots %v, nvidia.com/gpu %v", slots, gpus)
+	}
+	if s, g := atoi(slots[1]), atoi(gpus[1]); s < g || s%g != 0 {
+		t.Errorf("worker-gpu.yaml: -slots %d over %d GPUs: each GPU must train the same number of trials, at least one", s, g)
+	}
+	// every GPU worker trains on all the GPUs it is given, one process each
+	for _, f := range []string{"deploy/k8s/worker-gpu.yaml", "deploy/compose.yaml", "deploy/Dockerfile.cuda"} {
+		b, _ := os.ReadFile(f)
+		if !strings.Contains(string(b), `"-gpus", "all"`) {
+			t.Errorf("%s: its GPU worker does not run with -gpus all", f)
+		}
 	}
 	for _, d := range []string{"deploy/Dockerfile", "deploy/Dockerfile.cuda"} {
 		b, err := os.ReadFile(d)
@@ -40,4 +51,9 @@ func TestDeployFiles(t *testing.T) {
 			t.Errorf("%s: %v", d, err)
 		}
 	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
