@@ -90,7 +90,8 @@ var _ backend.Engine = (*Engine)(nil)
 var fastFromEnv = sync.OnceValues(func() (fastPaths, error) { return parseFast(os.Getenv(FastEnv)) })
 var _ backend.DeviceOptimizers = (*Engine)(nil)
 
-// init registers a backend of the catalog for each precision of the family.
+// init registers a backend of the catalog for each precision of the family, and what its
+// trials need of a GPU's memory, by which a worker admits them.
 func init() {
 	for _, b := range backend.Family(family) {
 		backend.Register(b.Name, func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
@@ -99,6 +100,9 @@ func init() {
 				return nil, err
 			}
 			return e, nil
+		})
+		backend.RegisterNeed(b.Name, func(cfg model.Config, batch, seqLen int) int64 {
+			return NeedBytes(cfg, batch, seqLen, b.Precision)
 		})
 	}
 }
