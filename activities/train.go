@@ -23,7 +23,7 @@ import (
 func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workflows.TrainOutput, error) {
 	var mu sync.Mutex
 	var last workflows.TrainHeartbeat
-	stop := keepAlive(ctx, func() any { mu.Lock(); defer mu.Unlock(); return last })
+	stop := keepAlive(ctx, func() any { mu.Lock(); defer mu.Unlock(); hb := last; hb.GPU = a.gpuMemory(); return hb })
 	defer stop()
 	if res, err := a.storedResult(ctx, in.TrialID); err != nil || res != nil {
 		return a.trainOutput(ctx, in.TrialID, res), err
@@ -166,4 +166,13 @@ func (a *Activities) admit(ctx context.Context, id string, cfg training.Config, 
 		a.log().Info(s, "trial", id)
 		waiting(s)
 	})
+}
+
+// gpuMemory is the memory of this worker's GPU now, for a heartbeat; nil without one.
+func (a *Activities) gpuMemory() *workflows.GPUMemory {
+	if a.GPU == nil {
+		return nil
+	}
+	u := a.GPU.Usage()
+	return &workflows.GPUMemory{Name: u.Device, Total: u.Total, Reserved: u.Reserved, Free: u.Free, Trials: u.Trials, Waiting: u.Waiting}
 }

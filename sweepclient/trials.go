@@ -2,9 +2,11 @@ package sweepclient
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -29,6 +31,10 @@ type TrialState struct {
 	// Waiting says why a trial admitting is not training yet: "waiting for GPU memory:
 	// needs 9.50 GiB, 3.20 GiB free on GPU 2".
 	Waiting string `json:"waiting,omitempty"`
+	// Worker is the identity of the worker that last ran its pending activity, and GPU
+	// the memory of the GPU it trains on there, as last heartbeated (nil off a GPU).
+	Worker string               `json:"worker,omitempty"`
+	GPU    *workflows.GPUMemory `json:"gpu,omitempty"`
 }
 
 // The states of a trial in flight.
@@ -59,11 +65,16 @@ func TrialStates(ctx context.Context, c client.Client, sweepID string, running [
 	polled := map[string]bool{} // by task queue: a worker polls it
 	out := make([]TrialState, 0, len(running))
 	for _, id := range running {
+		t := TrialState{ID: id, State: TrialStarting}
 		d, err := c.DescribeWorkflowExecution(ctx, workflows.TrialWorkflowID(sweepID, id), "")
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) { // the sweep counts it running before its workflow starts
+			out = append(out, t)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		t := TrialState{ID: id, State: TrialStarting}
 		for _, pa := range d.GetPendingActivities() {
 			t.Queue = pa.GetActivityOptions().GetTaskQueue().GetName()
 			t.Device, _ = strings.CutPrefix(t.Queue, "train-")
@@ -75,7 +86,8 @@ func TrialStates(ctx context.Context, c client.Client, sweepID string, running [
 			if pa.GetActivityType().GetName() == workflows.ActivityTrain && pa.GetHeartbeatDetails() != nil {
 				var hb workflows.TrainHeartbeat
 				if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb) == nil {
-					t.Step, t.Loss, t.Waiting = hb.Step, hb.Loss, hb.Waiting
+					t.Step, t.Loss, t.Waiting, t.GPU = hb.Step, hb.Loss, hb.Waiting, hb.GPU
+					t.Worker = pa.GetLastWorkerIdentity()
 				}
 			}
 			switch {

@@ -270,6 +270,19 @@ type TrainHeartbeat struct {
 	Loss float64 `json:"loss"`
 	// Waiting says why the trial has not started training yet (waiting for GPU memory).
 	Waiting string `json:"waiting,omitempty"`
+	// GPU is the memory of the GPU the trial is admitted to, or waits for, as its worker
+	// saw it at the heartbeat; nil off a worker that admits by memory.
+	GPU *GPUMemory `json:"gpu,omitempty"`
+}
+
+// GPUMemory is a GPU's memory as the worker that trains on it admits trials to it, in bytes.
+type GPUMemory struct {
+	Name     string `json:"name"` // as the worker names it: "GPU 3"
+	Total    int64  `json:"total"`
+	Reserved int64  `json:"reserved"` // by the trials admitted
+	Free     int64  `json:"free"`     // what further trials may reserve
+	Trials   int    `json:"trials"`   // admitted
+	Waiting  int    `json:"waiting"`  // waiting for memory
 }
 
 // DecayProbeInput is one decay probe of a trial, from its checkpoint at Step (the

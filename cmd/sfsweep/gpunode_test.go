@@ -227,8 +227,13 @@ func TestGPUMemoryAdmission(t *testing.T) {
 	if admitting.Waiting != want {
 		t.Errorf("waiting trial: %+v, want %q", admitting, want)
 	}
-	if text := s.cmd("status", id); !strings.Contains(text, "trial "+admitting.ID+": "+want) {
-		t.Errorf("status does not show the trial waiting:\n%s", text)
+	free := mibFor(t, per, 1)<<20 - backend.ContextBytes - per
+	if g := admitting.GPU; g == nil || g.Name != "GPU 0" || g.Trials != 1 || g.Waiting != 1 || g.Reserved != per || g.Free != free || g.Total != mibFor(t, per, 1)<<20 {
+		t.Errorf("the waiting trial's GPU: %+v", g)
+	}
+	gpuLine := fmt.Sprintf("GPU 0 (worker %s): 1 trial(s) admitted, 1 waiting; %s reserved, %s free of ", strings.TrimSuffix(admitting.Worker, "@"), backend.GiB(per), backend.GiB(free))
+	if text := s.cmd("status", id); !strings.Contains(text, "trial "+admitting.ID+": "+want) || !strings.Contains(text, gpuLine) || !strings.Contains(text, "waiting "+admitting.ID) {
+		t.Errorf("status does not show the trial waiting on GPU 0 (%q):\n%s", gpuLine, text)
 	}
 	if n := engines(t, gate); n != 1 {
 		t.Errorf("%d engines made while one waits for memory", n)

@@ -92,4 +92,5 @@ func printStatus(w io.Writer, id string, st sweepStatus) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	printGPUs(w, st.Trials)
 }
