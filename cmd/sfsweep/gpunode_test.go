@@ -56,6 +56,12 @@ func gpuManifest(t *testing.T, dir, name, modelConfig, seeds string) (string, in
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return file, reservation(t, file)
+}
+
+// reservation is what a trial of the manifest file reserves on a stand-in GPU.
+func reservation(t *testing.T, file string) int64 {
+	t.Helper()
 	_, _, trials, err := loadManifest(file)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +71,7 @@ func gpuManifest(t *testing.T, dir, name, modelConfig, seeds string) (string, in
 	if err != nil {
 		t.Fatal(err)
 	}
-	return file, standInNeed(mc, cfg.MicroBatch, cfg.SeqLen) + backend.WorkspaceBytes
+	return standInNeed(mc, cfg.MicroBatch, cfg.SeqLen) + backend.WorkspaceBytes
 }
 
 // mibFor is the size in MiB of a GPU on which trials of reservation per fit n at a time

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/workflows"
+)
+
+// The worker process of one GPU is killed (SIGKILL) in the middle of a trial, between two
+// of its checkpoints. The supervisor starts it again; the Train activity's heartbeat times
+// out and the trial resumes from its newest checkpoint on a GPU of the node, bitwise equal
+// to the same configuration trained uninterrupted (on the cpu engine, which the stand-in
+// GPUs run under the cuda name).
+func TestGPUWorkerKilled(t *testing.T) {
+	ctx := serverTest(t, 3*time.Minute, "starts the embedded Temporal server, worker processes, and trains")
+	lab := newGPULab(ctx, t, killManifest) // the reference, trained on the cpu backend
+	src := strings.Replace(killManifest, "name: worker-kill\n", "name: gpu-kill\nbackend: cuda\n", 1)
+	manifest := filepath.Join(lab.dir, "gpu-kill.yaml")
+	if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	per, trial := reservation(t, manifest), onlyTrial(t, src)
+	lab.objects = filepath.Join(lab.gw.Root(), lab.gw.Bucket(), "trials", trial.ID)
+	gate := standInMachine(t, lab.dir, 2, mibFor(t, per, 1))
+	openGate(t, gate)
+	node := startProcess(ctx, t, lab.dir, "gpu node", "worker", "-gpus", "all", "-slots", "2", "-cache", lab.cache)
+	sweepID := lab.submit(ctx, t, manifest)
+
+	const ckEvery = 50
+	lab.waitPastCheckpoint(ctx, t, ckEvery, node)
+	gpu, pid := trainingProcess(t, node.output())
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killStep := lastCurveStep(lab.objects)
+	resumed := node.await("msg=resumed")
+	if st := (sweeper{t, ctx}).finish(sweepID, node); st.Completed != 1 {
+		t.Fatalf("sweep: %+v\n%s", st, node.output())
+	}
+	select {
+	case <-resumed:
+	default:
+		t.Fatalf("no worker process resumed the trial:\n%s", node.output())
+	}
+	if !strings.Contains(node.output(), "worker: "+gpu+": worker process exited (signal: killed): starting it again in 1s") {
+		t.Errorf("the supervisor does not say it restarts %s's worker process:\n%s", gpu, node.output())
+	}
+	got := readResult(t, filepath.Join(lab.objects, keys.ResultName))
+	got.ConfigHash, got.Engine = lab.want.ConfigHash, lab.want.Engine // the backend's name differs, not the bits
+	sameResult(t, got, lab.want)
+	wantCurves, err := lab.refStore.Get(ctx, keys.RunCurves(keys.Trial(lab.trial.ID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotCurves, err := os.ReadFile(filepath.Join(lab.objects, keys.CurvesName)); err != nil || !bytes.Equal(gotCurves, wantCurves) {
+		t.Errorf("curves.jsonl differs from the uninterrupted run's (%v)", err)
+	}
+	if got.Resumed <= 0 || got.Resumed > killStep {
+		t.Errorf("resumed_from = %d, want a checkpoint step in (0, %d]", got.Resumed, killStep)
+	}
+	if attempt, _ := trainAttempt(ctx, t, lab.tc, workflows.TrialWorkflowID(sweepID, trial.ID)); attempt < 2 {
+		t.Errorf("the Train activity completed on attempt %d: the kill caused no retry", attempt)
+	}
+	node.interrupt(t)
+}
+
+var workerProcessLine = regexp.MustCompile(`worker: (GPU \S+) \(.*\): worker process (\d+),`)
+
+// trainingProcess returns the GPU whose stand-in engine was made, and the pid of its
+// worker process, from a supervisor's output.
+func trainingProcess(t *testing.T, out string) (gpu string, pid int) {
+	t.Helper()
+	evs := standInEvents(out)
+	if len(evs) == 0 || !evs[0].made {
+		t.Fatalf("no engine made:\n%s", out)
+	}
+	for _, m := range workerProcessLine.FindAllStringSubmatch(out, -1) {
+		if m[1] == evs[0].gpu {
+			pid, _ = strconv.Atoi(m[2])
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no worker process of %s:\n%s", evs[0].gpu, out)
+	}
+	return evs[0].gpu, pid
+}
