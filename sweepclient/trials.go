@@ -1,8 +1,10 @@
 package sweepclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -121,4 +123,39 @@ func TrialStates(ctx context.Context, c client.Client, sweepID string, running [
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// GPUUse is a GPU that trials in flight train on or wait for: its worker process, its
+// memory as one of their last heartbeats saw it (they are a second apart at most), and the
+// trials.
+type GPUUse struct {
+	Worker   string // the identity of its worker process (a GPU's index is its machine's)
+	Memory   workflows.GPUMemory
+	Training []string // trials admitted
+	Waiting  []string // trials waiting for its memory
+}
+
+// GPUs groups the trials in flight by the GPU they heartbeat from, by GPU name then
+// worker; trials off a GPU are in none.
+func GPUs(trials []TrialState) []GPUUse {
+	var out []GPUUse
+	for _, t := range trials {
+		if t.GPU == nil {
+			continue
+		}
+		i := slices.IndexFunc(out, func(g GPUUse) bool { return g.Worker == t.Worker && g.Memory.Name == t.GPU.Name })
+		if i < 0 {
+			out = append(out, GPUUse{Worker: t.Worker, Memory: *t.GPU})
+			i = len(out) - 1
+		}
+		if t.State == TrialAdmitting {
+			out[i].Waiting = append(out[i].Waiting, t.ID)
+		} else {
+			out[i].Training = append(out[i].Training, t.ID)
+		}
+	}
+	slices.SortFunc(out, func(a, b GPUUse) int {
+		return cmp.Or(cmp.Compare(a.Memory.Name, b.Memory.Name), cmp.Compare(a.Worker, b.Worker))
+	})
+	return out
 }

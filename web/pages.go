@@ -22,6 +22,7 @@ import (
 	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
 )
 
 // iterateOrder is the order of the loss columns: SF-AdamW's iterates, then AdamW's.
@@ -69,6 +70,7 @@ type sweepView struct {
 	States   []string
 	Sorts    []string
 	Base     string // the page's path
+	GPUs     []sweepclient.GPUUse
 }
 
 // rowView is a row of the trial table.
@@ -125,7 +127,7 @@ const (
 )
 
 func (s *Server) view(ctx context.Context, d *sweepData, q query, base string, parts int) (*sweepView, error) {
-	v := &sweepView{summary: s.summarize(d), Query: q, Manifest: d.Source, States: stateFilters, Base: base}
+	v := &sweepView{summary: s.summarize(d), Query: q, Manifest: d.Source, States: stateFilters, Base: base, GPUs: d.GPUs}
 	v.Sorts = []string{"state", "lr", "beta1", "beta2", "c", "batch", "seed", "step", "loss"}
 	if d.Live {
 		v.Poll = int(s.opt.Poll / time.Millisecond)
@@ -414,7 +416,9 @@ var funcs = template.FuncMap{
 		}
 		return d.String()
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":  func(a, b int) int { return a + b },
+	"gib":  backend.GiB,
+	"join": func(ids []string) string { return strings.Join(ids, ", ") },
 	// short is the start of a long error, for a table cell (the failures list has it whole)
 	"short": func(s string) string {
 		if r := []rune(s); len(r) > 100 {

@@ -50,6 +50,7 @@ type sweepData struct {
 	Rows     []row
 	Built    string // when the index was built (a version for the plots' addresses)
 	Progress workflows.SweepProgress
+	GPUs     []sweepclient.GPUUse // the GPUs its trials in flight train on or wait for
 }
 
 // row is a trial on the page.
@@ -95,6 +96,11 @@ func (s *Server) load(ctx context.Context, id string) (*sweepData, error) {
 			d.Note = "live state unavailable: " + err.Error()
 		}
 	}
+	inFlight := make([]sweepclient.TrialState, 0, len(live))
+	for _, tid := range slices.Sorted(maps.Keys(live)) {
+		inFlight = append(inFlight, live[tid])
+	}
+	d.GPUs = sweepclient.GPUs(inFlight)
 	s.mu.Lock()
 	seen := s.seen[id]
 	if seen == nil {
