@@ -197,6 +197,11 @@ func fromCheckpoint[R any](ctx context.Context, a *Activities, trialID string, s
 	if err != nil {
 		return zero, err
 	}
+	release, err := a.admit(ctx, trialID, cfg, func(string) {}) // its engine has the trial's shape
+	if err != nil {
+		return zero, classify(err)
+	}
+	defer release()
 	res, err := watched(ctx, a, stall, func() string { return "in the " + what }, func(ctx context.Context) (*R, error) {
 		return run(ctx, cfg, ck, b)
 	})

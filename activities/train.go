@@ -150,12 +150,16 @@ func (a *Activities) trainOutput(ctx context.Context, id string, r *training.Res
 // admit reserves the trial's memory on this worker's GPU (GPU) before its engine
 // allocates. While the memory is taken it waits, heartbeating the line waiting is given;
 // a trial larger than the GPU fails at once. Without a ledger, or for a backend that holds
-// no device memory, it admits at once.
+// no device memory, it admits at once. A probe's engine has its trial's shape and is
+// admitted the same way.
 func (a *Activities) admit(ctx context.Context, id string, cfg training.Config, waiting func(string)) (release func(), err error) {
+	if a.GPU == nil {
+		return func() {}, nil
+	}
 	cfg = cfg.WithDefaults()
 	mc, err := cfg.ResolveModel()
-	if err != nil || a.GPU == nil {
-		return func() {}, err
+	if err != nil || cfg.Validate() != nil {
+		return func() {}, nil // the run refuses it, with its reasons
 	}
 	need, ok := backend.Need(cfg.Backend, mc, cfg.MicroBatch, cfg.SeqLen)
 	if !ok {
