@@ -118,11 +118,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		supervised := make(chan struct{})
-		go func() { sup.run(ctx); close(supervised) }()
+		go func() { stop(sup.run(ctx)); close(supervised) }()
 		defer func() { stop(nil); <-supervised }()
 		if !roles.cpu {
 			<-ctx.Done()
-			return nil
+			return ctxErr(ctx)
 		}
 		roles.devices = nil // the GPUs' processes train; this one serves the cpu role
 	}
@@ -162,6 +162,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "worker: trials admitted by memory on %s (%s, %s)\n", u.Device, os.Getenv("CUDA_VISIBLE_DEVICES"), backend.GiB(u.Total))
 	}
 	<-ctx.Done()
+	return ctxErr(ctx)
+}
+
+// ctxErr is why a worker's context ended, nil when it was asked to stop.
+func ctxErr(ctx context.Context) error {
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -85,23 +86,41 @@ func newSupervisor(ctx context.Context, fs *flag.FlagSet, gpus string, slots int
 }
 
 // run starts the workers and restarts each one that exits, until ctx ends; then it asks
-// them to stop and waits for them.
-func (s *supervisor) run(ctx context.Context) {
+// them to stop and waits for them. A worker process that refuses its flags (exit status
+// 2, a usage error) would refuse them again: run then stops them all and returns why.
+func (s *supervisor) run(ctx context.Context) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var wg sync.WaitGroup
 	for i, g := range s.gpus {
-		wg.Go(func() { s.keep(ctx, g, s.slots[i]) })
+		wg.Go(func() {
+			if err := s.keep(ctx, g, s.slots[i]); err != nil {
+				stop(err)
+			}
+		})
 	}
 	wg.Wait()
+	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
-// keep runs the worker process of g until ctx ends, starting it again when it exits.
-func (s *supervisor) keep(ctx context.Context, g gpu, slots int) {
+// keep runs the worker process of g until ctx ends, starting it again when it exits, but
+// for a usage error, which it returns.
+func (s *supervisor) keep(ctx context.Context, g gpu, slots int) error {
 	delay := restartFirst
 	for ctx.Err() == nil {
 		started := time.Now()
 		err := s.start(ctx, g, slots)
 		if ctx.Err() != nil {
-			return
+			return nil
+		}
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok && ee.ExitCode() == 2 {
+			return fmt.Errorf("worker: %s: the worker process refused its flags (%v): see its output above", g.name(), err)
+		}
+		if err == nil {
+			err = errors.New("exit status 0")
 		}
 		if time.Since(started) >= restartReset {
 			delay = restartFirst
@@ -109,11 +128,12 @@ func (s *supervisor) keep(ctx context.Context, g gpu, slots int) {
 		s.out.printf("worker: %s: worker process exited (%v): starting it again in %v", g.name(), err, delay)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, restartMax)
 	}
+	return nil
 }
 
 // start runs one worker process on g and waits for it to exit; ctx ending asks it to
