@@ -172,13 +172,7 @@ func TestGPUsTrainAtOnce(t *testing.T) {
 	manifest, per := gpuManifest(t, dir, "gpus", "", "[1, 2, 3, 4, 5, 6, 7, 8]")
 	gate := standInMachine(t, dir, 4, mibFor(t, per, 2))
 	cache := filepath.Join(dir, "cache")
-	wctx, stopCPU := context.WithCancel(ctx)
-	cpuDone := make(chan int)
-	var cpuLog syncBuffer
-	go func() {
-		cpuDone <- runMain(wctx, []string{"worker", "-queue", "cpu", "-cache", cache}, &cpuLog, &cpuLog)
-	}()
-	defer func() { stopCPU(); <-cpuDone }()
+	startCPUWorker(ctx, t, cache)
 	node := startProcess(ctx, t, dir, "gpu node", "worker", "-gpus", "all", "-slots", "8", "-cache", cache)
 	s := sweeper{t, ctx}
 	id := s.cmd("submit", manifest)

@@ -30,6 +30,18 @@ func setRemoteEnv(t *testing.T, srv *devserver.Server, gw *s3gw.Gateway) {
 	}
 }
 
+// startCPUWorker runs a cpu worker (workflows, planning, tables) in this process until the
+// test ends, its log in the buffer it returns.
+func startCPUWorker(ctx context.Context, t *testing.T, cache string) *syncBuffer {
+	t.Helper()
+	log := &syncBuffer{}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() { done <- runMain(wctx, []string{"worker", "-queue", "cpu", "-cache", cache}, log, log) }()
+	t.Cleanup(func() { stop(); <-done })
+	return log
+}
+
 // waitFor polls cond every 5 ms until it holds, failing the test (with the output of the
 // processes given) if ctx ends first or one of them exits.
 func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool, procs ...*process) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sfsweep/sfsweep/infra/devserver"
-	"github.com/sfsweep/sfsweep/infra/s3gw"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/workflows"
 )
@@ -42,30 +40,14 @@ func TestProgramTrainerDistributed(t *testing.T) {
 	if err := os.WriteFile(registry, []byte(reg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := devserver.Start(ctx, devserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	gw, err := s3gw.Start(ctx, s3gw.Options{Root: filepath.Join(dir, "s3")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Stop() })
-	setRemoteEnv(t, srv, gw)
+	_, srv, gw, _ := startRemote(ctx, t)
 	tc, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: devserver.DefaultNamespace, Logger: quietLogger{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.Close)
 	cache := filepath.Join(dir, "cache")
-	var cpuLog syncBuffer
-	wctx, stopCPU := context.WithCancel(ctx)
-	cpuDone := make(chan int)
-	go func() {
-		cpuDone <- runMain(wctx, []string{"worker", "-queue", "cpu", "-cache", cache}, &cpuLog, &cpuLog)
-	}()
-	t.Cleanup(func() { stopCPU(); <-cpuDone })
+	cpuLog := startCPUWorker(ctx, t, cache)
 	bucket := filepath.Join(gw.Root(), gw.Bucket())
 
 	submit := func(name, trainer, params string) (string, int, string) {
