@@ -323,22 +323,10 @@ func crawlPage(t *testing.T, base string, start []string, check func(url, body s
 	return len(seen)
 }
 
-// sfsweep run prints the page's address, and sfsweep serve serves a finished sweep from
-// run's state directory alone: its list, its page with every trial's outcome, and its
-// table; serve refuses to listen beyond loopback without a token, and -page off.
-func TestServeFinishedSweep(t *testing.T) {
-	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server and trains")
-	dir := t.TempDir()
-	manifest := filepath.Join(dir, "e2e.yaml")
-	if err := os.WriteFile(manifest, []byte(e2eManifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	state := filepath.Join(dir, "state")
-	log := runCommand(t, state, filepath.Join(dir, "out"), manifest)
-	if !regexp.MustCompile(`Sweep page: http://127\.0\.0\.1:\d+/\n`).MatchString(log) || !strings.Contains(log, "sfsweep serve -dir "+state) {
-		t.Errorf("run printed no page address:\n%s", log)
-	}
-
+// serveState runs sfsweep serve on run's state directory: get fetches a path of its page
+// (a status other than 200 fails the test), stop ends it, checking it exited 0.
+func serveState(ctx context.Context, t *testing.T, state string) (get func(path string) string, stop func()) {
+	t.Helper()
 	sctx, cancel := context.WithCancel(ctx)
 	var stderr syncBuffer
 	done := make(chan int, 1)
@@ -355,7 +343,7 @@ func TestServeFinishedSweep(t *testing.T) {
 		cancel()
 		t.Fatalf("serve printed no address: %s", stderr.String())
 	}
-	get := func(path string) string {
+	get = func(path string) string {
 		t.Helper()
 		resp, err := http.Get(addr + path)
 		if err != nil {
@@ -368,6 +356,31 @@ func TestServeFinishedSweep(t *testing.T) {
 		}
 		return string(b)
 	}
+	return get, func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d: %s", code, stderr.String())
+		}
+	}
+}
+
+// sfsweep run prints the page's address, and sfsweep serve serves a finished sweep from
+// run's state directory alone: its list, its page with every trial's outcome, and its
+// table; serve refuses to listen beyond loopback without a token, and -page off.
+func TestServeFinishedSweep(t *testing.T) {
+	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server and trains")
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "e2e.yaml")
+	if err := os.WriteFile(manifest, []byte(e2eManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	log := runCommand(t, state, filepath.Join(dir, "out"), manifest)
+	if !regexp.MustCompile(`Sweep page: http://127\.0\.0\.1:\d+/\n`).MatchString(log) || !strings.Contains(log, "sfsweep serve -dir "+state) {
+		t.Errorf("run printed no page address:\n%s", log)
+	}
+
+	get, stop := serveState(ctx, t, state)
 	list := get("/")
 	m := regexp.MustCompile(`href="/sweeps/(sweep-e2e-[0-9a-f]{8})"`).FindStringSubmatch(list)
 	if m == nil || !strings.Contains(list, "finished") {
@@ -379,10 +392,7 @@ func TestServeFinishedSweep(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("serve exited %d: %s", code, stderr.String())
-	}
+	stop()
 
 	// bad addresses are refused, naming the flag, the value and why, before anything starts
 	for _, c := range []struct {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -270,6 +271,24 @@ tables:
 	}
 	if trials != 2 {
 		t.Fatalf("%d trials, want 2", trials)
+	}
+	for _, f := range []string{"plots/c_torch-heatmap.png", "plots/curves.png", "plots/lr-decay.png"} {
+		if _, err := os.Stat(filepath.Join(out, "sweeps", "torch-e2e", filepath.FromSlash(f))); err != nil {
+			t.Error(err)
+		}
+	}
+	// its page, served from the run's state alone
+	get, stop := serveState(context.Background(), t, state)
+	defer stop()
+	m := regexp.MustCompile(`href="/sweeps/(sweep-torch-e2e-[0-9a-f]{8})"`).FindStringSubmatch(get("/"))
+	if m == nil {
+		t.Fatal("the page lists no torch-e2e sweep")
+	}
+	page := get("/sweeps/" + m[1])
+	for _, want := range []string{"2/2 trials (100%)", ">2 completed<", "reference trainer"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the sweep page lacks %q", want)
+		}
 	}
 }
 
