@@ -134,12 +134,8 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 			}
 			hb(m.Step, loss)
 		},
-		Sync: func(ctx context.Context) error {
-			if _, err := at.mirror.Push(ctx); err != nil {
-				return err
-			}
-			return c.flush(ctx, rec)
-		},
+		Sync:   func(ctx context.Context) error { return c.flush(ctx, rec) },
+		Mirror: at.mirror,
 	})
 	a.keepLogs(ctx, in.TrialID, in.Until, attempt, at.logs, out)
 	if err := c.flush(ctx, rec); err != nil && runErr == nil {

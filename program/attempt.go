@@ -17,8 +17,9 @@ type Attempt struct {
 	// Metrics is the file the program appends its metrics lines to, read from its start;
 	// created empty if missing. Each attempt gets a fresh one.
 	Metrics string
-	// Until, if > 0, is the rung: Run ends the program once a line with step >= Until and a
-	// validation loss has arrived and a Sync after it has succeeded (Status Stopped).
+	// Until, if > 0, is the rung: Run ends the program (Status Stopped) once a line with
+	// step >= Until and a validation loss has arrived and a sync that began after it has
+	// succeeded, so that the checkpoint the program wrote after that line is stored.
 	Until int
 	// Stall ends the program (Status Stalled) when no metrics line is accepted for this
 	// long, counted from the start; 0: never.
@@ -29,11 +30,20 @@ type Attempt struct {
 	Poll time.Duration
 	// OnMetric, if set, gets each accepted line, in order.
 	OnMetric func(Metric)
-	// Sync, if set, is called every Poll after the lines read then, and once after the
-	// process has ended (the last checkpoint upload). Its errors while the program runs are
-	// kept in Outcome.SyncErrors; the final one is Run's error. It is not called after a
-	// cancel: the attempt may already be running elsewhere.
+	// Sync, if set, records what the lines read so far say (the trial's curves). It is
+	// called every Poll and once after the process has ended, each time after the metrics
+	// file has been read to its end.
 	Sync func(ctx context.Context) error
+	// Mirror, if set, is the program's checkpoint directory and its store prefix, pushed
+	// every Poll and once after the process has ended: the directory is walked, the metrics
+	// file read and Sync called, and only then are the files found uploaded. So a
+	// checkpoint is never in the store before the lines the program wrote before it are
+	// recorded, and a run resumed from it has no gap in its curves.
+	//
+	// Errors of a sync (Sync's or Mirror's) while the program runs are kept in
+	// Outcome.SyncErrors; the final one is Run's error. Neither is called after a cancel:
+	// the attempt may already be running elsewhere.
+	Mirror *Mirror
 	// LogDir gets the program's output, in the files stdout and stderr.
 	LogDir string
 }

@@ -30,6 +30,8 @@ import (
 //	pidfile          write the pid to child.pid
 //	env              write the environment to env.json, the arguments to argv.json
 //	ckpt NAME TEXT   write $SFSWEEP_CHECKPOINT_DIR/NAME through a .tmp file and a rename
+//	train N          steps 1..N as docs/trainer.md asks: each step's line, then its
+//	                 checkpoint step-S and latest (renamed over), with no pause
 //
 // At the end of the script it exits 0.
 func TestMain(m *testing.M) {
@@ -109,15 +111,27 @@ func fake(script string) {
 			must(os.WriteFile("argv.json", b, 0o644))
 		case "ckpt":
 			name, text, _ := strings.Cut(arg, " ")
-			dir := os.Getenv("SFSWEEP_CHECKPOINT_DIR")
-			p := filepath.Join(dir, name)
-			must(os.MkdirAll(filepath.Dir(p), 0o755))
-			must(os.WriteFile(p+".tmp", []byte(text), 0o644))
-			must(os.Rename(p+".tmp", p))
+			checkpoint(name, text)
+		case "train":
+			n, err := strconv.Atoi(arg)
+			must(err)
+			for step := 1; step <= n; step++ {
+				appendTo(fmt.Sprintf(`{"step": %d, "train_loss": 3.5, "val_loss": 3.6}`+"\n", step))
+				checkpoint(fmt.Sprintf("step-%d", step), strconv.Itoa(step))
+				checkpoint("latest", strconv.Itoa(step))
+			}
 		default:
 			must(fmt.Errorf("fake trainer: unknown command %q", op))
 		}
 	}
+}
+
+// checkpoint writes $SFSWEEP_CHECKPOINT_DIR/name through a .tmp file and a rename.
+func checkpoint(name, text string) {
+	p := filepath.Join(os.Getenv("SFSWEEP_CHECKPOINT_DIR"), name)
+	must(os.MkdirAll(filepath.Dir(p), 0o755))
+	must(os.WriteFile(p+".tmp", []byte(text), 0o644))
+	must(os.Rename(p+".tmp", p))
 }
 
 func must(err error) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -126,7 +127,13 @@ func writeFile(p string, data []byte) error {
 // and deletes from the store those deleted from Dir since; objects Dir never held are left
 // alone. It reports whether it changed the store. It goes on past a file it cannot copy
 // and returns the errors joined; a missing Dir is an error.
-func (m *Mirror) Push(ctx context.Context) (bool, error) {
+//
+// settle, if not nil, is called once Dir has been walked and before anything is uploaded,
+// and an error from it uploads nothing. The files uploaded are those Dir held before
+// settle, with the bytes they held then: each is opened in the walk, and a file renamed
+// over keeps its old bytes open. So what settle records of the program's progress (its
+// metrics lines) is stored before any checkpoint the program wrote after it.
+func (m *Mirror) Push(ctx context.Context, settle func() error) (bool, error) {
 	prefix, err := m.prefix()
 	if err != nil {
 		return false, err
@@ -135,8 +142,12 @@ func (m *Mirror) Push(ctx context.Context) (bool, error) {
 		m.known = map[string]fileState{}
 	}
 	seen := map[string]bool{}
-	changed := false
-	var errs []error
+	var pending []*pendingFile
+	defer func() {
+		for _, f := range pending {
+			f.f.Close()
+		}
+	}()
 	err = filepath.WalkDir(m.Dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if p != m.Dir && errors.Is(err, fs.ErrNotExist) {
@@ -161,19 +172,35 @@ func (m *Mirror) Push(ctx context.Context) (bool, error) {
 		if !e.Type().IsRegular() {
 			return nil // directories are walked; links and devices are not checkpoints
 		}
-		up, err := m.push(ctx, prefix, p, rel)
+		f, err := m.open(p, rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		if err != nil {
-			errs = append(errs, err)
-		}
 		seen[rel] = true
-		changed = changed || up
+		if f != nil {
+			pending = append(pending, f)
+		}
+		if err != nil {
+			pending = append(pending, &pendingFile{rel: rel, err: err})
+		}
 		return ctx.Err()
 	})
 	if err != nil {
-		return changed, fmt.Errorf("program: push: %w", err)
+		return false, fmt.Errorf("program: push: %w", err)
+	}
+	if settle != nil {
+		if err := settle(); err != nil {
+			return false, err
+		}
+	}
+	changed := false
+	var errs []error
+	for _, f := range pending {
+		up, err := m.push(ctx, prefix, f)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		changed = changed || up
 	}
 	for _, rel := range sortedKeys(m.known) {
 		if seen[rel] {
@@ -189,23 +216,49 @@ func (m *Mirror) Push(ctx context.Context) (bool, error) {
 	return changed, errors.Join(errs...)
 }
 
-// push uploads one file if it changed, and reports whether it did.
-func (m *Mirror) push(ctx context.Context, prefix, p, rel string) (bool, error) {
+// pendingFile is a file Push found new or changed, open since the walk (or the error of
+// opening it).
+type pendingFile struct {
+	rel    string
+	f      *os.File
+	fi     os.FileInfo
+	opened time.Time
+	err    error
+}
+
+// open opens the file p (rel in Dir) if it is not the one Push last saw; nil if it is.
+func (m *Mirror) open(p, rel string) (*pendingFile, error) {
+	opened := time.Now()
 	fi, err := os.Stat(p)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	old, had := m.known[rel]
-	if had && old.unchanged(fi) {
-		return false, nil
+	if old, had := m.known[rel]; had && old.unchanged(fi) {
+		return nil, nil
 	}
-	checked := time.Now()
-	data, err := os.ReadFile(p)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err = f.Stat(); err != nil { // of what was opened, if it was renamed over since
+		f.Close()
+		return nil, err
+	}
+	return &pendingFile{rel: rel, f: f, fi: fi, opened: opened}, nil
+}
+
+// push uploads one opened file if its bytes changed, and reports whether it did.
+func (m *Mirror) push(ctx context.Context, prefix string, pf *pendingFile) (bool, error) {
+	if pf.err != nil {
+		return false, pf.err
+	}
+	data, err := io.ReadAll(pf.f)
 	if err != nil {
 		return false, err
 	}
-	st := fileState{size: fi.Size(), mtime: fi.ModTime(), hash: sha256.Sum256(data), checked: checked}
-	if had && old.hash == st.hash {
+	rel := pf.rel
+	st := fileState{size: pf.fi.Size(), mtime: pf.fi.ModTime(), hash: sha256.Sum256(data), checked: pf.opened}
+	if old, had := m.known[rel]; had && old.hash == st.hash {
 		m.known[rel] = st
 		return false, nil
 	}

@@ -2,9 +2,12 @@ package program
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,7 +45,7 @@ func keys(t *testing.T, s blob.Store) []string {
 
 func push(t *testing.T, m *Mirror, want bool) {
 	t.Helper()
-	changed, err := m.Push(context.Background())
+	changed, err := m.Push(context.Background(), nil)
 	if err != nil || changed != want {
 		t.Fatalf("Push = %v, %v; want %v", changed, err, want)
 	}
@@ -140,7 +143,7 @@ func TestMirror(t *testing.T) {
 	if err := os.RemoveAll(fresh.Dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fresh.Push(ctx); err == nil || len(keys(t, store)) != 3 {
+	if _, err := fresh.Push(ctx, nil); err == nil || len(keys(t, store)) != 3 {
 		t.Errorf("Push of a missing directory: %v", err)
 	}
 }
@@ -148,7 +151,7 @@ func TestMirror(t *testing.T) {
 func TestMirrorBadPrefix(t *testing.T) {
 	for _, p := range []string{"", "/abs", "a/../b"} {
 		m := &Mirror{Store: newStore(t), Prefix: p, Dir: t.TempDir()}
-		if _, err := m.Push(context.Background()); err == nil {
+		if _, err := m.Push(context.Background(), nil); err == nil {
 			t.Errorf("Push under prefix %q", p)
 		}
 		if err := m.Restore(context.Background()); err == nil {
@@ -163,18 +166,18 @@ func TestMirrorBadPrefix(t *testing.T) {
 func TestRunMirrorsCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	store := newStore(t)
-	a := attempt(t, `ckpt step-5.pt weights
-line {"step": 5, "val_loss": 3.9}
+	a := attempt(t, `line {"step": 5, "val_loss": 3.9}
+ckpt step-5.pt weights
 sleep 50ms
-ckpt step-10.pt weights
 line {"step": 10, "val_loss": 3.5}
+ckpt step-10.pt weights
 hang`)
 	m := &Mirror{Store: store, Prefix: "t/checkpoints", Dir: a.Env["SFSWEEP_CHECKPOINT_DIR"]}
 	if err := m.Restore(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a.Until = 10
-	a.Sync = func(ctx context.Context) error { _, err := m.Push(ctx); return err }
+	a.Mirror = m
 	out, err := Run(ctx, a)
 	if err != nil || out.Status != Stopped {
 		t.Fatalf("Run = %s, %v (%s)", out.Status, err, out.Reason)
@@ -188,5 +191,83 @@ hang`)
 	}
 	if b, err := os.ReadFile(filepath.Join(retry.Dir, "step-10.pt")); err != nil || string(b) != "weights" {
 		t.Errorf("the retry's checkpoint: %q, %v", b, err)
+	}
+}
+
+// TestMirrorSettlesFirst: Push uploads what Dir held before settle, with the bytes it held
+// then, even where settle renames a newer file over one.
+func TestMirrorSettlesFirst(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	dir := t.TempDir()
+	m := &Mirror{Store: store, Prefix: "c", Dir: dir}
+	writeAt(t, dir, "latest", "1")
+	_, err := m.Push(ctx, func() error {
+		writeAt(t, dir, "latest.tmp", "2")
+		if err := os.Rename(filepath.Join(dir, "latest.tmp"), filepath.Join(dir, "latest")); err != nil {
+			t.Fatal(err)
+		}
+		writeAt(t, dir, "step-2", "2")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := store.Get(ctx, "c/latest"); err != nil || string(b) != "1" || !slices.Equal(keys(t, store), []string{"c/latest"}) {
+		t.Fatalf("after a push whose settle wrote step 2: latest %q (%v), keys %v", b, err, keys(t, store))
+	}
+	push(t, m, true)
+	if b, _ := store.Get(ctx, "c/latest"); string(b) != "2" || !slices.Equal(keys(t, store), []string{"c/latest", "c/step-2"}) {
+		t.Fatalf("the next push: latest %q, keys %v", b, keys(t, store))
+	}
+	if _, err := m.Push(ctx, func() error { return errors.New("no curves") }); err == nil {
+		t.Fatal("a failed settle: no error")
+	}
+}
+
+// orderedStore fails a test that sees a checkpoint stored before the line of its step.
+type orderedStore struct {
+	blob.Store
+	t      *testing.T
+	synced *atomic.Int64 // the last step the curves recorded
+	puts   atomic.Int64
+}
+
+func (s *orderedStore) Put(ctx context.Context, key string, data []byte) error {
+	step, err := strconv.Atoi(string(data))
+	if err != nil {
+		s.t.Errorf("checkpoint %s: %q", key, data)
+	} else if got := s.synced.Load(); int64(step) > got {
+		s.t.Errorf("checkpoint %s of step %d stored with the curves at step %d", key, step, got)
+	}
+	s.puts.Add(1)
+	return s.Store.Put(ctx, key, data)
+}
+
+// TestRunStoresLinesBeforeCheckpoints: a program that checkpoints right after each line
+// never has a checkpoint stored ahead of its curves, however the polls fall; a run resumed
+// from any stored checkpoint has every line before it.
+func TestRunStoresLinesBeforeCheckpoints(t *testing.T) {
+	for round := range 5 {
+		var seen, synced atomic.Int64
+		store := &orderedStore{Store: newStore(t), t: t, synced: &synced}
+		a := attempt(t, "train 300")
+		a.Poll = time.Duration(1+round) * time.Millisecond
+		a.Mirror = &Mirror{Store: store, Prefix: "c", Dir: a.Env["SFSWEEP_CHECKPOINT_DIR"]}
+		if err := a.Mirror.Restore(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		a.OnMetric = func(m Metric) { seen.Store(int64(m.Step)) }
+		a.Sync = func(context.Context) error { synced.Store(seen.Load()); return nil }
+		out, err := Run(context.Background(), a)
+		if err != nil || out.Status != Completed || out.Last.Step != 300 {
+			t.Fatalf("round %d: Run = %s at step %d, %v (%s)", round, out.Status, out.Last.Step, err, out.Reason)
+		}
+		if b, err := store.Get(context.Background(), "c/latest"); err != nil || string(b) != "300" {
+			t.Fatalf("round %d: the last checkpoint: %q, %v", round, b, err)
+		}
+		if store.puts.Load() < 3 {
+			t.Errorf("round %d: %d uploads: the polls never fell while the program ran", round, store.puts.Load())
+		}
 	}
 }

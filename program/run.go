@@ -90,12 +90,27 @@ func Run(ctx context.Context, a Attempt) (Outcome, error) {
 	if ending == Canceled {
 		return out, ctx.Err()
 	}
-	if a.Sync != nil {
-		if err := a.Sync(ctx); err != nil {
-			return out, fmt.Errorf("program: final sync: %w", err)
-		}
+	if err := syncAttempt(ctx, &a, t); err != nil {
+		return out, fmt.Errorf("program: final sync: %w", err)
 	}
 	return out, nil
+}
+
+// syncAttempt reads the metrics file to its end, calls a.Sync, and pushes a.Mirror, in the order
+// Attempt.Mirror gives.
+func syncAttempt(ctx context.Context, a *Attempt, t *tailer) error {
+	settle := func() error {
+		t.read(false)
+		if a.Sync == nil {
+			return nil
+		}
+		return a.Sync(ctx)
+	}
+	if a.Mirror == nil {
+		return settle()
+	}
+	_, err := a.Mirror.Push(ctx, settle)
+	return err
 }
 
 // run watches the program until it exits or must be ended, and returns why it must be
@@ -119,14 +134,12 @@ func run(ctx context.Context, a *Attempt, t *tailer, p *proc, out *Outcome) (Sta
 		if a.Stall > 0 && time.Since(t.lastLine) > a.Stall {
 			return Stalled, fmt.Sprintf("no metrics line for %v (last step %d)", a.Stall, out.Last.Step)
 		}
-		var err error
-		if a.Sync != nil {
-			err = a.Sync(ctx)
-			if err != nil && ctx.Err() == nil && len(out.SyncErrors) < syncErrorsKept {
-				out.SyncErrors = append(out.SyncErrors, fmt.Sprintf("at step %d: %v", out.Last.Step, err))
-			}
+		seen := t.untilSeen // the rung's line was read before this push walked the directory
+		err := syncAttempt(ctx, a, t)
+		if err != nil && ctx.Err() == nil && len(out.SyncErrors) < syncErrorsKept {
+			out.SyncErrors = append(out.SyncErrors, fmt.Sprintf("at step %d: %v", out.Last.Step, err))
 		}
-		if t.untilSeen && err == nil {
+		if seen && err == nil {
 			return Stopped, fmt.Sprintf("reached step %d of rung %d", t.untilStep, a.Until)
 		}
 	}
