@@ -18,7 +18,7 @@ func (e *Engine) lossForward(r *run) {
 	} else {
 		r.launch("crossentropy_forward", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, e.targets, n, v)
 	}
-	r.doAs(Transfer, func() error { return dtoh(e.lossHost, e.losses) })
+	r.doAs(Transfer, func() error { return dtoh(e.st, e.lossHost, e.losses) })
 }
 
 // lossBackward makes the gradient of the mean loss with respect to the logits the operand

@@ -19,6 +19,23 @@ import (
 	_ "github.com/sfsweep/sfsweep/training/native" // the "cpu" backend, the reference
 )
 
+// testStream returns a stream of its own on d for a test's device work, closed when the
+// test ends.
+func testStream(t *testing.T, d *device) *stream {
+	t.Helper()
+	st, err := d.newStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		defer st.lock()()
+		if err := st.close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st
+}
+
 func preset(t testing.TB, name string) model.Config {
 	t.Helper()
 	c, err := model.Preset(name)
@@ -67,10 +84,11 @@ func TestRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each subtest runs on a goroutine of its own, so each takes the device (and makes its
+	st := testStream(t, d)
+	// Each subtest runs on a goroutine of its own, so each takes the stream (and makes the
 	// context current on its thread) itself.
 	t.Run("kernel", func(t *testing.T) {
-		defer d.lock()()
+		defer st.lock()()
 		const n = 1000
 		x, y := randn(n, 1), randn(n, 2)
 		dx, err := alloc(n, 4)
@@ -81,17 +99,17 @@ func TestRecipe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := htod(dx, x); err != nil {
+		if err := htod(st, dx, x); err != nil {
 			t.Fatal(err)
 		}
-		if err := htod(dy, y); err != nil {
+		if err := htod(st, dy, y); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.launch("scale_add", lin(n), blk, dy, dx, float32(0.5), n); err != nil {
+		if err := st.launch("scale_add", lin(n), blk, dy, dx, float32(0.5), n); err != nil {
 			t.Fatal(err)
 		}
 		got := make([]float32, n)
-		if err := dtoh(got, dy); err != nil {
+		if err := dtoh(st, got, dy); err != nil {
 			t.Fatal(err)
 		}
 		for i := range got {
@@ -109,11 +127,11 @@ func TestRecipe(t *testing.T) {
 		}
 		for _, tc := range []struct{ tA, tB bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
 			t.Run(fmt.Sprintf("sgemm/tf32=%v/tA=%v/tB=%v", tf32, tc.tA, tc.tB), func(t *testing.T) {
-				defer d.lock()()
-				if err := d.setTF32(tf32); err != nil {
+				defer st.lock()()
+				if err := st.setTF32(tf32); err != nil {
 					t.Fatal(err)
 				}
-				defer d.setTF32(false)
+				defer st.setTF32(false)
 				m, n, k := 67, 45, 131
 				lda, ldb, ldc := k+3, n+1, n+2
 				if tc.tA {
@@ -137,15 +155,15 @@ func TestRecipe(t *testing.T) {
 					d cu.DevicePtr
 					h []float32
 				}{{da, a}, {db, b}, {dc, c}} {
-					if err := htod(p.d, p.h); err != nil {
+					if err := htod(st, p.d, p.h); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if err := d.gemm(tc.tA, tc.tB, m, n, k, 0.75, da, lda, db, ldb, 0.5, dc, ldc); err != nil {
+				if err := st.gemm(tc.tA, tc.tB, m, n, k, 0.75, da, lda, db, ldb, 0.5, dc, ldc); err != nil {
 					t.Fatal(err)
 				}
 				got := make([]float32, len(c))
-				if err := dtoh(got, dc); err != nil {
+				if err := dtoh(st, got, dc); err != nil {
 					t.Fatal(err)
 				}
 				gemm.Gemm(tc.tA, tc.tB, m, n, k, 0.75, a, lda, b, ldb, 0.5, c, ldc)
@@ -159,24 +177,24 @@ func TestRecipe(t *testing.T) {
 	}
 
 	t.Run("sgemm-batched", func(t *testing.T) {
-		defer d.lock()()
+		defer st.lock()()
 		m, n, k, count := 9, 7, 5, 4
 		a, b := randn(count*m*k, 6), randn(count*n*k, 7)
 		da, _ := alloc(len(a), 4)
 		db, _ := alloc(len(b), 4)
 		dc, _ := alloc(count*m*n, 4)
-		if err := htod(da, a); err != nil {
+		if err := htod(st, da, a); err != nil {
 			t.Fatal(err)
 		}
-		if err := htod(db, b); err != nil {
+		if err := htod(st, db, b); err != nil {
 			t.Fatal(err)
 		}
 		// C_i = A_i·B_iᵀ
-		if err := d.gemmBatched(false, true, m, n, k, 1, da, k, m*k, db, k, n*k, 0, dc, n, m*n, count); err != nil {
+		if err := st.gemmBatched(false, true, m, n, k, 1, da, k, m*k, db, k, n*k, 0, dc, n, m*n, count); err != nil {
 			t.Fatal(err)
 		}
 		got := make([]float32, count*m*n)
-		if err := dtoh(got, dc); err != nil {
+		if err := dtoh(st, got, dc); err != nil {
 			t.Fatal(err)
 		}
 		want := make([]float32, count*m*n)

@@ -40,9 +40,11 @@ type bf16 struct {
 
 // Engine is the CUDA engine for one model configuration (LLaMA or GPT-2) and micro-batch
 // shape: a backend.Engine whose parameters, gradients and activations live in device
-// memory. Its methods must not be called concurrently; separate engines may share the GPU.
+// memory. Its methods must not be called concurrently. Separate engines share the GPU and
+// run at once, each on a stream and cuBLAS handle of its own (stream.go), each locking only
+// its own work.
 type Engine struct {
-	d      *device
+	st     *stream
 	prec   backend.Precision
 	name   string // the backend's name in the catalog, for errors
 	cfg    model.Config
@@ -140,13 +142,22 @@ func newEngine(cfg model.Config, batch, seqLen int, p backend.Precision, fast fa
 	if k := d.missing(fastKernels(fast)); k != "" {
 		return nil, fmt.Errorf("cuda: fast paths %s (%s) need kernel %s, which the loaded PTX lacks: build kernels.cu (docs/gpu.md) and set %s", fast, FastEnv, k, PTXEnv)
 	}
-	unlock := d.lock()
-	defer unlock()
-	e := &Engine{d: d, prec: p, name: name, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
+	e := &Engine{prec: p, name: name, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
 		bf: bf16{on: p == backend.BF16, stale: true}, fast: fast, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
-	if err := e.allocate(); err != nil {
-		e.free()
+	st, err := d.newStream()
+	if err != nil {
+		defer d.bind()()
 		return nil, e.oom(err)
+	}
+	e.st = st
+	unlock := st.lock()
+	defer unlock()
+	if err := e.allocate(); err != nil {
+		_ = st.sync() // the clearing of what was allocated may be in flight
+		e.free()
+		err = e.oom(err)
+		_ = st.close()
+		return nil, err
 	}
 	e.startProfile()
 	return e, nil
@@ -187,9 +198,9 @@ func (e *Engine) copyOut(what string, dst []float32, src cu.DevicePtr) error {
 	if e.closed {
 		return errClosed
 	}
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
-	return dtoh(dst, src)
+	return dtoh(e.st, dst, src)
 }
 
 // WriteParams replaces the parameters with src.
@@ -200,10 +211,10 @@ func (e *Engine) WriteParams(src []float32) error {
 	if e.closed {
 		return errClosed
 	}
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
 	e.bf.stale = true
-	return htod(e.params, src)
+	return htod(e.st, e.params, src)
 }
 
 // ZeroGrad sets every gradient to zero. A device failure here surfaces at the next call
@@ -212,27 +223,31 @@ func (e *Engine) ZeroGrad() {
 	if e.closed {
 		return
 	}
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
 	defer e.call(PhaseUpdate, Optimizer, false)()
-	_ = e.zero(e.grads, e.layout.Size)
+	_ = e.st.zero(e.grads, e.layout.Size)
 }
 
-// Close frees the engine's device memory.
+// Close frees the engine's device memory, stream and cuBLAS handle.
 func (e *Engine) Close() error {
 	if e.closed {
 		return nil
 	}
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
 	e.closed = true
 	e.ready = false
-	if err := cu.Synchronize(); err != nil {
+	if err := e.st.sync(); err != nil {
 		e.free()
+		_ = e.st.close()
 		return fmt.Errorf("cuda: Close: %w", err)
 	}
 	e.endProfile()
 	e.free()
+	if err := e.st.close(); err != nil {
+		return fmt.Errorf("cuda: Close: %w", err)
+	}
 	return nil
 }
 
@@ -246,7 +261,7 @@ func (e *Engine) Forward(tokens, targets []int32) (float64, error) {
 	if err := backend.CheckBatch("cuda", tokens, targets, e.n, e.cfg.Vocab); err != nil {
 		return 0, err
 	}
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
 	defer e.call(PhaseForward, numCategories, true)()
 	copy(e.hostTokens, tokens)
@@ -276,7 +291,7 @@ func (e *Engine) Backward() error {
 		return errors.New("cuda: Backward needs a successful Forward since the last Backward")
 	}
 	e.ready = false
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
 	defer e.call(PhaseBackward, numCategories, true)()
 	backward := e.backward

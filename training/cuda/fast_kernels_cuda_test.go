@@ -13,8 +13,12 @@ import (
 // Each fast path's kernels, isolated: bitwise against the default kernels on the same
 // inputs, and the cross-entropy within the GPU's expf of the Go mirror.
 
-// devMem allocates device buffers for a test and frees them when it ends.
-type devMem struct{ t *testing.T }
+// devMem allocates device buffers for a test and frees them when it ends; copies go
+// through the test's stream.
+type devMem struct {
+	t  *testing.T
+	st *stream
+}
 
 func (m devMem) alloc(n, size int) cu.DevicePtr {
 	m.t.Helper()
@@ -22,38 +26,41 @@ func (m devMem) alloc(n, size int) cu.DevicePtr {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	m.t.Cleanup(func() { _ = cu.MemFree(p) })
+	m.t.Cleanup(func() {
+		defer m.st.lock()()
+		_ = cu.MemFree(p)
+	})
 	return p
 }
 
 func up[T any](m devMem, x []T, size int) cu.DevicePtr {
 	m.t.Helper()
 	p := m.alloc(len(x), size)
-	if err := htod(p, x); err != nil {
+	if err := htod(m.st, p, x); err != nil {
 		m.t.Fatal(err)
 	}
 	return p
 }
 
-func down[T any](t *testing.T, p cu.DevicePtr, n int) []T {
-	t.Helper()
+func down[T any](m devMem, p cu.DevicePtr, n int) []T {
+	m.t.Helper()
 	x := make([]T, n)
-	if err := dtoh(x, p); err != nil {
-		t.Fatal(err)
+	if err := dtoh(m.st, x, p); err != nil {
+		m.t.Fatal(err)
 	}
 	return x
 }
 
 func TestFusedCrossEntropyKernels(t *testing.T) {
-	d := needFast(t, fastCE)
-	defer d.lock()()
+	st := testStream(t, needFast(t, fastCE))
+	defer st.lock()()
 	for _, v := range []int{1, 5, 513, 1000, 50304} {
 		const n = 7
-		m := devMem{t}
+		m := devMem{t, st}
 		logits, targets := ceCase(n, v, uint64(v))
 		inv := float32(1 / float64(n))
 		tg := up(m, targets, 4)
-		r := &run{d: d}
+		r := &run{st: st}
 		// the default path: probabilities, gradient in place, then to_bf16
 		zOld, lossOld, g16Old := up(m, logits, 4), m.alloc(n, 8), m.alloc(n*v, 2)
 		r.launch("crossentropy_forward", dim{x: n}, dim{x: ceThreads}, zOld, lossOld, tg, n, v)
@@ -62,30 +69,30 @@ func TestFusedCrossEntropyKernels(t *testing.T) {
 		// the fused path
 		zNew, lossNew, stats, g16New := up(m, logits, 4), m.alloc(n, 8), m.alloc(2*n, 4), m.alloc(n*v, 2)
 		r.launch("crossentropy_loss", dim{x: n}, dim{x: ceThreads}, zNew, lossNew, stats, tg, n, v)
-		r.do(synchronize)
+		r.do(st.sync)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if !slices.Equal(bits32(down[float32](t, zNew, n*v)), bits32(logits)) {
+		if !slices.Equal(bits32(down[float32](m, zNew, n*v)), bits32(logits)) {
 			t.Errorf("V=%d: crossentropy_loss changed the logits", v)
 		}
 		r.launch("crossentropy_grad_bf16", dim{x: n}, dim{x: ceThreads}, g16New, zNew, stats, tg, n, v, inv)
 		r.launch("crossentropy_grad", dim{x: n}, dim{x: ceThreads}, zNew, stats, tg, n, v, inv)
-		r.do(synchronize)
+		r.do(st.sync)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		lo, ln := down[float64](t, lossOld, n), down[float64](t, lossNew, n)
+		lo, ln := down[float64](m, lossOld, n), down[float64](m, lossNew, n)
 		for i := range lo {
 			if math.Float64bits(lo[i]) != math.Float64bits(ln[i]) {
 				t.Errorf("V=%d: loss %d fused %v, default %v", v, i, ln[i], lo[i])
 			}
 		}
-		gOld, gNew := down[float32](t, zOld, n*v), down[float32](t, zNew, n*v)
+		gOld, gNew := down[float32](m, zOld, n*v), down[float32](m, zNew, n*v)
 		if i := firstDiff(bits32(gOld), bits32(gNew)); i >= 0 {
 			t.Errorf("V=%d: float32 gradient %d fused %v, default %v", v, i, gNew[i], gOld[i])
 		}
-		if i := firstDiff(down[uint16](t, g16Old, n*v), down[uint16](t, g16New, n*v)); i >= 0 {
+		if i := firstDiff(down[uint16](m, g16Old, n*v), down[uint16](m, g16New, n*v)); i >= 0 {
 			t.Errorf("V=%d: bf16 gradient %d differs", v, i)
 		}
 		// the Go mirror computes exp in float64 then rounds; CUDA's expf is within 2 ulp
@@ -106,28 +113,28 @@ func TestFusedCrossEntropyKernels(t *testing.T) {
 // The round path's kernels write the default kernels' float32 values and, bit for bit,
 // what to_bf16 makes of them.
 func TestRoundKernels(t *testing.T) {
-	d := needFast(t, fastRound)
-	defer d.lock()()
-	m := devMem{t}
+	st := testStream(t, needFast(t, fastRound))
+	defer st.lock()()
+	m := devMem{t, st}
 	const b, nt, nh, hd, f = 3, 37, 3, 12, 100
 	n, c := b*nt, nh*hd
 	x, w, gu, dout, qkv := up(m, randn(n*c, 1), 4), up(m, randn(c, 2), 4), up(m, randn(n*2*f, 3), 4), up(m, randn(n*f, 4), 4), up(m, randn(n*3*c, 5), 4)
 	rstd := m.alloc(n, 4)
-	r := &run{d: d}
+	r := &run{st: st}
 	// check runs a default kernel into old and the round kernel into nw and nw16, then
 	// compares: nw = old bitwise, nw16 = to_bf16(old) bitwise.
 	check := func(name string, size int, old, nw, nw16 cu.DevicePtr) {
 		t.Helper()
 		ref16 := m.alloc(size, 2)
 		r.launch("to_bf16", lin(size), blk, ref16, old, int64(size))
-		r.do(synchronize)
+		r.do(st.sync)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if i := firstDiff(bits32(down[float32](t, old, size)), bits32(down[float32](t, nw, size))); i >= 0 {
+		if i := firstDiff(bits32(down[float32](m, old, size)), bits32(down[float32](m, nw, size))); i >= 0 {
 			t.Errorf("%s: float32 output %d differs", name, i)
 		}
-		if i := firstDiff(down[uint16](t, ref16, size), down[uint16](t, nw16, size)); i >= 0 {
+		if i := firstDiff(down[uint16](m, ref16, size), down[uint16](m, nw16, size)); i >= 0 {
 			t.Errorf("%s: bf16 copy %d differs", name, i)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 // with T below, at, between and above multiples of the tiles; and each output bitwise the
 // same on a second run.
 func TestFlashKernels(t *testing.T) {
-	d := needFast(t, fastFlash)
-	defer d.lock()()
+	st := testStream(t, needFast(t, fastFlash))
+	defer st.lock()()
 	const b, nh = 2, 3
 	scale, scaleLog2 := flashScale()
 	for _, nt := range []int{1, 37, 64, 100, 130} {
@@ -27,14 +27,14 @@ func TestFlashKernels(t *testing.T) {
 		a := newFlashArgs(bh, nt, q, k, v)
 		runFlash(a, do, inOrder)
 		o, dq, dk, dv := flashRef(a, do)
-		m := devMem{t}
+		m := devMem{t, st}
 		qkv, qkv16 := up(m, qkvRows(q, k, v, b, nt, nh), 4), m.alloc(3*n, 2)
 		q16, k16, v16 := qkv16, qkv16+cu.DevicePtr(2*n), qkv16+cu.DevicePtr(4*n)
 		dy := up(m, headsToRows(do, b, nt, nh), 4)
 		y, y16, lse := m.alloc(n, 4), m.alloc(n, 2), m.alloc(bh*nt, 4)
 		do16, dvec := m.alloc(n, 2), m.alloc(bh*nt, 4)
 		gq, gk, gv := m.alloc(n, 4), m.alloc(n, 4), m.alloc(n, 4)
-		r := &run{d: d}
+		r := &run{st: st}
 		block := dim{x: flashThreads}
 		pass := func() map[string][]float32 {
 			r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, qkv16, qkv, b, nt, nh)
@@ -42,19 +42,19 @@ func TestFlashKernels(t *testing.T) {
 			r.launch("flash_backward_pre", rows(bh*nt), blk, do16, dvec, dy, y, bh*nt, nt, nh)
 			r.launch("flash_backward_dkdv", dim{x: blocks(nt, flashBC), y: bh}, block, gk, gv, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
 			r.launch("flash_backward_dq", dim{x: blocks(nt, flashBR), y: bh}, block, gq, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
-			r.do(synchronize)
+			r.do(st.sync)
 			if r.err != nil {
 				t.Fatalf("T=%d: %v", nt, r.err)
 			}
-			if i := firstDiff(down[uint16](t, qkv16, 3*n), slices.Concat(a.q, a.k, a.v)); i >= 0 {
+			if i := firstDiff(down[uint16](m, qkv16, 3*n), slices.Concat(a.q, a.k, a.v)); i >= 0 {
 				t.Errorf("T=%d: flash_permute's element %d is not q, k, v rounded into the heads' layout", nt, i)
 			}
-			yr := down[float32](t, y, n)
-			if i := firstDiff(toBF16(yr), down[uint16](t, y16, n)); i >= 0 {
+			yr := down[float32](m, y, n)
+			if i := firstDiff(toBF16(yr), down[uint16](m, y16, n)); i >= 0 {
 				t.Errorf("T=%d: y16[%d] is not y rounded", nt, i)
 			}
-			return map[string][]float32{"O": rowsToHeads(yr, b, nt, nh), "lse": down[float32](t, lse, bh*nt),
-				"dQ": down[float32](t, gq, n), "dK": down[float32](t, gk, n), "dV": down[float32](t, gv, n)}
+			return map[string][]float32{"O": rowsToHeads(yr, b, nt, nh), "lse": down[float32](m, lse, bh*nt),
+				"dQ": down[float32](m, gq, n), "dK": down[float32](m, gk, n), "dV": down[float32](m, gv, n)}
 		}
 		got := pass()
 		for name, x := range pass() {

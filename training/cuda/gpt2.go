@@ -23,7 +23,7 @@ func (e *Engine) forwardGPT2() error {
 		r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
 		r.launch("bias_forward", lin(n*3*c), blk, la.qkv, w.qkvB, n, 3*c)
 		e.attentionForward(r, la)
-		r.doAs(Elementwise, func() error { return dtod(mid, x, n*c) })
+		r.doAs(Elementwise, func() error { return e.st.dtod(mid, x, n*c) })
 		r.gemm(false, true, n, c, c, 1, la.y, c, w.wo, c, 1, mid, c)
 		r.launch("bias_forward", lin(n*c), blk, mid, w.woB, n, c)
 		// MLP: out = mid + c_proj(GELU(c_fc(ln_2(mid))))
@@ -31,7 +31,7 @@ func (e *Engine) forwardGPT2() error {
 		r.gemm(false, true, n, f, c, 1, la.n2Out, c, w.w13, c, 0, la.gu, f)
 		r.launch("bias_forward", lin(n*f), blk, la.gu, w.fcB, n, f)
 		r.launch("gelu_forward", lin(n*f), blk, la.h, la.gu, int64(n*f))
-		r.doAs(Elementwise, func() error { return dtod(out, mid, n*c) })
+		r.doAs(Elementwise, func() error { return e.st.dtod(out, mid, n*c) })
 		r.gemm(false, true, n, c, f, 1, la.h, f, w.w2, f, 1, out, c)
 		r.launch("bias_forward", lin(n*c), blk, out, w.projB, n, c)
 	}
@@ -90,6 +90,6 @@ func (e *Engine) backwardGPT2() error {
 	}
 	r.launch("position_backward", lin(e.t*c), blk, e.g.wpe, s.dresid, e.b, e.t, c)
 	r.launch("encoder_backward", lin(c*embBuckets), blk, e.g.emb, s.dresid, e.tokens, n, c, embBuckets)
-	r.do(synchronize)
+	r.do(r.st.sync)
 	return r.err
 }

@@ -3,7 +3,6 @@
 package cuda
 
 import (
-	"fmt"
 	"math"
 
 	"gorgonia.org/cu"
@@ -29,13 +28,13 @@ func (e *Engine) forward() error {
 		r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
 		e.rope(r, la.qkv, e.sin)
 		e.attentionForward(r, la)
-		r.doAs(Elementwise, func() error { return dtod(mid, x, n*c) })
+		r.doAs(Elementwise, func() error { return e.st.dtod(mid, x, n*c) })
 		r.gemm(false, true, n, c, c, 1, la.y, c, w.wo, c, 1, mid, c)
 		// MLP: out = mid + W2·swiglu(W13·n2(mid))
 		e.rmsnormForward(r, la.n2Out, la.n2Out16, la.n2Rstd, mid, w.n2)
 		r.gemm(false, true, n, 2*f, c, 1, la.n2Out, c, w.w13, c, 0, la.gu, 2*f)
 		e.swigluForward(r, la.h, la.h16, la.gu)
-		r.doAs(Elementwise, func() error { return dtod(out, mid, n*c) })
+		r.doAs(Elementwise, func() error { return e.st.dtod(out, mid, n*c) })
 		r.gemm(false, true, n, c, f, 1, la.h, f, w.w2, f, 1, out, c)
 	}
 	e.rmsnormForward(r, s.nfOut, s.nfOut16, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm)
@@ -135,12 +134,12 @@ func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) 
 func (e *Engine) headBackward(r *run) {
 	n, c, v := e.n, e.cfg.Dim, e.cfg.Vocab
 	s := &e.act
-	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
+	r.do(func() error { return e.st.setTF32(e.prec == backend.TF32) })
 	e.lossBackward(r)
 	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
 	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)
 	r.release(s.logits)
-	r.doAs(Elementwise, func() error { return e.zero(s.dresid, n*c) })
+	r.doAs(Elementwise, func() error { return e.st.zero(s.dresid, n*c) })
 }
 
 func (e *Engine) backward() error {
@@ -170,15 +169,6 @@ func (e *Engine) backward() error {
 		e.rmsnormBackward(r, s.dresid, gw.n1, s.dnorm, x, w.n1, la.n1Rstd)
 	}
 	r.launch("encoder_backward", lin(c*embBuckets), blk, e.g.emb, s.dresid, e.tokens, n, c, embBuckets)
-	r.do(synchronize)
+	r.do(r.st.sync)
 	return r.err
-}
-
-// synchronize waits for the device's work; an asynchronous failure of a kernel surfaces
-// here.
-func synchronize() error {
-	if err := cu.Synchronize(); err != nil {
-		return fmt.Errorf("synchronizing: %w", err)
-	}
-	return nil
 }

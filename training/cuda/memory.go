@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"gorgonia.org/cu"
 
@@ -169,7 +168,7 @@ func (e *Engine) allocate() error {
 		dst cu.DevicePtr
 		src []float32
 	}{{e.cos, cos}, {e.sin, sin}, {e.nsin, nsin}} {
-		if err := htod(t.dst, t.src); err != nil {
+		if err := htod(e.st, t.dst, t.src); err != nil {
 			return err
 		}
 	}
@@ -268,10 +267,10 @@ func (e *Engine) allocBuffers() error {
 // zeroAll clears the parameters and gradients: cuMemAlloc does not, and the gradients must
 // start at zero.
 func (e *Engine) zeroAll(size int) error {
-	if err := e.zero(e.params, size); err != nil {
+	if err := e.st.zero(e.params, size); err != nil {
 		return err
 	}
-	return e.zero(e.grads, size)
+	return e.st.zero(e.grads, size)
 }
 
 func (e *Engine) views(buf cu.DevicePtr) weights {
@@ -309,42 +308,6 @@ func (e *Engine) views(buf cu.DevicePtr) weights {
 		})
 	}
 	return w
-}
-
-func htod[T any](dst cu.DevicePtr, src []T) error {
-	if len(src) == 0 {
-		return nil
-	}
-	n := int64(len(src)) * int64(unsafe.Sizeof(src[0]))
-	if err := cu.MemcpyHtoD(dst, unsafe.Pointer(&src[0]), n); err != nil {
-		return fmt.Errorf("cuda: copying %d bytes to the device: %w", n, err)
-	}
-	return nil
-}
-
-func dtoh[T any](dst []T, src cu.DevicePtr) error {
-	if len(dst) == 0 {
-		return nil
-	}
-	n := int64(len(dst)) * int64(unsafe.Sizeof(dst[0]))
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), src, n); err != nil {
-		return fmt.Errorf("cuda: copying %d bytes from the device: %w", n, err)
-	}
-	return nil
-}
-
-func dtod(dst, src cu.DevicePtr, n int) error {
-	if err := cu.MemcpyDtoD(dst, src, int64(4*n)); err != nil {
-		return fmt.Errorf("cuda: copying %d bytes on the device: %w", 4*n, err)
-	}
-	return nil
-}
-
-func (e *Engine) zero(p cu.DevicePtr, n int) error {
-	if err := cu.MemsetD32(p, 0, int64(n)); err != nil {
-		return fmt.Errorf("cuda: clearing %d elements: %w", n, err)
-	}
-	return nil
 }
 
 func (e *Engine) free() {

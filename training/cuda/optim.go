@@ -48,11 +48,11 @@ func (e *Engine) ScaleGrads(s float32) error {
 	if e.closed {
 		return errClosed
 	}
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
 	defer e.call(PhaseUpdate, Optimizer, false)()
 	n := e.layout.Size
-	return e.d.launch("scale", lin(n), blk, e.grads, s, int64(n))
+	return e.st.launch("scale", lin(n), blk, e.grads, s, int64(n))
 }
 
 // startAverages allocates count averages with the given decay.
@@ -63,7 +63,7 @@ func (o *optimizer) startAverages(decay float64, count int) error {
 	if o.e.closed {
 		return errClosed
 	}
-	unlock := o.e.d.lock()
+	unlock := o.e.st.lock()
 	defer unlock()
 	d := float32(decay)
 	o.averages = averages{decay: d, omd: 1 - d, vals: make([]cu.DevicePtr, count), updates: make([]int64, count)}
@@ -82,9 +82,9 @@ func (o *optimizer) fold(i int, w cu.DevicePtr) error {
 	n := o.e.layout.Size
 	o.updates[i]++
 	if o.updates[i] == 1 {
-		return dtod(o.vals[i], w, n)
+		return o.e.st.dtod(o.vals[i], w, n)
 	}
-	return o.e.d.launch("ewa_update", lin(n), blk, o.vals[i], w, o.decay, o.omd, int64(n))
+	return o.e.st.launch("ewa_update", lin(n), blk, o.vals[i], w, o.decay, o.omd, int64(n))
 }
 
 // Averages returns copies of the averages in sfadamw.EWA's State format.
@@ -92,12 +92,12 @@ func (o *optimizer) Averages() ([]sfadamw.State[float32], error) {
 	if o.e.closed {
 		return nil, errClosed
 	}
-	unlock := o.e.d.lock()
+	unlock := o.e.st.lock()
 	defer unlock()
 	sts := make([]sfadamw.State[float32], len(o.vals))
 	for i, p := range o.vals {
 		v := make([]float32, o.e.layout.Size)
-		if err := dtoh(v, p); err != nil {
+		if err := dtoh(o.e.st, v, p); err != nil {
 			return nil, err
 		}
 		sts[i] = sfadamw.State[float32]{Algorithm: "ewa", Step: o.updates[i], Vectors: []sfadamw.Vector[float32]{{Name: "ewa", Data: v}}}
@@ -118,10 +118,10 @@ func (o *optimizer) RestoreAverages(sts []sfadamw.State[float32]) error {
 	if o.e.closed {
 		return errClosed
 	}
-	unlock := o.e.d.lock()
+	unlock := o.e.st.lock()
 	defer unlock()
 	for i, st := range sts {
-		if err := htod(o.vals[i], st.Vectors[0].Data); err != nil {
+		if err := htod(o.e.st, o.vals[i], st.Vectors[0].Data); err != nil {
 			return err
 		}
 		o.updates[i] = st.Step
@@ -143,7 +143,7 @@ func (e *Engine) newOptimizer(gradClip float64, state int) (optimizer, []cu.Devi
 		if vecs[i], err = e.mk(e.layout.Size); err != nil {
 			return optimizer{}, nil, err
 		}
-		if err = e.zero(vecs[i], e.layout.Size); err != nil {
+		if err = e.st.zero(vecs[i], e.layout.Size); err != nil {
 			return optimizer{}, nil, err
 		}
 	}
@@ -158,10 +158,10 @@ func (o *optimizer) scale() (float64, error) {
 	}
 	n := o.e.layout.Size
 	chunks := len(o.partHost)
-	if err := o.e.d.launch("sumsq_chunks", dim{x: blocks(chunks, 128)}, dim{x: 128}, o.part, o.e.grads, int64(n), normChunk); err != nil {
+	if err := o.e.st.launch("sumsq_chunks", dim{x: blocks(chunks, 128)}, dim{x: 128}, o.part, o.e.grads, int64(n), normChunk); err != nil {
 		return 0, err
 	}
-	if err := dtoh(o.partHost, o.part); err != nil {
+	if err := dtoh(o.e.st, o.partHost, o.part); err != nil {
 		return 0, err
 	}
 	var s float64
@@ -199,14 +199,14 @@ func (e *Engine) NewSFAdamW(cfg sfadamw.Config) (backend.Optimizer, error) {
 	if cfg.Beta1 == 0 {
 		return nil, fmt.Errorf("cuda: sfadamw: beta1 = 0: not supported by the cuda backend (it stores x)")
 	}
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
 	o, vecs, err := e.newOptimizer(cfg.GradClip, optimizerVectors)
 	if err != nil {
 		return nil, e.oom(err)
 	}
 	s := &SFAdamW{optimizer: o, cfg: cfg, z: vecs[0], v: vecs[1]}
-	if err := dtod(s.z, e.params, e.layout.Size); err != nil {
+	if err := e.st.dtod(s.z, e.params, e.layout.Size); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -218,7 +218,7 @@ func (s *SFAdamW) Step() error {
 	if s.e.closed {
 		return errClosed
 	}
-	unlock := s.e.d.lock()
+	unlock := s.e.st.lock()
 	defer unlock()
 	defer s.e.call(PhaseUpdate, Optimizer, true)()
 	gs, err := s.scale()
@@ -243,7 +243,7 @@ func (s *SFAdamW) Step() error {
 	rs := 1 / math.Sqrt(1-math.Pow(b2, float64(s.step)))
 	n := s.e.layout.Size
 	s.e.bf.stale = true
-	err = s.e.d.launch("sfadamw_step", lin(n), blk, s.e.grads, s.e.params, s.z, s.v, int64(n),
+	err = s.e.st.launch("sfadamw_step", lin(n), blk, s.e.grads, s.e.params, s.z, s.v, int64(n),
 		float32(b2), float32(1-b2), float32(rs), float32(s.cfg.Eps), float32(s.cfg.WeightDecay), float32(gs),
 		float32(c), float32(gamma), float32(gamma*(s.cfg.Beta1*(1-c)-1)))
 	if err != nil {
@@ -257,9 +257,9 @@ func (s *SFAdamW) State() sfadamw.State[float32] {
 	st := sfadamw.State[float32]{Algorithm: "sfadamw", Step: s.step, SumLR2: s.sumLR2, MaxLR: s.maxLR, LastLR: s.lastLR, LastC: s.lastC}
 	z, v := make([]float32, s.e.layout.Size), make([]float32, s.e.layout.Size)
 	if !s.e.closed {
-		unlock := s.e.d.lock()
+		unlock := s.e.st.lock()
 		// A failed copy leaves NaNs, which no checkpoint accepts silently.
-		if dtoh(z, s.z) != nil || dtoh(v, s.v) != nil {
+		if dtoh(s.e.st, z, s.z) != nil || dtoh(s.e.st, v, s.v) != nil {
 			for i := range z {
 				z[i], v[i] = float32(math.NaN()), float32(math.NaN())
 			}
@@ -279,12 +279,12 @@ func (s *SFAdamW) Restore(st sfadamw.State[float32]) error {
 	if s.e.closed {
 		return errClosed
 	}
-	unlock := s.e.d.lock()
+	unlock := s.e.st.lock()
 	defer unlock()
-	if err := htod(s.z, st.Vectors[0].Data); err != nil {
+	if err := htod(s.e.st, s.z, st.Vectors[0].Data); err != nil {
 		return err
 	}
-	if err := htod(s.v, st.Vectors[1].Data); err != nil {
+	if err := htod(s.e.st, s.v, st.Vectors[1].Data); err != nil {
 		return err
 	}
 	s.step, s.sumLR2, s.maxLR, s.lastLR, s.lastC = st.Step, st.SumLR2, st.MaxLR, st.LastLR, st.LastC
@@ -306,7 +306,7 @@ func (s *SFAdamW) UpdateAverages() error {
 	if s.e.closed {
 		return errClosed
 	}
-	unlock := s.e.d.lock()
+	unlock := s.e.st.lock()
 	defer unlock()
 	defer s.e.call(PhaseUpdate, Optimizer, false)()
 	n := s.e.layout.Size
@@ -315,9 +315,9 @@ func (s *SFAdamW) UpdateAverages() error {
 	s.updates[0]++
 	var err error
 	if s.updates[0] == 1 {
-		err = s.e.d.launch("sf_x", lin(n), blk, s.vals[0], s.e.params, s.z, b, omb, int64(n))
+		err = s.e.st.launch("sf_x", lin(n), blk, s.vals[0], s.e.params, s.z, b, omb, int64(n))
 	} else {
-		err = s.e.d.launch("ewa_update_x", lin(n), blk, s.vals[0], s.e.params, s.z, s.decay, s.omd, b, omb, int64(n))
+		err = s.e.st.launch("ewa_update_x", lin(n), blk, s.vals[0], s.e.params, s.z, s.decay, s.omd, b, omb, int64(n))
 	}
 	if err != nil {
 		return err
@@ -359,7 +359,7 @@ func (e *Engine) NewAdamW(cfg sfadamw.AdamWConfig) (backend.Optimizer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cuda: adamw: %w", err)
 	}
-	unlock := e.d.lock()
+	unlock := e.st.lock()
 	defer unlock()
 	o, vecs, err := e.newOptimizer(cfg.GradClip, optimizerVectors)
 	if err != nil {
@@ -373,7 +373,7 @@ func (a *AdamW) Step() error {
 	if a.e.closed {
 		return errClosed
 	}
-	unlock := a.e.d.lock()
+	unlock := a.e.st.lock()
 	defer unlock()
 	defer a.e.call(PhaseUpdate, Optimizer, true)()
 	gs, err := a.scale()
@@ -386,7 +386,7 @@ func (a *AdamW) Step() error {
 	b1, b2 := a.cfg.Beta1, a.cfg.Beta2
 	n := a.e.layout.Size
 	a.e.bf.stale = true
-	err = a.e.d.launch("adamw_step", lin(n), blk, a.e.grads, a.e.params, a.m, a.v, int64(n),
+	err = a.e.st.launch("adamw_step", lin(n), blk, a.e.grads, a.e.params, a.m, a.v, int64(n),
 		float32(1-a.lr*a.cfg.WeightDecay), float32(b1), float32(1-b1), float32(b2), float32(1-b2),
 		float32(a.lr/(1-math.Pow(b1, t))), float32(1/math.Sqrt(1-math.Pow(b2, t))), float32(a.cfg.Eps), float32(gs))
 	if err != nil {
@@ -399,8 +399,8 @@ func (a *AdamW) Step() error {
 func (a *AdamW) State() sfadamw.State[float32] {
 	m, v := make([]float32, a.e.layout.Size), make([]float32, a.e.layout.Size)
 	if !a.e.closed {
-		unlock := a.e.d.lock()
-		if dtoh(m, a.m) != nil || dtoh(v, a.v) != nil {
+		unlock := a.e.st.lock()
+		if dtoh(a.e.st, m, a.m) != nil || dtoh(a.e.st, v, a.v) != nil {
 			for i := range m {
 				m[i], v[i] = float32(math.NaN()), float32(math.NaN())
 			}
@@ -420,12 +420,12 @@ func (a *AdamW) Restore(st sfadamw.State[float32]) error {
 	if a.e.closed {
 		return errClosed
 	}
-	unlock := a.e.d.lock()
+	unlock := a.e.st.lock()
 	defer unlock()
-	if err := htod(a.m, st.Vectors[0].Data); err != nil {
+	if err := htod(a.e.st, a.m, st.Vectors[0].Data); err != nil {
 		return err
 	}
-	if err := htod(a.v, st.Vectors[1].Data); err != nil {
+	if err := htod(a.e.st, a.v, st.Vectors[1].Data); err != nil {
 		return err
 	}
 	a.step, a.lr = st.Step, st.LastLR
@@ -446,7 +446,7 @@ func (a *AdamW) UpdateAverages() error {
 	if a.e.closed {
 		return errClosed
 	}
-	unlock := a.e.d.lock()
+	unlock := a.e.st.lock()
 	defer unlock()
 	defer a.e.call(PhaseUpdate, Optimizer, false)()
 	return a.fold(0, a.e.params)

@@ -9,14 +9,16 @@ import (
 	"gorgonia.org/cu"
 )
 
-// The engine's timing mode on the device: CUDA events recorded on the default stream, where
-// all the engine's work goes, made as needed and reused from call to call.
+// The engine's timing mode on the device: CUDA events recorded on the engine's stream, where
+// all its work goes, made as needed and reused from call to call. Beside other engines the
+// times include the intervals the GPU spent on their work.
 
 // events is the clock of a profiler: a pool of CUDA events, of which the first used are
-// recorded in the current call.
+// recorded in the current call, on stream.
 type events struct {
-	evs  []cu.Event
-	used int
+	stream cu.Stream
+	evs    []cu.Event
+	used   int
 }
 
 func (c *events) mark() (int, error) {
@@ -27,7 +29,7 @@ func (c *events) mark() (int, error) {
 		}
 		c.evs = append(c.evs, ev)
 	}
-	if err := c.evs[c.used].Record(cu.Stream{}); err != nil {
+	if err := c.evs[c.used].Record(c.stream); err != nil {
 		return 0, fmt.Errorf("cuEventRecord: %w", err)
 	}
 	c.used++
@@ -57,7 +59,7 @@ func (c *events) destroy() {
 // startProfile switches the timing mode on when ProfileEnv asks for it.
 func (e *Engine) startProfile() {
 	if v := os.Getenv(ProfileEnv); v != "" && v != "0" {
-		e.prof = &profiler{clk: &events{}}
+		e.prof = &profiler{clk: &events{stream: e.st.s}}
 	}
 }
 

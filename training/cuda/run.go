@@ -12,7 +12,7 @@ import (
 
 // run is a sequence of device operations that stops at the first error.
 type run struct {
-	d   *device
+	st  *stream
 	e   *Engine
 	err error
 
@@ -26,12 +26,12 @@ type run struct {
 // newRun starts a sequence of operations of the engine; in bf16 mode it first brings the
 // bfloat16 copy of the parameters up to date.
 func (e *Engine) newRun() *run {
-	r := &run{d: e.d, e: e}
+	r := &run{st: e.st, e: e}
 	if e.bf.on && e.bf.stale {
 		// remade once per step, after the optimizer changed the parameters
 		r.charge(Optimizer)
 		r.do(func() error {
-			return r.d.launch("to_bf16", lin(e.layout.Size), blk, e.bf.params, e.params, int64(e.layout.Size))
+			return r.st.launch("to_bf16", lin(e.layout.Size), blk, e.bf.params, e.params, int64(e.layout.Size))
 		})
 		e.bf.stale = r.err != nil
 	}
@@ -42,16 +42,16 @@ func (e *Engine) newRun() *run {
 // micro-batch's tokens and targets copied to the device.
 func (e *Engine) forwardRun() *run {
 	r := e.newRun()
-	r.do(func() error { return e.d.setTF32(e.prec == backend.TF32) })
-	r.doAs(Transfer, func() error { return htod(e.tokens, e.hostTokens) })
-	r.doAs(Transfer, func() error { return htod(e.targets, e.hostTargets) })
+	r.do(func() error { return e.st.setTF32(e.prec == backend.TF32) })
+	r.doAs(Transfer, func() error { return htod(e.st, e.tokens, e.hostTokens) })
+	r.doAs(Transfer, func() error { return htod(e.st, e.targets, e.hostTargets) })
 	return r
 }
 
 func (r *run) launch(name string, grid, block dim, args ...any) {
 	r.charge(categoryOf(name))
 	if r.err == nil {
-		r.err = r.d.launch(name, grid, block, args...)
+		r.err = r.st.launch(name, grid, block, args...)
 	}
 }
 
@@ -62,7 +62,7 @@ func (r *run) gemm(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda 
 	}
 	r.charge(GEMM)
 	if r.err == nil {
-		r.err = r.d.gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		r.err = r.st.gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }
 
@@ -79,13 +79,13 @@ func (r *run) gemmBatched(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePt
 		b = r.operand(b, (count-1)*sb+br*ldb, r.e.bf.b)
 		r.charge(GEMM)
 		if r.err == nil {
-			r.err = r.d.gemmBF16(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+			r.err = r.st.gemmBF16(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
 		}
 		return
 	}
 	r.charge(GEMM)
 	if r.err == nil {
-		r.err = r.d.gemmBatched(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+		r.err = r.st.gemmBatched(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
 	}
 }
 
