@@ -12,10 +12,10 @@
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
 # Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit fast flash
-# loop kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# pack loop kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed profile unit fast flash loop kill sweep curve program}
+STAGES=${2:-ptx speed profile unit fast flash pack loop kill sweep curve program}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -156,6 +156,63 @@ for d in sys.argv[1:]:
 print(" and ".join(out))
 ' "$WORK/flash-ce,round" "$WORK/flash-ce,round,flash")
 	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed ce,round ${off:-?}, +flash ${on:-?}; last train loss $losses"
+fi
+
+if has pack; then
+	# several small trials on one GPU at once, each engine on its own stream and cuBLAS
+	# handle. First the engines: two and four twin-size engines of each precision trained
+	# at once from goroutines of their own, bitwise against the same engines one after
+	# another (TestPackedBitwise); then four of 300 steps at once against one after
+	# another, timed (TestPackedThroughput). Then the trials: four twin-size trials
+	# (twin-llama, 2,048 tokens a step, as sweeps/examples/*-tiny.yaml) through sfsweep
+	# run, one after another (-slots 1) and at once (-slots 4). The goal is 3x the
+	# throughput, with every result bitwise that of the trial run alone.
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_PACK_STEPS=300 timeout 240 "$WORK/cuda.test" -test.v -test.run 'TestPacked' -test.timeout 230s) >"$OUT/pack-unit.log" 2>&1
+	rc=$?
+	engines=$(grep -o 'pack: .*' "$OUT/pack-unit.log" | sed 's/^pack: \([^:]*\):.*: \([0-9.]*x\)$/\1 \2/' | paste -sd ',' | sed 's/,/, /g')
+	cat >"$WORK/pack.yaml" <<YAML
+name: gpu-pack
+model: twin-llama
+backend: cuda
+data: {path: $DATA/go-byte}
+seq_len: 128
+micro_batch: 16
+batch_tokens: 2048
+steps: 300
+eval_every: 100
+eval_seqs: 64
+test_seqs: 64
+seeds: [1, 2, 3, 4]
+optimizers:
+  - {name: sfadamw, lr: 2e-3, betas: [[0.9, 0.99]]}
+YAML
+	walls=
+	for slots in 1 4; do
+		start=$(date +%s)
+		(cd "$WORK" && timeout 300 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' run -ui=false -page off -slots $slots -dir '$WORK/pack-state-$slots' -out '$WORK/pack-out-$slots' '$WORK/pack.yaml'") >"$OUT/pack-slots-$slots.log" 2>&1
+		walls="$walls, -slots $slots exit $? in $(($(date +%s) - start)) s"
+	done
+	trials=$(python3 - "$WORK/pack-state-1" "$WORK/pack-state-4" <<'PY'
+import glob, json, os, sys
+def load(state):
+    out = {}
+    for f in glob.glob(state + "/s3/*/trials/*/result.json"):
+        out[os.path.basename(os.path.dirname(f))] = json.load(open(f))
+    return out
+alone, packed = load(sys.argv[1]), load(sys.argv[2])
+if len(alone) != 4 or alone.keys() != packed.keys():
+    print(f"FAILED ({len(alone)} and {len(packed)} results; see pack-slots-*.log)")
+    sys.exit(0)
+tokens = sum(r["tokens"] for r in alone.values())
+one = sum(r["seconds"] for r in alone.values())  # one after another: the trials' times add up
+four = max(r["seconds"] for r in packed.values())  # at once: the longest of the four
+strip = lambda r: {k: v for k, v in r.items() if k != "seconds"}
+same = all(strip(alone[k]) == strip(packed[k]) for k in alone)
+print(f"one after another {tokens / one:.0f} tok/s ({one:.1f} s of training), at once {tokens / four:.0f} tok/s "
+      f"({four:.1f} s): {one / four:.2f}x; results {'bitwise the same' if same else 'DIFFER'}")
+PY
+)
+	verdict pack "unit exit $rc ($(grep -c '^--- PASS' "$OUT/pack-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/pack-unit.log") failed); engines at once: ${engines:-none}; trials: $trials$walls"
 fi
 
 if has loop; then

@@ -207,6 +207,21 @@ func TestRecipe(t *testing.T) {
 	})
 }
 
+// openEngine returns a CUDA engine closed when the test ends.
+func openEngine(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.Precision) *Engine {
+	t.Helper()
+	e, err := New(cfg, batch, seqLen, prec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
 // pair is a CPU and a CUDA engine with the same parameters.
 type pair struct {
 	cpu, gpu backend.Engine
@@ -218,15 +233,7 @@ func newPair(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.Pre
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, batch, seqLen, prec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	g := openEngine(t, cfg, batch, seqLen, prec)
 	p := make([]float32, cfg.NumParams())
 	model.Init(cfg, seed, p)
 	if err := c.WriteParams(p); err != nil {
