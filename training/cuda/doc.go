@@ -21,6 +21,11 @@
 // exact GELU, learned positions, tied LM head). Every reduction has a fixed order, so a run
 // is reproducible bit for bit.
 //
+// Engines in one process share GPU 0, its primary context and the loaded kernels, and run at
+// once: each has a stream of its own, a cuBLAS handle bound to it with a workspace of its
+// own, and a lock on its own work only, so a trial's results are the same bits alone or
+// beside others.
+//
 // A timing mode (ProfileEnv) charges each device operation to a category (attention,
 // head/CE, norms, elementwise, GEMMs, rounding to bfloat16, embedding, optimizer, transfers)
 // and times runs of operations of one category with CUDA events: the measured form of the
