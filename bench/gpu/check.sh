@@ -180,8 +180,8 @@ micro_batch: 16
 batch_tokens: 2048
 steps: 300
 eval_every: 100
-eval_seqs: 64
-test_seqs: 64
+eval_seqs: 16
+test_seqs: 16
 seeds: [1, 2, 3, 4]
 optimizers:
   - {name: sfadamw, lr: 2e-3, betas: [[0.9, 0.99]]}
