@@ -165,7 +165,8 @@ if has pack; then
 	# another (TestPackedBitwise); then four of 300 steps at once against one after
 	# another, timed (TestPackedThroughput). Then the trials: four twin-size trials
 	# (twin-llama, 2,048 tokens a step, as sweeps/examples/*-tiny.yaml) through sfsweep
-	# run, one after another (-slots 1) and at once (-slots 4). The goal is 3x the
+	# run, one after another (-slots 1) and at once (-slots 4; -window 4 keeps all four in
+	# flight, where sfsweep run's default keeps two). The goal is 3x the
 	# throughput, with every result bitwise that of the trial run alone.
 	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_PACK_STEPS=300 timeout 240 "$WORK/cuda.test" -test.v -test.run 'TestPacked' -test.timeout 230s) >"$OUT/pack-unit.log" 2>&1
 	rc=$?
@@ -189,7 +190,7 @@ YAML
 	walls=
 	for slots in 1 4; do
 		start=$(date +%s)
-		(cd "$WORK" && timeout 300 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' run -ui=false -page off -slots $slots -dir '$WORK/pack-state-$slots' -out '$WORK/pack-out-$slots' '$WORK/pack.yaml'") >"$OUT/pack-slots-$slots.log" 2>&1
+		(cd "$WORK" && timeout 300 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' run -ui=false -page off -slots $slots -window 4 -dir '$WORK/pack-state-$slots' -out '$WORK/pack-out-$slots' '$WORK/pack.yaml'") >"$OUT/pack-slots-$slots.log" 2>&1
 		walls="$walls, -slots $slots exit $? in $(($(date +%s) - start)) s"
 	done
 	trials=$(python3 - "$WORK/pack-state-1" "$WORK/pack-state-4" <<'PY'
