@@ -20,8 +20,8 @@ import (
 // its work changes.
 
 // stream is one engine's view of the device: its CUDA stream, its cuBLAS handle and the
-// lock on them. The engine's methods are not called concurrently, but the lock keeps a
-// misuse from corrupting the handle's state rather than from racing on the GPU.
+// lock on them. An engine's methods are not called concurrently; the lock makes a caller
+// that does so wait rather than change the handle's math mode under another call.
 type stream struct {
 	d    *device
 	mu   sync.Mutex
