@@ -1,6 +1,7 @@
 package program
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -77,10 +78,18 @@ func parseSpec(name string, line int, n *yaml.Node) (Spec, error) {
 	s := Spec{Name: name, Line: line}
 	field := func(key string) string { return "trainers." + name + "." + key }
 	if n.Kind != yaml.MappingNode {
-		return s, &fielderr.Error{Field: "trainers." + name, Value: brief(n), Reason: "want a mapping: program, interpreter, command, version, files, probes, env", Line: n.Line}
+		return s, &fielderr.Error{Field: "trainers." + name, Value: brief(n), Reason: "want a mapping: program, interpreter, command, version, files, probes, env, gpu_memory", Line: n.Line}
 	}
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "gpu_memory" {
+			size, err := parseMemory(v)
+			if err != nil {
+				return s, &fielderr.Error{Field: field(k.Value), Value: brief(v), Reason: err.Error(), Line: v.Line}
+			}
+			s.GPUMemory = size
+			continue
+		}
 		var dst any
 		want := "a string"
 		switch k.Value {
@@ -99,13 +108,44 @@ func parseSpec(name string, line int, n *yaml.Node) (Spec, error) {
 		case "env":
 			dst, want = &s.Env, "a mapping of names to strings"
 		default:
-			return s, &fielderr.Error{Field: field(k.Value), Value: brief(v), Reason: "unknown key: want program, interpreter, command, version, files, probes or env", Line: k.Line}
+			return s, &fielderr.Error{Field: field(k.Value), Value: brief(v), Reason: "unknown key: want program, interpreter, command, version, files, probes, env or gpu_memory", Line: k.Line}
 		}
 		if !shaped(v) || v.Decode(dst) != nil {
 			return s, &fielderr.Error{Field: field(k.Value), Value: brief(v), Reason: "want " + want, Line: v.Line}
 		}
 	}
 	return s, nil
+}
+
+// The units of a gpu_memory, binary as nvidia-smi's MiB are: a decimal GB would be read as
+// a GiB by some and not by others, 7% apart.
+var memoryUnits = map[string]int64{"MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+var memorySize = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) ?([KMGTkmgt]i?[Bb])$`)
+
+// parseMemory reads a registry's gpu_memory: a size with its unit, "20GiB", "1.5 GiB",
+// "512MiB". The error is the reason a value is refused.
+func parseMemory(n *yaml.Node) (int64, error) {
+	want := errors.New("want a size with its unit: 20GiB, 1.5GiB or 512MiB")
+	m := memorySize.FindStringSubmatch(n.Value)
+	if n.Kind != yaml.ScalarNode || m == nil {
+		return 0, want
+	}
+	unit, ok := memoryUnits[m[2]]
+	if !ok {
+		return 0, fmt.Errorf("unit %s: want MiB, GiB or TiB (binary, as nvidia-smi's MiB)", m[2])
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	size := v * float64(unit)
+	switch {
+	case err != nil:
+		return 0, want
+	case size < 1<<20:
+		return 0, errors.New("must be 1MiB or more")
+	case size > 1<<50:
+		return 0, errors.New("more than any GPU has: at most 1024TiB")
+	}
+	return int64(size), nil
 }
 
 // shaped reports whether n is a scalar or a list or mapping of scalars, the shapes a

@@ -26,7 +26,11 @@ type Spec struct {
 	Files       []string          `yaml:"files,omitempty"`
 	Probes      []string          `yaml:"probes,omitempty"`
 	Env         map[string]string `yaml:"env,omitempty"`
-	Line        int               `yaml:"-"` // where it is defined, for errors
+	// GPUMemory is the most the program holds on its GPU, in bytes, as a worker's registry
+	// states it (gpu_memory); 0, not stated: the program is given its GPU whole. Only the
+	// worker's operator states it: a manifest cannot (yaml "-").
+	GPUMemory int64 `yaml:"-"`
+	Line      int   `yaml:"-"` // where it is defined, for errors
 }
 
 // The command template's macros, as W&B names them.
