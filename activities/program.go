@@ -95,9 +95,9 @@ const (
 )
 
 // trainProgram runs one attempt of a program trainer's trial cfg, to its end or to
-// in.Until. hb is told each metrics line. The result is nil where the attempt stopped at
-// the rung.
-func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, cfg training.Config, hb func(step int, loss float64)) (*training.Result, error) {
+// in.Until, once its GPU memory is reserved (admitProgram; waiting is told while it waits).
+// hb is told each metrics line. The result is nil where the attempt stopped at the rung.
+func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, cfg training.Config, waiting func(string), hb func(step int, loss float64)) (*training.Result, error) {
 	spec, err := a.Trainers.spec(cfg.Trainer)
 	if err != nil {
 		return nil, invalid(fmt.Errorf("trial %s: %w", in.TrialID, err))
@@ -122,6 +122,11 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 	if stall <= 0 {
 		stall = ProgramStall
 	}
+	release, err := a.admitProgram(ctx, in.TrialID, cfg, spec, waiting)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	start := time.Now()
 	loss := 0.0 // the heartbeat's: the last finite training loss (JSON has no NaN)
 	out, runErr := program.Run(ctx, program.Attempt{
@@ -137,6 +142,7 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 		Sync:   func(ctx context.Context) error { return c.flush(ctx, rec) },
 		Mirror: at.mirror,
 	})
+	release() // the program has exited: its memory is the driver's again
 	a.keepLogs(ctx, in.TrialID, in.Until, attempt, at.logs, out)
 	if err := c.flush(ctx, rec); err != nil && runErr == nil {
 		runErr = err
@@ -228,7 +234,7 @@ func (a *Activities) programEnv(ctx context.Context, in workflows.TrainInput, cf
 		"SFSWEEP_MODE":           "train",
 		"CUDA_VISIBLE_DEVICES":   "",
 	}
-	if info, _ := backend.Lookup(cfg.Backend); info.Device != backend.DeviceCPU {
+	if onGPU(cfg) {
 		if d, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
 			env["CUDA_VISIBLE_DEVICES"] = d
 		} else {

@@ -35,8 +35,9 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	if attempt := activity.GetInfo(ctx).Attempt; attempt > 1 {
 		a.recordAttempt(ctx, in.TrialID, int(attempt))
 	}
+	waiting := func(s string) { mu.Lock(); last.Waiting = s; mu.Unlock() }
 	if cfg.Trainer != nil {
-		res, err := a.trainProgram(ctx, in, cfg, func(step int, loss float64) {
+		res, err := a.trainProgram(ctx, in, cfg, waiting, func(step int, loss float64) {
 			mu.Lock()
 			last = workflows.TrainHeartbeat{Step: step, Loss: loss}
 			mu.Unlock()
@@ -79,7 +80,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	if a.WrapEngine != nil {
 		opt.WrapEngine = func(e backend.Engine) backend.Engine { return a.WrapEngine(ctx, in.TrialID, e) }
 	}
-	release, err := a.admit(ctx, in.TrialID, cfg, func(s string) { mu.Lock(); last.Waiting = s; mu.Unlock() })
+	release, err := a.admit(ctx, in.TrialID, cfg, waiting)
 	if err != nil {
 		return workflows.TrainOutput{}, classify(err)
 	}

@@ -1,0 +1,51 @@
+package activities
+
+// The GPU memory of a program trainer's attempt: reserved on the worker's GPU before the
+// program starts, released once it has exited (docs/trainer.md, "GPU memory").
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sfsweep/sfsweep/program"
+	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/training/backend"
+)
+
+// onGPU reports whether a trial's program is given the worker's GPU (CUDA_VISIBLE_DEVICES):
+// that of a trial whose backend computes on one.
+func onGPU(cfg training.Config) bool {
+	info, _ := backend.Lookup(cfg.WithDefaults().Backend)
+	return info.Device != backend.DeviceCPU
+}
+
+// admitProgram reserves on this worker's GPU (GPU) what the program of trial id holds
+// there, before it starts: its trainer's gpu_memory in the worker's registry, or, where
+// the registry states none, the whole GPU, so that it starts only on an empty GPU and
+// nothing is admitted beside it until it ends. A PyTorch program's caching allocator keeps
+// what it once allocated and may grow to the GPU's memory: without a figure from the
+// operator, sharing is what makes trials fail. While the memory is taken it waits,
+// heartbeating the line waiting is given; a stated figure larger than the GPU fails at
+// once. Without a ledger, or for a program given no GPU, it admits at once. The caller
+// releases once the program has exited (program.Run returns only then), so the driver has
+// freed its memory.
+func (a *Activities) admitProgram(ctx context.Context, id string, cfg training.Config, spec program.Spec, waiting func(string)) (release func(), err error) {
+	if a.GPU == nil || !onGPU(cfg) {
+		return func() {}, nil
+	}
+	// Reserve adds WorkspaceBytes to a need: a program's own figure is all it holds
+	what, need := fmt.Sprintf("the program of trainer %s (gpu_memory %s in the worker's registry)", spec.Name, backend.GiB(spec.GPUMemory)), spec.GPUMemory
+	if need == 0 {
+		u := a.GPU.Usage()
+		what, need = fmt.Sprintf("the program of trainer %s, which states no gpu_memory in the worker's registry, with the whole GPU", spec.Name), u.Reserved+u.Free
+	}
+	release, err = a.GPU.Reserve(ctx, backend.Request{Backend: cfg.Backend, What: what, Need: need - backend.WorkspaceBytes}, func(s string) {
+		a.log().Info(s, "trial", id, "trainer", spec.Name)
+		waiting(s)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("trial %s: %w", id, err)
+	}
+	waiting("") // admitted: the program starts
+	return release, nil
+}
