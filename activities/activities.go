@@ -42,6 +42,9 @@ type Activities struct {
 	// AttemptFailed, if set, sees every Train attempt of this worker that fails (for live
 	// reports: a failure shows when it happens, not when the trial's retries are spent).
 	AttemptFailed func(trialID string, attempt int, err error)
+	// Waiting, if set, sees each line of a trial waiting for GPU memory (admit), as status
+	// and the page show it: "waiting for GPU memory: needs X GiB, …".
+	Waiting func(trialID, status string)
 	// WrapEngine, if set, wraps the compute engine of every Train attempt; ctx is the
 	// activity's (activity.GetInfo gives the attempt). Fault-injection tests use it.
 	WrapEngine func(ctx context.Context, trialID string, e backend.Engine) backend.Engine

@@ -169,6 +169,9 @@ func (a *Activities) admit(ctx context.Context, id string, cfg training.Config, 
 	what := fmt.Sprintf("%s of %d parameters at micro-batch %d×%d, with its optimizer,", mc.Arch, mc.NumParams(), cfg.MicroBatch, cfg.SeqLen)
 	return a.GPU.Reserve(ctx, backend.Request{Backend: cfg.Backend, What: what, Need: need}, func(s string) {
 		a.log().Info(s, "trial", id)
+		if a.Waiting != nil {
+			a.Waiting(id, s)
+		}
 		waiting(s)
 	})
 }

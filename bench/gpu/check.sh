@@ -213,7 +213,27 @@ print(f"one after another {tokens / one:.0f} tok/s ({one:.1f} s of training), at
       f"({four:.1f} s): {one / four:.2f}x; results {'bitwise the same' if same else 'DIFFER'}")
 PY
 )
-	verdict pack "unit exit $rc ($(grep -c '^--- PASS' "$OUT/pack-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/pack-unit.log") failed); engines at once: ${engines:-none}; trials: $trials$walls"
+	# admission on the GPU: sfsweep run admits its trials to the GPU's memory (SFSWEEP_GPU
+	# caps what it believes the GPU has). A first run under a cap too small for one trial
+	# fails it at once and says what it needs; under a cap of one and a half trials, two
+	# seeds at -slots 2 must take turns (the second waits for memory) and both complete.
+	sed 's/^seeds: .*/seeds: [1, 2]/; s/^steps: .*/steps: 100/' "$WORK/pack.yaml" >"$WORK/admit.yaml"
+	uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i "${CUDA_VISIBLE_DEVICES:-0}" 2>/dev/null | head -1)
+	admit() { # admit NAME MIB SLOTS
+		(cd "$WORK" && SFSWEEP_GPU="0, ${uuid:-GPU-0}, $2 MiB" timeout 300 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' run -ui=false -page off -slots $3 -window 2 -dir '$WORK/$1-state' -out '$WORK/$1-out' '$WORK/admit.yaml'") >"$OUT/pack-$1.log" 2>&1
+	}
+	admit admit-small 800 1
+	need=$(grep -o 'needs [0-9.]* GiB' "$OUT/pack-admit-small.log" | head -1 | awk '{print $2}')
+	if [ -n "$need" ]; then
+		cap=$(awk -v n="$need" 'BEGIN { printf "%d", 768 + 1.5 * n * 1024 }')
+		admit admit-turns "$cap" 2
+		done=$(find "$WORK/admit-turns-state" -name result.json -path '*/trials/*' | wc -l)
+		waited=$(grep -c 'waiting for GPU memory' "$OUT/pack-admit-turns.log")
+		admission="a trial needs $need GiB; under a cap of $cap MiB, $done of 2 completed, $waited waiting line(s) (want 2 and at least 1)"
+	else
+		admission="FAILED: no trial refused under a cap of 800 MiB (see pack-admit-small.log)"
+	fi
+	verdict pack "unit exit $rc ($(grep -c '^--- PASS' "$OUT/pack-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/pack-unit.log") failed); engines at once: ${engines:-none}; trials: $trials$walls; admission: $admission"
 fi
 
 if has loop; then

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -185,4 +187,32 @@ func workerGPU(env string) (*backend.Ledger, error) {
 		return nil, &usageError{msg: fmt.Sprintf("%s = %q: want one GPU as \"index, uuid, memory MiB\": %v", gpuEnv, env, err)}
 	}
 	return backend.NewLedger(gpus[0].name(), gpus[0].Memory), nil
+}
+
+// runGPU is the ledger of the GPU that "sfsweep run" trains on, so that its -slots trials
+// are packed by memory as a worker's are: the GPU of gpuEnv when it is set; else, when a
+// cuda backend is among devices, the GPU that is the engine's device 0 (the first of
+// CUDA_VISIBLE_DEVICES, or GPU 0) as nvidia-smi lists it. When that GPU cannot be found it
+// says why on stderr and returns nil: trials then start unadmitted, as before.
+func runGPU(ctx context.Context, devices []string, stderr io.Writer) (*backend.Ledger, error) {
+	if env := os.Getenv(gpuEnv); env != "" {
+		return workerGPU(env)
+	}
+	if !slices.Contains(devices, "cuda") {
+		return nil, nil
+	}
+	first := "0"
+	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		first, _, _ = strings.Cut(v, ",")
+		first = strings.TrimSpace(first)
+	}
+	have, err := listGPUs(ctx)
+	if err == nil {
+		var sel []gpu
+		if sel, err = selectGPUs(first, have); err == nil {
+			return backend.NewLedger(sel[0].name(), sel[0].Memory), nil
+		}
+	}
+	fmt.Fprintf(stderr, "run: trials on cuda are not admitted by GPU memory: no GPU %q (CUDA_VISIBLE_DEVICES): %v\n", first, err)
+	return nil, nil
 }

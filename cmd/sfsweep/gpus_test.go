@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -104,5 +106,41 @@ func TestWorkerGPU(t *testing.T) {
 		if _, err := workerGPU(env); err == nil || !strings.Contains(err.Error(), gpuEnv) {
 			t.Errorf("%q: %v", env, err)
 		}
+	}
+}
+
+func TestRunGPU(t *testing.T) {
+	ctx := context.Background()
+	saved := listGPUs
+	t.Cleanup(func() { listGPUs = saved })
+	listGPUs = func(context.Context) ([]gpu, error) {
+		return parseGPUs("0, GPU-a, 1024 MiB\n1, GPU-b, 2048 MiB")
+	}
+	t.Setenv(gpuEnv, "")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "") // restored after the test
+	var note strings.Builder
+	if l, err := runGPU(ctx, []string{"cpu"}, &note); l != nil || err != nil || note.Len() > 0 {
+		t.Errorf("no cuda: %v, %v, %q", l, err, note.String())
+	}
+	for _, c := range []struct{ visible, want string }{
+		{"", "GPU 0"}, {"1", "GPU 1"}, {"GPU-b,GPU-a", "GPU 1"},
+	} {
+		if c.visible == "" {
+			os.Unsetenv("CUDA_VISIBLE_DEVICES")
+		} else {
+			t.Setenv("CUDA_VISIBLE_DEVICES", c.visible)
+		}
+		l, err := runGPU(ctx, []string{"cpu", "cuda"}, &note)
+		if err != nil || l == nil || l.Usage().Device != c.want {
+			t.Errorf("CUDA_VISIBLE_DEVICES=%q: %v, %v; want %s", c.visible, l, err, c.want)
+		}
+	}
+	t.Setenv("CUDA_VISIBLE_DEVICES", "GPU-z")
+	if l, err := runGPU(ctx, []string{"cuda"}, &note); l != nil || err != nil || !strings.Contains(note.String(), `no GPU "GPU-z"`) {
+		t.Errorf("an unknown GPU: %v, %v, %q", l, err, note.String())
+	}
+	t.Setenv(gpuEnv, "3, GPU-c, 512 MiB")
+	if l, err := runGPU(ctx, []string{"cpu"}, &note); err != nil || l == nil || l.Usage().Total != 512<<20 {
+		t.Errorf("%s: %v, %v", gpuEnv, l, err)
 	}
 }

@@ -87,6 +87,13 @@ func (b *progressBars) attemptFailed(trial string, attempt int, err error) {
 	b.printAbove(fmt.Sprintf("trial %s: attempt %d failed: %v (retried with backoff from its newest checkpoint, up to -attempts)", trial, attempt, err))
 }
 
+// waiting reports a trial waiting for GPU memory.
+func (b *progressBars) waiting(trial, status string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.printAbove(fmt.Sprintf("trial %s: %s", trial, status))
+}
+
 // printAbove prints a line above the live bars (or as a plain line when not live).
 func (b *progressBars) printAbove(line string) {
 	if b.live {

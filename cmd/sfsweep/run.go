@@ -120,8 +120,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer stopPage()
+	gpu, err := runGPU(ctx, backend.Devices(), stderr)
+	if err != nil {
+		return err
+	}
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
-		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Trainers: manifestTrainers(m, file)}
+		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: manifestTrainers(m, file), GPU: gpu}
 	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: backend.Devices()}, *slots)
 	if err != nil {
 		return err
