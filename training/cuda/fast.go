@@ -19,6 +19,11 @@ const FastEnv = "SFSWEEP_CUDA_FAST"
 // crossentropy_test.go runs the same partition).
 const ceThreads = 512
 
+// normRows is the rows of a partial sum of a norm-weight gradient (NORM_ROWS of fused.cu,
+// which a test reads there): the chunks fix the order of the sum, so they are part of the
+// arithmetic.
+const normRows = 32
+
 // fastPaths is a set of fast paths, one bit each.
 type fastPaths uint32
 
@@ -40,6 +45,14 @@ const (
 	// instead), the backward pass recomputes them in two passes with no atomics. Other precisions and head sizes keep the materialised path. It changes the
 	// bits (not in exactFast).
 	fastFlash
+	// fastNorm runs RMSNorm's backward pass as one kernel that updates the input gradient
+	// and writes the weight gradient's partial sums (fused.cu), in every precision, and, in
+	// bf16 mode with fastRound, its forward pass writes only the bfloat16 copy of its
+	// output, which is all the next product reads (round.go).
+	fastNorm
+	// fastSwiGLU has SwiGLU, in bf16 mode with fastRound, write only the bfloat16 copies
+	// of its output and of its input gradient, which are all the products read (round.go).
+	fastSwiGLU
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -87,6 +100,8 @@ var fastNames = []fastPath{
 		"softmax_causal_bf16", "softmax_causal_backward_bf16",
 	}},
 	{"flash", fastFlash, []string{"flash_permute", "flash_forward", "flash_backward_pre", "flash_backward_dkdv", "flash_backward_dq"}},
+	{"norm", fastNorm, []string{"rmsnorm_forward_to_bf16", "rmsnorm_backward_fused", "rmsnorm_backward_fused_bf16"}},
+	{"swiglu", fastSwiGLU, []string{"swiglu_forward_to_bf16", "swiglu_backward_to_bf16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

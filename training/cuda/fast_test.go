@@ -27,7 +27,7 @@ func TestParseFast(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), FastEnv+`="ce,flsh"`) || !strings.Contains(err.Error(), `"flsh"`) {
 		t.Errorf("parseFast(ce,flsh) = %v, want an error naming %s, its value and the unknown name", err, FastEnv)
 	}
-	if allFast() != fastCE|fastRound|fastFlash || exactFast() != fastCE|fastRound {
+	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU || exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU {
 		t.Errorf("allFast() = %b, exactFast() = %b", allFast(), exactFast())
 	}
 	if f, err := parseFast("flash,round,ce"); err != nil || f.String() != "ce,round,flash" {
@@ -38,24 +38,29 @@ func TestParseFast(t *testing.T) {
 	}
 }
 
-// kernelSource is the source of the PTX: kernels.cu and the file it includes.
+// kernelFiles are the sources of the PTX: kernels.cu and the files it includes.
+var kernelFiles = []string{"kernels.cu", "flash.cu", "fused.cu"}
+
+// kernelSource is the source of the PTX: kernels.cu and the files it includes.
 func kernelSource(t *testing.T) string {
 	t.Helper()
 	var src string
-	for _, f := range []string{"kernels.cu", "flash.cu"} {
+	for _, f := range kernelFiles {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		src += string(b)
 	}
-	if !strings.Contains(src, `#include "flash.cu"`) {
-		t.Fatal("kernels.cu does not include flash.cu")
+	for _, f := range kernelFiles[1:] {
+		if !strings.Contains(src, `#include "`+f+`"`) {
+			t.Fatalf("kernels.cu does not include %s", f)
+		}
 	}
 	return src
 }
 
-// Every kernel a fast path names is a kernel of kernels.cu or flash.cu, with C linkage: a
+// Every kernel a fast path names is a kernel of kernels.cu or a file it includes, with C linkage: a
 // misspelt name would only show on a GPU, as a path refused for a missing kernel.
 func TestFastKernelsExist(t *testing.T) {
 	src := kernelSource(t)
@@ -69,7 +74,7 @@ func TestFastKernelsExist(t *testing.T) {
 		}
 	}
 	// every kernel of each file follows its extern "C" {
-	for _, f := range []string{"kernels.cu", "flash.cu"} {
+	for _, f := range kernelFiles {
 		b, _ := os.ReadFile(f)
 		extern := strings.Index(string(b), `extern "C" {`)
 		if first := strings.Index(string(b), "__global__"); extern < 0 || first < extern {

@@ -56,6 +56,8 @@ __device__ float blockMax(float v, float *sh) {
 // in float32 and, where out16 is not null, its bfloat16 copy: the same float32 value rounded once to nearest
 // even, bitwise what to_bf16 makes of it. A null out16 compiles to the float32-only kernel.
 
+// keep32 false (the norm path) leaves out unwritten: the next product reads only out16.
+template <bool keep32 = true>
 __device__ __forceinline__ void rmsnormForward(float *out, __nv_bfloat16 *out16, float *rstd, const float *x, const float *w, int n, int c, float eps) {
     int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
     int lane = threadIdx.x % WARP;
@@ -69,11 +71,12 @@ __device__ __forceinline__ void rmsnormForward(float *out, __nv_bfloat16 *out16,
     float *o = out + (long)r * c;
     for (int i = lane; i < c; i += WARP) {
         float y = xr[i] * rs * w[i];
-        o[i] = y;
+        if (keep32) o[i] = y;
         if (out16) out16[(long)r * c + i] = __float2bfloat16_rn(y);
     }
 }
 
+template <bool keep32 = true>
 __device__ __forceinline__ void swigluForward(float *out, __nv_bfloat16 *out16, const float *gu, int n, int f) {
     long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long)n * f) return;
@@ -82,7 +85,7 @@ __device__ __forceinline__ void swigluForward(float *out, __nv_bfloat16 *out16, 
     float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
     float s = 1.0f / (1.0f + expf(-g));
     float y = g * s * u;
-    out[idx] = y;
+    if (keep32) out[idx] = y;
     if (out16) out16[idx] = __float2bfloat16_rn(y);
 }
 
@@ -103,6 +106,7 @@ __device__ __forceinline__ void rmsnormBackwardDx(float *dx, __nv_bfloat16 *dx16
     }
 }
 
+template <bool keep32 = true>
 __device__ __forceinline__ void swigluBackward(float *dgu, __nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
     long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long)n * f) return;
@@ -112,8 +116,10 @@ __device__ __forceinline__ void swigluBackward(float *dgu, __nv_bfloat16 *dgu16,
     float s = 1.0f / (1.0f + expf(-g));
     float d = dout[idx];
     float dg = d * u * s * (1.0f + g * (1.0f - s)), du = d * (g * s);
-    dgu[r * 2 * f + i] = dg;
-    dgu[r * 2 * f + f + i] = du;
+    if (keep32) {
+        dgu[r * 2 * f + i] = dg;
+        dgu[r * 2 * f + f + i] = du;
+    }
     if (dgu16) {
         dgu16[r * 2 * f + i] = __float2bfloat16_rn(dg);
         dgu16[r * 2 * f + f + i] = __float2bfloat16_rn(du);
@@ -733,5 +739,7 @@ __global__ void to_bf16(__nv_bfloat16 *dst, const float *x, long n) {
 
 } // extern "C"
 
-// The flash attention kernels (flash.cu), in the same PTX.
+// The flash attention kernels (flash.cu) and the norm and SwiGLU paths' kernels
+// (fused.cu), in the same PTX.
 #include "flash.cu"
+#include "fused.cu"

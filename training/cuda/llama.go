@@ -114,16 +114,26 @@ func (e *Engine) gatherDQKV(r *run, rope bool) {
 }
 
 // rmsnormBackward adds the input gradient to dx and the weight gradient to dw; where the
-// run keeps a bfloat16 copy of dx (the round path), the copy follows.
+// run keeps a bfloat16 copy of dx (the round path), the copy follows. On the norm path one
+// kernel does what the first two of the default path's three do.
 func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) {
 	n, c := e.n, e.cfg.Dim
 	chunks := blocks(n, normRows)
-	if dx16, ok := r.pre[dx]; ok {
+	dx16, copy16 := r.pre[dx]
+	fused := e.fast.has(fastNorm)
+	switch {
+	case fused && copy16:
+		r.launch("rmsnorm_backward_fused_bf16", dim{x: chunks}, blk, dx, dx16, e.act.dwPart, dout, x, w, rstd, n, c)
+	case fused:
+		r.launch("rmsnorm_backward_fused", dim{x: chunks}, blk, dx, e.act.dwPart, dout, x, w, rstd, n, c)
+	case copy16:
 		r.launch("rmsnorm_backward_dx_bf16", rows(n), blk, dx, dx16, dout, x, w, rstd, n, c)
-	} else {
+	default:
 		r.launch("rmsnorm_backward_dx", rows(n), blk, dx, dout, x, w, rstd, n, c)
 	}
-	r.launch("rmsnorm_backward_dw_part", dim{x: blocks(c, threads), y: chunks}, blk, e.act.dwPart, dout, x, rstd, n, c, normRows)
+	if !fused {
+		r.launch("rmsnorm_backward_dw_part", dim{x: blocks(c, threads), y: chunks}, blk, e.act.dwPart, dout, x, rstd, n, c, normRows)
+	}
 	r.launch("sum_rows_add", lin(c), blk, dw, e.act.dwPart, chunks, c)
 }
 

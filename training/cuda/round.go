@@ -12,7 +12,10 @@ import "gorgonia.org/cu"
 // in bfloat16, so the products that read them take the copy instead of rounding the
 // float32 values into scratch with a launch of their own. The copy is bitwise what to_bf16
 // made of the same value. Every write of these buffers before a product reads them is by
-// such a kernel, so a copy is never stale when it is read.
+// such a kernel, so a copy is never stale when it is read. With the norm and swiglu paths
+// (fused.cu) RMSNorm's and SwiGLU's kernels write the copy alone and leave the float32
+// nfOut, n1Out, n2Out, h and dgu unwritten: only products read those, and they read the
+// copy.
 
 // roundCopies reports whether an engine being made keeps the bfloat16 copies: bf16 mode,
 // LLaMA, made with the round path. The engine then has copies16 set, and may run the
@@ -46,9 +49,13 @@ func (e *Engine) useCopies(r *run) {
 }
 
 // rmsnormForward is RMSNorm of x (N,C) with weight w into out, and into out16 on the round
-// path.
+// path; with the norm path too, into out16 alone.
 func (e *Engine) rmsnormForward(r *run, out, out16, rstd, x, w cu.DevicePtr) {
 	n, c, eps := e.n, e.cfg.Dim, float32(e.cfg.NormEps)
+	if e.roundFused && e.fast.has(fastNorm) {
+		r.launch("rmsnorm_forward_to_bf16", rows(n), blk, out16, rstd, x, w, n, c, eps)
+		return
+	}
 	if e.roundFused {
 		r.launch("rmsnorm_forward_bf16", rows(n), blk, out, out16, rstd, x, w, n, c, eps)
 		return
@@ -56,9 +63,14 @@ func (e *Engine) rmsnormForward(r *run, out, out16, rstd, x, w cu.DevicePtr) {
 	r.launch("rmsnorm_forward", rows(n), blk, out, rstd, x, w, n, c, eps)
 }
 
-// swigluForward is SwiGLU of gu (N,2F) into out (N,F), and into out16 on the round path.
+// swigluForward is SwiGLU of gu (N,2F) into out (N,F), and into out16 on the round path;
+// with the swiglu path too, into out16 alone.
 func (e *Engine) swigluForward(r *run, out, out16, gu cu.DevicePtr) {
 	n, f := e.n, e.cfg.Hidden
+	if e.roundFused && e.fast.has(fastSwiGLU) {
+		r.launch("swiglu_forward_to_bf16", lin(n*f), blk, out16, gu, n, f)
+		return
+	}
 	if e.roundFused {
 		r.launch("swiglu_forward_bf16", lin(n*f), blk, out, out16, gu, n, f)
 		return
@@ -67,9 +79,13 @@ func (e *Engine) swigluForward(r *run, out, out16, gu cu.DevicePtr) {
 }
 
 // swigluBackward writes the gradients of SwiGLU's input gu into dgu from that of its
-// output dh, and into dgu16 on the round path.
+// output dh, and into dgu16 on the round path; with the swiglu path too, into dgu16 alone.
 func (e *Engine) swigluBackward(r *run, la *layerActs) {
 	n, f, s := e.n, e.cfg.Hidden, &e.act
+	if e.roundFused && e.fast.has(fastSwiGLU) {
+		r.launch("swiglu_backward_to_bf16", lin(n*f), blk, s.dgu16, s.dh, la.gu, n, f)
+		return
+	}
 	if e.roundFused {
 		r.launch("swiglu_backward_bf16", lin(n*f), blk, s.dgu, s.dgu16, s.dh, la.gu, n, f)
 		return

@@ -142,8 +142,5 @@ func rows(n int) dim { return dim{x: blocks(n, rowWarps)} }
 
 var blk = dim{x: threads}
 
-// normRows is the number of rows per partial sum of a norm-weight gradient.
-const normRows = 32
-
 // embBuckets is the number of threads per column of the embedding-gradient scatter.
 const embBuckets = 32
