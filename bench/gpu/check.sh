@@ -29,6 +29,8 @@ for t in sfsweep cuda training; do
 done
 sfsweep() { SFSWEEP_TEST_RUN_MAIN=1 "$WORK/sfsweep.test" "$@"; }
 has() { [[ " $STAGES " == *" $1 "* ]]; }
+# the fast paths that change no bit (SFSWEEP_CUDA_FAST), all together
+EXACT=ce,round,norm,swiglu
 verdict() { echo "== $1: $2"; }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -97,20 +99,21 @@ if has unit; then
 fi
 
 if has fast; then
-	# the fast paths not yet signed off (SFSWEEP_CUDA_FAST=ce,round; their kernels come from
-	# the ptx stage's PTX): the package's tests again with them on (TestMatchesCPU,
-	# TestDeterministic, TestNeedBytes on the new paths), then the speed stage's run with
-	# and without them, in this call
-	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=ce,round timeout 150 "$WORK/cuda.test" -test.v -test.timeout 140s) >"$OUT/fast-unit.log" 2>&1
+	# the exact fast paths not yet signed off (SFSWEEP_CUDA_FAST=ce,round,norm,swiglu; their
+	# kernels come from the ptx stage's PTX): the package's tests again with them on
+	# (TestMatchesCPU, TestDeterministic, TestNeedBytes on the new paths), then the speed
+	# stage's run without them, with the first two, and with all four, in this call
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT timeout 150 "$WORK/cuda.test" -test.v -test.timeout 140s) >"$OUT/fast-unit.log" 2>&1
 	rc=$?
 	train_cfg fast bf16 512 16 524288 6 0
-	for paths in "" ce,round; do
+	speeds= same=
+	for paths in "" ce,round "$EXACT"; do
 		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/fast-${paths:-off}' '$WORK/fast.yaml'") >"$OUT/fast-speed-${paths:-off}.log" 2>&1
-	done
-	off=$(grep -o '[0-9]* tok/s' "$OUT/fast-speed-off.log" | tail -1) on=$(grep -o '[0-9]* tok/s' "$OUT/fast-speed-ce,round.log" | tail -1)
-	# the two runs' results must be bitwise equal but for their wall-clock time: the paths
-	# change no bit
-	same=$(python3 -c '
+		speeds="$speeds, ${paths:-off} $(grep -o '[0-9]* tok/s' "$OUT/fast-speed-${paths:-off}.log" | tail -1)"
+		[ -z "$paths" ] && continue
+		# each run's results must be bitwise those of the run without the paths but for
+		# the wall-clock time: the paths change no bit
+		same="$same, ${paths}: $(python3 -c '
 import json, sys, glob
 def load(d):
     f = glob.glob(d + "/**/result.json", recursive=True)
@@ -121,8 +124,9 @@ def load(d):
     return r
 a, b = load(sys.argv[1]), load(sys.argv[2])
 print("no result" if a is None or b is None else "same results" if a == b else "RESULTS DIFFER")
-' "$WORK/fast-off" "$WORK/fast-ce,round")
-	verdict fast "unit exit $rc ($(grep -c '^--- PASS' "$OUT/fast-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/fast-unit.log") failed); speed off ${off:-?}, on ${on:-?}; $same"
+' "$WORK/fast-off" "$WORK/fast-$paths")"
+	done
+	verdict fast "unit exit $rc ($(grep -c '^--- PASS' "$OUT/fast-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/fast-unit.log") failed); speed${speeds#,}$same"
 fi
 
 if has flash; then
@@ -141,10 +145,10 @@ if has flash; then
 		sanitized="$sanitized, $tool exit $? ($(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$OUT/flash-$tool.log" || echo 'no summary'))"
 	done
 	train_cfg flash bf16 512 16 524288 6 0
-	for paths in ce,round ce,round,flash; do
+	for paths in "$EXACT" "$EXACT,flash"; do
 		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/flash-$paths' '$WORK/flash.yaml'") >"$OUT/flash-speed-$paths.log" 2>&1
 	done
-	off=$(grep -o '[0-9]* tok/s' "$OUT/flash-speed-ce,round.log" | tail -1) on=$(grep -o '[0-9]* tok/s' "$OUT/flash-speed-ce,round,flash.log" | tail -1)
+	off=$(grep -o '[0-9]* tok/s' "$OUT/flash-speed-$EXACT.log" | tail -1) on=$(grep -o '[0-9]* tok/s' "$OUT/flash-speed-$EXACT,flash.log" | tail -1)
 	# the last training loss of each: flash changes the bits, not the model
 	losses=$(python3 -c '
 import json, sys, glob
@@ -154,8 +158,8 @@ for d in sys.argv[1:]:
     c = json.load(open(f[0])).get("curves") or [] if f else []
     out.append("%.4f" % c[-1]["train_loss"] if c else "none")
 print(" and ".join(out))
-' "$WORK/flash-ce,round" "$WORK/flash-ce,round,flash")
-	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed ce,round ${off:-?}, +flash ${on:-?}; last train loss $losses"
+' "$WORK/flash-$EXACT" "$WORK/flash-$EXACT,flash")
+	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed $EXACT ${off:-?}, +flash ${on:-?}; last train loss $losses"
 fi
 
 if has pack; then
