@@ -101,7 +101,7 @@ func TestProfileChangesNoBit(t *testing.T) {
 			if tc.prec == backend.BF16 {
 				bf = 1
 			}
-			for _, w := range []struct {
+			counts := []struct {
 				ph   Phase
 				c    Category
 				want int // per call
@@ -111,7 +111,13 @@ func TestProfileChangesNoBit(t *testing.T) {
 				{PhaseForward, Round, bf * (4*L + 1)}, {PhaseBackward, Round, bf * (12*L + 3)},
 				{PhaseForward, Head, 1}, {PhaseBackward, Head, 1},
 				{PhaseForward, Transfer, 3}, {PhaseUpdate, Optimizer, 2}, // ZeroGrad and Step
-			} {
+			}
+			if fast, _ := fastFromEnv(); fast != 0 {
+				// the counts are the default path's; the fast paths drop and fuse operations
+				t.Logf("%s=%s: operation counts not checked", FastEnv, fast)
+				counts = nil
+			}
+			for _, w := range counts {
 				if got := p.Ops[w.ph][w.c] / max(p.Calls[w.ph], 1); got != w.want {
 					t.Errorf("phase %d: %v ops per call = %d, want %d", w.ph, w.c, got, w.want)
 				}
