@@ -7,15 +7,21 @@ package cuda
 // place, then crossentropy_backward, which turns them into the gradient in place; in bf16
 // mode each head product then rounds that gradient to bfloat16 again. The fused path
 // (FastEnv "ce") reads the logits three times and writes only the gradient, once, in the
-// form the head products take: bitwise the same losses and gradients (kernels.cu).
+// form the head products take: bitwise the same losses and gradients (kernels.cu). In
+// bf16 mode the online path (FastEnv "ce1") takes the loss and the stats in one read of
+// the logits (crossentropy.cu), then the fused path's gradient kernels: other bits.
 
 // lossForward writes each row's loss to e.losses and copies them to the host.
 func (e *Engine) lossForward(r *run) {
 	n, v, s := e.n, e.cfg.Vocab, &e.act
-	e.ceFused = e.fast.has(fastCE)
-	if e.ceFused {
+	online := e.bf.on && e.fast.has(fastCE1)
+	e.ceFused = e.fast.has(fastCE) || online
+	switch {
+	case online:
+		r.launch("crossentropy_loss_online", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, s.ceStats, e.targets, n, v)
+	case e.ceFused:
 		r.launch("crossentropy_loss", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, s.ceStats, e.targets, n, v)
-	} else {
+	default:
 		r.launch("crossentropy_forward", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, e.targets, n, v)
 	}
 	r.doAs(Transfer, func() error { return dtoh(e.st, e.lossHost, e.losses) })

@@ -124,15 +124,28 @@ func oldCE(logits []float32, targets []int32, v int) (losses []float64, grad []f
 // fusedCE is the fused path: crossentropy_loss (losses and stats, logits unchanged), then
 // crossentropy_grad and crossentropy_grad_bf16 from the logits and the stats.
 func fusedCE(logits []float32, targets []int32, v int) (losses []float64, grad []float32, grad16 []uint16) {
+	return statsCE(logits, targets, v, rowMaxSum)
+}
+
+// statsCE is a loss kernel that takes each row's max and sum with maxSum and writes the
+// losses and the stats, then crossentropy_grad and crossentropy_grad_bf16.
+func statsCE(logits []float32, targets []int32, v int, maxSum func([]float32) (float32, float32)) (losses []float64, grad []float32, grad16 []uint16) {
 	n := len(targets)
 	losses, stats := make([]float64, n), make([]float32, 2*n)
 	for r, y := range targets {
 		z := logits[r*v : (r+1)*v]
-		mx, sum := rowMaxSum(z)
+		mx, sum := maxSum(z)
 		stats[2*r], stats[2*r+1] = mx, 1/sum
 		losses[r] = math.Log(float64(sum)) + float64(mx) - float64(z[y])
 	}
-	inv := float32(1 / float64(n))
+	grad, grad16 = ceGradMirror(logits, stats, targets, v)
+	return losses, grad, grad16
+}
+
+// ceGradMirror is crossentropy_grad and crossentropy_grad_bf16: the gradient of the mean
+// loss from the logits and each row's max and 1/Σexp (stats).
+func ceGradMirror(logits, stats []float32, targets []int32, v int) (grad []float32, grad16 []uint16) {
+	inv := float32(1 / float64(len(targets)))
 	grad, grad16 = make([]float32, len(logits)), make([]uint16, len(logits))
 	for r, y := range targets {
 		z := logits[r*v : (r+1)*v]
@@ -148,7 +161,7 @@ func fusedCE(logits []float32, targets []int32, v int) (losses []float64, grad [
 			}
 		}
 	}
-	return losses, grad, grad16
+	return grad, grad16
 }
 
 // refCE is the cross-entropy in float64: the losses and the gradient of their mean.

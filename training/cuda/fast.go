@@ -7,11 +7,12 @@ import (
 )
 
 // FastEnv names an environment variable that turns on, by name, the engine's fast paths
-// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash gives
-// bitwise the results of the default path (the arithmetic stays that of the backend's
-// name); flash computes attention in another order and rounds it elsewhere, so its bits
-// differ within a tolerance, and it is a new arithmetic once signed off. Unset or empty,
-// the engine runs the default path.
+// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash and
+// ce1 gives bitwise the results of the default path (the arithmetic stays that of the
+// backend's name); flash computes attention in another order and rounds it elsewhere, and
+// ce1 sums the softmax's denominator in another order, so their bits differ within a
+// tolerance, and they make a new arithmetic once signed off. Unset or empty, the engine
+// runs the default path.
 const FastEnv = "SFSWEEP_CUDA_FAST"
 
 // ceThreads is the block of the cross-entropy kernels, one block per row: its size fixes
@@ -53,6 +54,11 @@ const (
 	// fastSwiGLU has SwiGLU, in bf16 mode with fastRound, write only the bfloat16 copies
 	// of its output and of its input gradient, which are all the products read (round.go).
 	fastSwiGLU
+	// fastCE1 is fastCE with the loss kernel reading the logits once instead of twice, in
+	// bf16 mode: an online softmax (crossentropy.cu) whose running max and rescaled sum
+	// give the exact max and a sum within float32's error of the two-pass one. It changes
+	// the bits (not in exactFast); float32 and TF32 keep the two-pass kernels.
+	fastCE1
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -88,7 +94,7 @@ func flashScale() (scale, scaleLog2 float32) {
 }
 
 // exactFast is the set of the fast paths that change no bit.
-func exactFast() fastPaths { return allFast() &^ fastFlash }
+func exactFast() fastPaths { return allFast() &^ (fastFlash | fastCE1) }
 
 // fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
 // before the path lacks.
@@ -102,6 +108,7 @@ var fastNames = []fastPath{
 	{"flash", fastFlash, []string{"flash_permute", "flash_forward", "flash_backward_pre", "flash_backward_dkdv", "flash_backward_dq"}},
 	{"norm", fastNorm, []string{"rmsnorm_forward_to_bf16", "rmsnorm_backward_fused", "rmsnorm_backward_fused_bf16"}},
 	{"swiglu", fastSwiGLU, []string{"swiglu_forward_to_bf16", "swiglu_backward_to_bf16"}},
+	{"ce1", fastCE1, []string{"crossentropy_loss_online", "crossentropy_grad", "crossentropy_grad_bf16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

@@ -91,16 +91,7 @@ func TestFastPathsBitwise(t *testing.T) {
 		{"llama-124m", preset(t, "llama-124m"), 2, 512, backend.BF16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := newEngine(tc.cfg, tc.batch, tc.seqLen, tc.prec, all)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			p := make([]float32, tc.cfg.NumParams())
-			model.Init(tc.cfg, 7, p)
-			if err := e.WriteParams(p); err != nil {
-				t.Fatal(err)
-			}
+			e := fastEngine(t, tc.cfg, tc.batch, tc.seqLen, tc.prec, all)
 			n := tc.batch * tc.seqLen
 			toks := [][]int32{randomTokens(n+1, tc.cfg.Vocab, 21), randomTokens(n+1, tc.cfg.Vocab, 22)}
 			// a target at each edge of the vocabulary
@@ -136,6 +127,23 @@ func TestFastPathsBitwise(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fastEngine is an engine made with the fast paths f, its parameters initialised from
+// seed 7, closed when the test ends.
+func fastEngine(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.Precision, f fastPaths) *Engine {
+	t.Helper()
+	e, err := newEngine(cfg, batch, seqLen, prec, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	p := make([]float32, cfg.NumParams())
+	model.Init(cfg, 7, p)
+	if err := e.WriteParams(p); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // NeedBytes follows the buffers of the fast paths.

@@ -27,7 +27,7 @@ func TestParseFast(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), FastEnv+`="ce,flsh"`) || !strings.Contains(err.Error(), `"flsh"`) {
 		t.Errorf("parseFast(ce,flsh) = %v, want an error naming %s, its value and the unknown name", err, FastEnv)
 	}
-	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU || exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU {
+	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU|fastCE1 || exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU {
 		t.Errorf("allFast() = %b, exactFast() = %b", allFast(), exactFast())
 	}
 	if f, err := parseFast("flash,round,ce"); err != nil || f.String() != "ce,round,flash" {
@@ -39,7 +39,7 @@ func TestParseFast(t *testing.T) {
 }
 
 // kernelFiles are the sources of the PTX: kernels.cu and the files it includes.
-var kernelFiles = []string{"kernels.cu", "flash.cu", "fused.cu"}
+var kernelFiles = []string{"kernels.cu", "flash.cu", "fused.cu", "crossentropy.cu"}
 
 // kernelSource is the source of the PTX: kernels.cu and the files it includes.
 func kernelSource(t *testing.T) string {

@@ -739,7 +739,8 @@ __global__ void to_bf16(__nv_bfloat16 *dst, const float *x, long n) {
 
 } // extern "C"
 
-// The flash attention kernels (flash.cu) and the norm and SwiGLU paths' kernels
-// (fused.cu), in the same PTX.
+// The flash attention kernels (flash.cu), the norm and SwiGLU paths' kernels (fused.cu)
+// and the online cross-entropy (crossentropy.cu), in the same PTX.
 #include "flash.cu"
 #include "fused.cu"
+#include "crossentropy.cu"
