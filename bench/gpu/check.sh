@@ -102,17 +102,18 @@ if has fast; then
 	# the exact fast paths not yet signed off (SFSWEEP_CUDA_FAST=ce,round,norm,swiglu; their
 	# kernels come from the ptx stage's PTX): the package's tests again with them on
 	# (TestMatchesCPU, TestDeterministic, TestNeedBytes on the new paths), then the speed
-	# stage's run without them, with the first two, and with all four, in this call
+	# stage's run without them, with the first two, with all four, and with all four and
+	# the online cross-entropy (ce1, which changes the bits), in this call
 	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT timeout 150 "$WORK/cuda.test" -test.v -test.timeout 140s) >"$OUT/fast-unit.log" 2>&1
 	rc=$?
 	train_cfg fast bf16 512 16 524288 6 0
 	speeds= same=
-	for paths in "" ce,round "$EXACT"; do
+	for paths in "" ce,round "$EXACT" "$EXACT,ce1"; do
 		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/fast-${paths:-off}' '$WORK/fast.yaml'") >"$OUT/fast-speed-${paths:-off}.log" 2>&1
 		speeds="$speeds, ${paths:-off} $(grep -o '[0-9]* tok/s' "$OUT/fast-speed-${paths:-off}.log" | tail -1)"
 		[ -z "$paths" ] && continue
-		# each run's results must be bitwise those of the run without the paths but for
-		# the wall-clock time: the paths change no bit
+		# each exact run's results must be bitwise those of the run without the paths but
+		# for the wall-clock time; ce1's last training loss should agree to about 1e-4
 		same="$same, ${paths}: $(python3 -c '
 import json, sys, glob
 def load(d):
@@ -123,8 +124,14 @@ def load(d):
     r.pop("seconds", None)
     return r
 a, b = load(sys.argv[1]), load(sys.argv[2])
-print("no result" if a is None or b is None else "same results" if a == b else "RESULTS DIFFER")
-' "$WORK/fast-off" "$WORK/fast-$paths")"
+if a is None or b is None:
+    print("no result")
+elif sys.argv[3].endswith("ce1"):
+    last = lambda r: "%.5f" % r["curves"][-1]["train_loss"] if r.get("curves") else "none"
+    print("last train loss %s, without %s" % (last(b), last(a)))
+else:
+    print("same results" if a == b else "RESULTS DIFFER")
+' "$WORK/fast-off" "$WORK/fast-$paths" "$paths")"
 	done
 	verdict fast "unit exit $rc ($(grep -c '^--- PASS' "$OUT/fast-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/fast-unit.log") failed); speed${speeds#,}$same"
 fi
