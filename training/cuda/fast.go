@@ -25,6 +25,11 @@ const ceThreads = 512
 // arithmetic.
 const normRows = 32
 
+// normThreads is the block of rmsnorm_backward_fused for rows of c: a thread per column
+// up to 1024, whole warps. Many warps per block keep enough loads in flight with a block
+// per chunk of rows (256 blocks for 16 × 512); the block's size changes no bit.
+func normThreads(c int) int { return min(1024, (c+31)/32*32) }
+
 // fastPaths is a set of fast paths, one bit each.
 type fastPaths uint32
 

@@ -38,6 +38,8 @@ __device__ __forceinline__ void rmsnormBackwardFused(float *dx, __nv_bfloat16 *d
     __syncthreads();
     for (int j = threadIdx.x; j < c; j += blockDim.x) {
         float wj = w[j], s = 0.0f;
+        // unrolled, so that the loads of several rows are in flight at once
+#pragma unroll 4
         for (int k = 0; k < rows; k++) {
             long i = (long)(r0 + k) * c + j;
             float d = dout[i], xv = x[i], rs = rstd[r0 + k];
@@ -60,14 +62,14 @@ __global__ void rmsnorm_forward_to_bf16(__nv_bfloat16 *out16, float *rstd, const
 
 // rmsnorm_backward_fused adds the input gradient to dx (N,C), as rmsnorm_backward_dx does,
 // and writes the chunks' sums of dout·x̂ into part (chunks,C), as rmsnorm_backward_dw_part
-// does; a block per chunk of NORM_ROWS rows.
-__global__ void rmsnorm_backward_fused(float *dx, float *part, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+// does; a block per chunk of NORM_ROWS rows, of whole warps (any number up to 1024).
+__global__ void __launch_bounds__(1024) rmsnorm_backward_fused(float *dx, float *part, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
     rmsnormBackwardFused<false>(dx, nullptr, part, dout, x, w, rstd, n, c);
 }
 
 // rmsnorm_backward_fused_bf16 is rmsnorm_backward_fused that also writes the new dx rounded
 // to bfloat16 into dx16 (N,C), as rmsnorm_backward_dx_bf16 does.
-__global__ void rmsnorm_backward_fused_bf16(float *dx, __nv_bfloat16 *dx16, float *part, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+__global__ void __launch_bounds__(1024) rmsnorm_backward_fused_bf16(float *dx, __nv_bfloat16 *dx16, float *part, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
     rmsnormBackwardFused<true>(dx, dx16, part, dout, x, w, rstd, n, c);
 }
 

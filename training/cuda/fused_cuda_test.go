@@ -64,11 +64,11 @@ func TestNormKernels(t *testing.T) {
 			pOld, pNew := m.alloc(chunks*c, 4), m.alloc(chunks*c, 4)
 			if copy16 {
 				r.launch("rmsnorm_backward_dx_bf16", rows(n), blk, dxOld, d16Old, dout, x, w, rstd, n, c)
-				r.launch("rmsnorm_backward_fused_bf16", dim{x: chunks}, blk, dxNew, d16New, pNew, dout, x, w, rstd, n, c)
+				r.launch("rmsnorm_backward_fused_bf16", dim{x: chunks}, dim{x: normThreads(c)}, dxNew, d16New, pNew, dout, x, w, rstd, n, c)
 				eq16("rmsnorm_backward_fused_bf16 dx16", d16Old, d16New, n*c)
 			} else {
 				r.launch("rmsnorm_backward_dx", rows(n), blk, dxOld, dout, x, w, rstd, n, c)
-				r.launch("rmsnorm_backward_fused", dim{x: chunks}, blk, dxNew, pNew, dout, x, w, rstd, n, c)
+				r.launch("rmsnorm_backward_fused", dim{x: chunks}, dim{x: normThreads(c)}, dxNew, pNew, dout, x, w, rstd, n, c)
 			}
 			r.launch("rmsnorm_backward_dw_part", dim{x: blocks(c, threads), y: chunks}, blk, pOld, dout, x, rstd, n, c, normRows)
 			dx := eq32("rmsnorm_backward_fused dx", dxOld, dxNew, n*c)
@@ -79,7 +79,7 @@ func TestNormKernels(t *testing.T) {
 			for i := range order {
 				order[i] = i
 			}
-			_, mpart := rmsnormBackwardFusedMirror(mdx, douth, xh, wh, rs, c, threads, order)
+			_, mpart := rmsnormBackwardFusedMirror(mdx, douth, xh, wh, rs, c, normThreads(c), order)
 			if i := firstDiff(bits32(mdx), bits32(dx)); i >= 0 {
 				t.Errorf("%+v: dx %d on the GPU %v, the mirror's %v", s, i, dx[i], mdx[i])
 			}

@@ -88,14 +88,14 @@ func TestRMSNormBackwardFusedMirror(t *testing.T) {
 		dxOld := slices.Clone(dx0)
 		dx16Old := rmsnormBackwardDxMirror(dxOld, dout, x, w, rstd, c)
 		partOld := dwPartMirror(dout, x, rstd, c)
-		// the fused kernel, its blocks in reverse order, in the engine's block of 256
-		// threads and in a smaller one
+		// the fused kernel, its blocks in reverse order, in the engine's block and in
+		// smaller ones
 		chunks := (n + normRows - 1) / normRows
 		order := make([]int, chunks)
 		for i := range order {
 			order[i] = chunks - 1 - i
 		}
-		for _, nthreads := range []int{256, 64} {
+		for _, nthreads := range []int{normThreads(c), 256, 64} {
 			dx := slices.Clone(dx0)
 			dx16, part := rmsnormBackwardFusedMirror(dx, dout, x, w, rstd, c, nthreads, order)
 			if i := firstDiff(bits32(dx), bits32(dxOld)); i >= 0 {
@@ -140,5 +140,24 @@ func TestNormRowsConstant(t *testing.T) {
 	}
 	if v, _ := strconv.Atoi(string(m[1])); v != normRows {
 		t.Errorf("fused.cu: NORM_ROWS = %d, the Go side's normRows %d", v, normRows)
+	}
+}
+
+// The fused backward pass's block is whole warps, a thread per column up to 1024, which
+// __launch_bounds__(1024) in fused.cu allows.
+func TestNormThreads(t *testing.T) {
+	for _, tc := range []struct{ c, want int }{{1, 32}, {32, 32}, {33, 64}, {768, 768}, {1000, 1024}, {4096, 1024}} {
+		if got := normThreads(tc.c); got != tc.want {
+			t.Errorf("normThreads(%d) = %d, want %d", tc.c, got, tc.want)
+		}
+	}
+	b, err := os.ReadFile("fused.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"rmsnorm_backward_fused", "rmsnorm_backward_fused_bf16"} {
+		if !regexp.MustCompile(`__global__ void __launch_bounds__\(1024\) ` + k + `\(`).Match(b) {
+			t.Errorf("fused.cu: %s is not bounded to blocks of 1024 threads", k)
+		}
 	}
 }

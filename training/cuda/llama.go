@@ -123,9 +123,9 @@ func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) 
 	fused := e.fast.has(fastNorm)
 	switch {
 	case fused && copy16:
-		r.launch("rmsnorm_backward_fused_bf16", dim{x: chunks}, blk, dx, dx16, e.act.dwPart, dout, x, w, rstd, n, c)
+		r.launch("rmsnorm_backward_fused_bf16", dim{x: chunks}, dim{x: normThreads(c)}, dx, dx16, e.act.dwPart, dout, x, w, rstd, n, c)
 	case fused:
-		r.launch("rmsnorm_backward_fused", dim{x: chunks}, blk, dx, e.act.dwPart, dout, x, w, rstd, n, c)
+		r.launch("rmsnorm_backward_fused", dim{x: chunks}, dim{x: normThreads(c)}, dx, e.act.dwPart, dout, x, w, rstd, n, c)
 	case copy16:
 		r.launch("rmsnorm_backward_dx_bf16", rows(n), blk, dx, dx16, dout, x, w, rstd, n, c)
 	default:
