@@ -32,8 +32,8 @@
 // cost model in docs/gpu.md. Off, it records nothing and changes no bit.
 //
 // Faster paths that give the same bits (a fused cross-entropy, kernels that write the
-// bfloat16 operands they produce, RMSNorm's backward pass in one kernel and producers
-// that write only the bfloat16 operand, fused.cu), and deterministic flash attention on
+// bfloat16 operands they produce, RMSNorm's backward pass in one kernel, rmsnorm.cu, and
+// producers that write only the bfloat16 operand), and deterministic flash attention on
 // bfloat16 tensor cores (flash.cu, which changes the bits within a stated tolerance), run only when
 // FastEnv names them, until a GPU run signs them off; their kernels are optional, so an
 // older PTX still loads. The flash kernels' index maths is one C header

@@ -20,7 +20,7 @@ const FastEnv = "SFSWEEP_CUDA_FAST"
 // crossentropy_test.go runs the same partition).
 const ceThreads = 512
 
-// normRows is the rows of a partial sum of a norm-weight gradient (NORM_ROWS of fused.cu,
+// normRows is the rows of a partial sum of a norm-weight gradient (NORM_ROWS of rmsnorm.cu,
 // which a test reads there): the chunks fix the order of the sum, so they are part of the
 // arithmetic.
 const normRows = 32
@@ -52,7 +52,7 @@ const (
 	// bits (not in exactFast).
 	fastFlash
 	// fastNorm runs RMSNorm's backward pass as one kernel that updates the input gradient
-	// and writes the weight gradient's partial sums (fused.cu), in every precision, and, in
+	// and writes the weight gradient's partial sums (rmsnorm.cu), in every precision, and, in
 	// bf16 mode with fastRound, its forward pass writes only the bfloat16 copy of its
 	// output, which is all the next product reads (round.go).
 	fastNorm

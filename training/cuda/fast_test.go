@@ -39,7 +39,7 @@ func TestParseFast(t *testing.T) {
 }
 
 // kernelFiles are the sources of the PTX: kernels.cu and the files it includes.
-var kernelFiles = []string{"kernels.cu", "flash.cu", "fused.cu", "crossentropy.cu"}
+var kernelFiles = []string{"kernels.cu", "flash.cu", "rmsnorm.cu", "crossentropy.cu"}
 
 // kernelSource is the source of the PTX: kernels.cu and the files it includes.
 func kernelSource(t *testing.T) string {

@@ -266,6 +266,12 @@ __global__ void rmsnorm_forward_bf16(float *out, __nv_bfloat16 *out16, float *rs
     rmsnormForward(out, out16, rstd, x, w, n, c, eps);
 }
 
+// rmsnorm_forward_to_bf16 is rmsnorm_forward_bf16 without the float32 output (SFSWEEP_CUDA_FAST=norm): out16 (N,C)
+// bfloat16 and rstd (N) from x (N,C) and w (C).
+__global__ void rmsnorm_forward_to_bf16(__nv_bfloat16 *out16, float *rstd, const float *x, const float *w, int n, int c, float eps) {
+    rmsnormForward<false>(nullptr, out16, rstd, x, w, n, c, eps);
+}
+
 // rmsnorm_backward_dx adds the gradient with respect to x to dx, one warp per row:
 // with x̂ = x·rstd and dot = mean(dout·w·x̂), dx += rstd·(dout·w − x̂·dot).
 // dx (N,C), dout (N,C), x (N,C), w (C), rstd (N)
@@ -436,6 +442,18 @@ __global__ void swiglu_backward(float *dgu, const float *dout, const float *gu, 
 // dgu16 (N,2F) (SFSWEEP_CUDA_FAST=round).
 __global__ void swiglu_backward_bf16(float *dgu, __nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
     swigluBackward(dgu, dgu16, dout, gu, n, f);
+}
+
+// swiglu_forward_to_bf16 is swiglu_forward_bf16 without the float32 output (SFSWEEP_CUDA_FAST=swiglu): out16 (N,F)
+// bfloat16 from gu (N,2F).
+__global__ void swiglu_forward_to_bf16(__nv_bfloat16 *out16, const float *gu, int n, int f) {
+    swigluForward<false>(nullptr, out16, gu, n, f);
+}
+
+// swiglu_backward_to_bf16 is swiglu_backward_bf16 without the float32 gradient (SFSWEEP_CUDA_FAST=swiglu): dgu16
+// (N,2F) bfloat16 from dout (N,F) and gu (N,2F).
+__global__ void swiglu_backward_to_bf16(__nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
+    swigluBackward<false>(nullptr, dgu16, dout, gu, n, f);
 }
 
 // crossentropy_forward replaces each row of logits (N,V) by its softmax and writes the row's
@@ -739,8 +757,8 @@ __global__ void to_bf16(__nv_bfloat16 *dst, const float *x, long n) {
 
 } // extern "C"
 
-// The flash attention kernels (flash.cu), the norm and SwiGLU paths' kernels (fused.cu)
-// and the online cross-entropy (crossentropy.cu), in the same PTX.
+// The flash attention kernels (flash.cu), RMSNorm's fused backward pass (rmsnorm.cu) and
+// the online cross-entropy (crossentropy.cu), in the same PTX.
 #include "flash.cu"
-#include "fused.cu"
+#include "rmsnorm.cu"
 #include "crossentropy.cu"

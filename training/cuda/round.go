@@ -13,7 +13,7 @@ import "gorgonia.org/cu"
 // float32 values into scratch with a launch of their own. The copy is bitwise what to_bf16
 // made of the same value. Every write of these buffers before a product reads them is by
 // such a kernel, so a copy is never stale when it is read. With the norm and swiglu paths
-// (fused.cu) RMSNorm's and SwiGLU's kernels write the copy alone and leave the float32
+// RMSNorm's and SwiGLU's *_to_bf16 kernels write the copy alone and leave the float32
 // nfOut, n1Out, n2Out, h and dgu unwritten: only products read those, and they read the
 // copy.
 

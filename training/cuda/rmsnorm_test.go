@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// A Go mirror of rmsnorm_backward_fused (fused.cu): a block per chunk of normRows rows,
+// A Go mirror of rmsnorm_backward_fused (rmsnorm.cu): a block per chunk of normRows rows,
 // whose warps take each row's mean(dout·w·x̂) (a warp per row, 32 lanes striding over it,
 // warpSum) and whose threads then walk the columns, each down the chunk's rows in order.
 // It must give bitwise what the default path's two kernels give: rmsnorm_backward_dx's dx
@@ -127,37 +127,37 @@ func TestRMSNormBackwardFusedMirror(t *testing.T) {
 	}
 }
 
-// The Go side's normRows is fused.cu's NORM_ROWS, which sizes the kernel's shared memory
+// The Go side's normRows is rmsnorm.cu's NORM_ROWS, which sizes the kernel's shared memory
 // and fixes the chunks of the sum.
 func TestNormRowsConstant(t *testing.T) {
-	b, err := os.ReadFile("fused.cu")
+	b, err := os.ReadFile("rmsnorm.cu")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^#define NORM_ROWS (\d+)$`).FindSubmatch(b)
 	if m == nil {
-		t.Fatal("fused.cu defines no NORM_ROWS")
+		t.Fatal("rmsnorm.cu defines no NORM_ROWS")
 	}
 	if v, _ := strconv.Atoi(string(m[1])); v != normRows {
-		t.Errorf("fused.cu: NORM_ROWS = %d, the Go side's normRows %d", v, normRows)
+		t.Errorf("rmsnorm.cu: NORM_ROWS = %d, the Go side's normRows %d", v, normRows)
 	}
 }
 
 // The fused backward pass's block is whole warps, a thread per column up to 1024, which
-// __launch_bounds__(1024) in fused.cu allows.
+// __launch_bounds__(1024) in rmsnorm.cu allows.
 func TestNormThreads(t *testing.T) {
 	for _, tc := range []struct{ c, want int }{{1, 32}, {32, 32}, {33, 64}, {768, 768}, {1000, 1024}, {4096, 1024}} {
 		if got := normThreads(tc.c); got != tc.want {
 			t.Errorf("normThreads(%d) = %d, want %d", tc.c, got, tc.want)
 		}
 	}
-	b, err := os.ReadFile("fused.cu")
+	b, err := os.ReadFile("rmsnorm.cu")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"rmsnorm_backward_fused", "rmsnorm_backward_fused_bf16"} {
 		if !regexp.MustCompile(`__global__ void __launch_bounds__\(1024\) ` + k + `\(`).Match(b) {
-			t.Errorf("fused.cu: %s is not bounded to blocks of 1024 threads", k)
+			t.Errorf("rmsnorm.cu: %s is not bounded to blocks of 1024 threads", k)
 		}
 	}
 }

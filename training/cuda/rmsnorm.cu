@@ -1,21 +1,12 @@
-// The norm and SwiGLU paths' kernels (SFSWEEP_CUDA_FAST=norm,swiglu), included by
-// kernels.cu so that they are part of the one PTX. Each gives bitwise the values of the
-// kernels it replaces: the same expressions in the same order, no transcendental that
-// they did not have.
-//
-// In bf16 mode with the round path, a product reads only the bfloat16 copy of RMSNorm's
-// output, of SwiGLU's output and of SwiGLU's input gradient, so the *_to_bf16 kernels
-// write that copy alone: 4 bytes less per element than the round path's kernels, which
-// write the float32 value too.
-//
-// rmsnorm_backward_fused does in one pass what rmsnorm_backward_dx and
-// rmsnorm_backward_dw_part do in two: a block per chunk of NORM_ROWS rows, whose warps
-// first take each row's mean(dout·w·x̂) as rmsnorm_backward_dx does (a warp per row, its
-// lanes striding over the row, warpSum), then whose threads walk the columns, each column
-// down the chunk's rows in order, updating dx and summing dout·x̂ as
-// rmsnorm_backward_dw_part does. dout and x are read from memory once and from cache
-// the second time; the partial sums are those of the old kernel, so sum_rows_add adds
-// them up to the same bits.
+// RMSNorm's backward pass in one kernel (SFSWEEP_CUDA_FAST=norm), included by kernels.cu
+// so that it is part of the one PTX. rmsnorm_backward_fused does in one pass what
+// rmsnorm_backward_dx and rmsnorm_backward_dw_part do in two, bitwise: a block per chunk
+// of NORM_ROWS rows, whose warps first take each row's mean(dout·w·x̂) as
+// rmsnorm_backward_dx does (a warp per row, its lanes striding over the row, warpSum),
+// then whose threads walk the columns, each column down the chunk's rows in order,
+// updating dx and summing dout·x̂ as rmsnorm_backward_dw_part does. dout and x are read
+// from memory once and from cache the second time; the partial sums are those of the old
+// kernel, so sum_rows_add adds them up to the same bits.
 
 // NORM_ROWS is the rows of a partial sum of a norm-weight gradient, the Go side's
 // normRows (a test reads it here): the chunks fix the order of the sum.
@@ -54,12 +45,6 @@ __device__ __forceinline__ void rmsnormBackwardFused(float *dx, __nv_bfloat16 *d
 
 extern "C" {
 
-// rmsnorm_forward_to_bf16 is rmsnorm_forward_bf16 without the float32 output: out16 (N,C)
-// bfloat16 and rstd (N) from x (N,C) and w (C).
-__global__ void rmsnorm_forward_to_bf16(__nv_bfloat16 *out16, float *rstd, const float *x, const float *w, int n, int c, float eps) {
-    rmsnormForward<false>(nullptr, out16, rstd, x, w, n, c, eps);
-}
-
 // rmsnorm_backward_fused adds the input gradient to dx (N,C), as rmsnorm_backward_dx does,
 // and writes the chunks' sums of dout·x̂ into part (chunks,C), as rmsnorm_backward_dw_part
 // does; a block per chunk of NORM_ROWS rows, of whole warps (any number up to 1024).
@@ -71,18 +56,6 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_fused(float *dx, float 
 // to bfloat16 into dx16 (N,C), as rmsnorm_backward_dx_bf16 does.
 __global__ void __launch_bounds__(1024) rmsnorm_backward_fused_bf16(float *dx, __nv_bfloat16 *dx16, float *part, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
     rmsnormBackwardFused<true>(dx, dx16, part, dout, x, w, rstd, n, c);
-}
-
-// swiglu_forward_to_bf16 is swiglu_forward_bf16 without the float32 output: out16 (N,F)
-// bfloat16 from gu (N,2F).
-__global__ void swiglu_forward_to_bf16(__nv_bfloat16 *out16, const float *gu, int n, int f) {
-    swigluForward<false>(nullptr, out16, gu, n, f);
-}
-
-// swiglu_backward_to_bf16 is swiglu_backward_bf16 without the float32 gradient: dgu16
-// (N,2F) bfloat16 from dout (N,F) and gu (N,2F).
-__global__ void swiglu_backward_to_bf16(__nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
-    swigluBackward<false>(nullptr, dgu16, dout, gu, n, f);
 }
 
 } // extern "C"

@@ -9,7 +9,7 @@ import (
 	"gorgonia.org/cu"
 )
 
-// The norm and swiglu paths' kernels (fused.cu), isolated: bitwise the kernels they
+// The norm and swiglu paths' kernels (rmsnorm.cu and kernels.cu), isolated: bitwise the kernels they
 // replace on the same inputs, and RMSNorm's backward pass bitwise its Go mirror; rows
 // that fill no chunk of normRows, fewer rows than a chunk, and llama-124m's width.
 func TestNormKernels(t *testing.T) {
