@@ -16,18 +16,7 @@ import (
 // mask, tile range, fragment and rounding point of the kernels is the mirror's. In both
 // block orders, with T not a multiple of the tile. Needs g++ (C++20); skipped without it.
 func TestFlashEmulated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the emulator: about 20 s")
-	}
-	cxx, err := exec.LookPath("g++")
-	if err != nil {
-		t.Skip("no g++ to build the emulator")
-	}
-	bin := filepath.Join(t.TempDir(), "emu")
-	build := exec.Command(cxx, "-std=c++20", "-O2", "-pthread", "-fno-strict-aliasing", "-Wall", "-Wno-unknown-pragmas", "-Werror", "-o", bin, "flashemu/emu.cc")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the emulator: %v\n%s", err, out)
-	}
+	bin := buildEmulator(t, "flashemu/emu.cc")
 	for _, tc := range []struct{ b, nh, nt int }{{1, 2, 37}, {2, 1, 64}, {1, 1, 130}} {
 		bh := tc.b * tc.nh
 		q, k, v, do := flashInputs(bh, tc.nt, uint64(tc.nt)+100)
@@ -69,26 +58,57 @@ func TestFlashEmulated(t *testing.T) {
 	}
 }
 
-// emulateFlash runs the emulator on qkv (B,T,3C) and dy (B,T,C) with a's shape and scale;
-// the bfloat16 outputs come back widened to float32 (toBF16Bits undoes it).
-func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy []float32, b, nh int, reverse bool) map[string][]float32 {
+// buildEmulator compiles one of flashemu's emulators into the test's temporary folder, or
+// skips the test where there is no g++ or in -short mode (flash.cu's takes about 20 s).
+func buildEmulator(t *testing.T, src string) string {
 	t.Helper()
-	var in bytes.Buffer
-	rev := int32(0)
-	if reverse {
-		rev = 1
+	if testing.Short() {
+		t.Skip("builds and runs an emulator")
 	}
-	scale, _ := flashScale()
-	for _, x := range []any{[]int32{int32(b), int32(nh), int32(a.t), rev}, []float32{a.scaleLog2, scale}, qkv, dy} {
-		_ = binary.Write(&in, binary.LittleEndian, x) // a bytes.Buffer takes every write
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++ to build the emulator")
+	}
+	bin := filepath.Join(t.TempDir(), "emu")
+	build := exec.Command(cxx, "-std=c++20", "-O2", "-pthread", "-fno-strict-aliasing", "-Wall", "-Wno-unknown-pragmas", "-Werror", "-o", bin, src)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", src, err, out)
+	}
+	return bin
+}
+
+// runEmulator runs an emulator with the little-endian bytes of in on its standard input
+// and returns its standard output.
+func runEmulator(t *testing.T, bin string, in ...any) *bytes.Buffer {
+	t.Helper()
+	var stdin bytes.Buffer
+	for _, x := range in {
+		_ = binary.Write(&stdin, binary.LittleEndian, x) // a bytes.Buffer takes every write
 	}
 	cmd := exec.Command(bin)
-	cmd.Stdin = &in
+	cmd.Stdin = &stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("emulator: %v\n%s", err, errb.String())
 	}
+	return &out
+}
+
+// flag is an emulator's int32 for b.
+func flag(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// emulateFlash runs the emulator on qkv (B,T,3C) and dy (B,T,C) with a's shape and scale;
+// the bfloat16 outputs come back widened to float32 (toBF16Bits undoes it).
+func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy []float32, b, nh int, reverse bool) map[string][]float32 {
+	t.Helper()
+	scale, _ := flashScale()
+	out := runEmulator(t, bin, []int32{int32(b), int32(nh), int32(a.t), flag(reverse)}, []float32{a.scaleLog2, scale}, qkv, dy)
 	n, rows := len(a.q), a.bh*a.t
 	res := map[string][]float32{}
 	for _, f := range []struct {
@@ -97,7 +117,7 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy []float32, b, 
 	}{{"qkv16", 3 * n}, {"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n}} {
 		if strings.HasSuffix(f.name, "16") {
 			h := make([]uint16, f.n)
-			if err := binary.Read(&out, binary.LittleEndian, h); err != nil {
+			if err := binary.Read(out, binary.LittleEndian, h); err != nil {
 				t.Fatalf("emulator output %s: %v", f.name, err)
 			}
 			res[f.name] = make([]float32, f.n)
@@ -107,7 +127,7 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy []float32, b, 
 			continue
 		}
 		res[f.name] = make([]float32, f.n)
-		if err := binary.Read(&out, binary.LittleEndian, res[f.name]); err != nil {
+		if err := binary.Read(out, binary.LittleEndian, res[f.name]); err != nil {
 			t.Fatalf("emulator output %s: %v", f.name, err)
 		}
 	}

@@ -12,32 +12,11 @@
 // scaleLog2, scale; qkv (B,T,3C) and dy (B,T,C) float32, C = H·64. Output on stdout: q, k,
 // v (B,H,T,64) bfloat16, y (B,T,C) float32, y16 bfloat16, lse (B,H,T), dvec (B,H,T), dq,
 // dk, dv (B,H,T,64) float32.
-#include <algorithm>
-#include <barrier>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
-#include <thread>
-#include <vector>
-
-#define __global__
-#define __device__
-#define __host__
-#define __forceinline__ inline
-#define __shared__ static
-#define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(n)
 #define FLASH_EMULATE 1
-#define WARP 32
+#include "emu.h"
 
 #include "../flashmath/flash_tiles.h"
 
-struct __nv_bfloat16 {
-    uint16_t x;
-};
 struct __nv_bfloat162 {
     __nv_bfloat16 x, y;
 };
@@ -50,61 +29,13 @@ struct float2 {
 static uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return {x, y, z, w}; }
 static float2 make_float2(float x, float y) { return {x, y}; }
 
-static uint16_t rne(float f) {
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return (uint16_t)((b + 0x7fff + ((b >> 16) & 1)) >> 16);
-}
-static __nv_bfloat16 __float2bfloat16_rn(float f) { return {rne(f)}; }
 static __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {{rne(a)}, {rne(b)}}; }
-static float bf(uint16_t h) {
-    uint32_t b = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
 static float __bfloat162float(__nv_bfloat16 h) { return bf(h.x); }
 
 static float emuExp2(float x) { return (float)exp2((double)x); }
 static float emuLog2(float x) { return (float)log2((double)x); }
 #define exp2f emuExp2
 #define log2f emuLog2
-
-struct dim3 {
-    int x, y, z;
-};
-thread_local dim3 threadIdx, blockIdx;
-static dim3 blockDim, gridDim;
-
-// Block is what the threads of a block share: its barrier, one per warp, and a slot per
-// lane for a collective's operands.
-struct Block {
-    std::barrier<> all;
-    std::vector<std::unique_ptr<std::barrier<>>> warps;
-    std::vector<uint64_t> slots; // [warp][lane][8]
-    explicit Block(int threads) : all(threads), slots((size_t)threads * 8) {
-        for (int w = 0; w < threads / WARP; w++) warps.push_back(std::make_unique<std::barrier<>>(WARP));
-    }
-};
-thread_local Block *blk;
-
-static void __syncthreads() { blk->all.arrive_and_wait(); }
-
-static int lane() { return threadIdx.x % WARP; }
-static void warpSync() { blk->warps[threadIdx.x / WARP]->arrive_and_wait(); }
-// slot is lane l's operands in the calling thread's warp.
-static uint64_t *slot(int l) { return &blk->slots[((size_t)(threadIdx.x / WARP) * WARP + l) * 8]; }
-
-static float __shfl_xor_sync(unsigned, float v, int o) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    slot(lane())[0] = u;
-    warpSync();
-    u = (uint32_t)slot(lane() ^ o)[0];
-    warpSync();
-    memcpy(&v, &u, 4);
-    return v;
-}
 
 // ldmatrix .x4: lane l's address is row l%8 of matrix l/8; lane l gets in register j
 // elements 2(l%4), 2(l%4)+1 of row l/4 of matrix j, or of its transpose.
@@ -147,47 +78,7 @@ static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
     }
 }
 
-static float warpSum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
 #include "../flash.cu"
-
-// launch runs kernel on a grid of gx × gy blocks of threads threads, block after block.
-template <class F>
-static void launch(int gx, int gy, int threads, bool reverse, F kernel) {
-    blockDim = {threads, 1, 1}, gridDim = {gx, gy, 1};
-    std::vector<dim3> order;
-    for (int y = 0; y < gy; y++)
-        for (int x = 0; x < gx; x++) order.push_back({x, y, 0});
-    if (reverse) std::reverse(order.begin(), order.end());
-    for (dim3 b : order) {
-        Block block(threads);
-        std::vector<std::thread> ts;
-        for (int t = 0; t < threads; t++)
-            ts.emplace_back([&, t] {
-                threadIdx = {t, 0, 0};
-                blockIdx = b;
-                blk = &block;
-                kernel();
-            });
-        for (auto &t : ts) t.join();
-    }
-}
-
-template <class T>
-static std::vector<T> get(size_t n) {
-    std::vector<T> x(n);
-    if (fread(x.data(), sizeof(T), n, stdin) != n) {
-        fprintf(stderr, "emu: short input\n");
-        exit(2);
-    }
-    return x;
-}
-
-template <class T>
-static void put(const std::vector<T> &x) { fwrite(x.data(), sizeof(T), x.size(), stdout); }
 
 int main() {
     auto hdr = get<int32_t>(4);

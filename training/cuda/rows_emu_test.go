@@ -1,0 +1,79 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"testing"
+)
+
+// The source of rmsnorm_backward_fused, rmsnorm_backward_fused_bf16 and
+// crossentropy_loss_online (rmsnorm.cu, crossentropy.cu), run on the CPU by
+// flashemu/rows.cc, gives the Go mirrors' bits: every index, chunk edge, shuffle and merge
+// of the kernels is the mirrors'. In both block orders, with rows that fill no chunk and
+// blocks of several sizes. Needs g++ (C++20); skipped without it.
+func TestRowKernelsEmulated(t *testing.T) {
+	bin := buildEmulator(t, "flashemu/rows.cc")
+	for _, tc := range []struct {
+		n, c, threads int
+		reverse       bool
+		nce, v        int
+	}{
+		{5, 12, normThreads(12), false, 1, 5},
+		{70, 100, normThreads(100), true, 4, 1000},
+		{70, 100, 64, false, 2, 513},
+		{33, 768, normThreads(768), true, 5, 50304},
+	} {
+		n, c := tc.n, tc.c
+		x, w, dout, dx := randn(n*c, 1), randn(c, 2), randn(n*c, 3), randn(n*c, 4)
+		_, _, rstd := rmsnormMirror(x, w, c, 1e-5)
+		logits, targets := ceCase(tc.nce, tc.v, uint64(tc.v))
+		out := runEmulator(t, bin, []int32{int32(n), int32(c), int32(tc.threads), flag(tc.reverse), int32(tc.nce), int32(tc.v)},
+			dx, dout, x, w, rstd, logits, targets)
+		chunks := (n + normRows - 1) / normRows
+		dx1, part1, dx2 := make([]float32, n*c), make([]float32, chunks*c), make([]float32, n*c)
+		dx16, part2 := make([]uint16, n*c), make([]float32, chunks*c)
+		losses, stats := make([]float64, tc.nce), make([]float32, 2*tc.nce)
+		for _, a := range []any{dx1, part1, dx2, dx16, part2, losses, stats} {
+			if err := binary.Read(out, binary.LittleEndian, a); err != nil {
+				t.Fatalf("emulator output: %v", err)
+			}
+		}
+		if out.Len() != 0 {
+			t.Fatalf("emulator wrote %d bytes more than expected", out.Len())
+		}
+
+		order := make([]int, chunks)
+		for i := range order {
+			order[i] = i
+		}
+		mdx := slices.Clone(dx)
+		mdx16, mpart := rmsnormBackwardFusedMirror(mdx, dout, x, w, rstd, c, tc.threads, order)
+		for _, g := range []struct {
+			name      string
+			got, want []uint32
+		}{
+			{"dx", bits32(dx1), bits32(mdx)}, {"partial sum", bits32(part1), bits32(mpart)},
+			{"dx (bf16 kernel)", bits32(dx2), bits32(mdx)}, {"partial sum (bf16 kernel)", bits32(part2), bits32(mpart)},
+		} {
+			if i := firstDiff(g.got, g.want); i >= 0 {
+				t.Errorf("%+v: %s[%d] = %#08x, the mirror's %#08x", tc, g.name, i, g.got[i], g.want[i])
+			}
+		}
+		if i := firstDiff(dx16, mdx16); i >= 0 {
+			t.Errorf("%+v: dx16[%d] = %#04x, the mirror's %#04x", tc, i, dx16[i], mdx16[i])
+		}
+
+		ml, _, _ := onlineCE(logits, targets, tc.v)
+		for r := range tc.nce {
+			mx, sum := onlineRowMaxSum(logits[r*tc.v : (r+1)*tc.v])
+			if math.Float32bits(stats[2*r]) != math.Float32bits(mx) || math.Float32bits(stats[2*r+1]) != math.Float32bits(1/sum) {
+				t.Errorf("%+v: stats of row %d = %v, %v; the mirror's %v, %v", tc, r, stats[2*r], stats[2*r+1], mx, 1/sum)
+			}
+			// C's log and Go's may differ in a double's last bit
+			if d := math.Abs(losses[r] - ml[r]); d > 1e-14*math.Max(1, math.Abs(ml[r])) {
+				t.Errorf("%+v: loss of row %d = %v, the mirror's %v", tc, r, losses[r], ml[r])
+			}
+		}
+	}
+}
