@@ -106,6 +106,7 @@ func init() {
 		backend.RegisterNeed(b.Name, func(cfg model.Config, batch, seqLen int) int64 {
 			return NeedBytes(cfg, batch, seqLen, b.Precision)
 		})
+		backend.RegisterVariant(b.Name, func() string { return variant(os.Getenv(FastEnv), b.Precision == backend.BF16) })
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 // ce1 gives bitwise the results of the default path (the arithmetic stays that of the
 // backend's name); flash computes attention in another order and rounds it elsewhere, and
 // ce1 sums the softmax's denominator in another order, so their bits differ within a
-// tolerance, and they make a new arithmetic once signed off. Unset or empty, the engine
-// runs the default path.
+// tolerance, and they make a new arithmetic once signed off; until then an engine that
+// runs them says so in its provenance (variant). Unset or empty, the engine runs the
+// default path.
 const FastEnv = "SFSWEEP_CUDA_FAST"
 
 // ceThreads is the block of the cross-entropy kernels, one block per row: its size fixes
@@ -148,6 +149,21 @@ func parseFast(s string) (fastPaths, error) {
 		f |= fastNames[i].path
 	}
 	return f, nil
+}
+
+// variant is what the fast paths of FastEnv's value s add to the arithmetic of an engine
+// (in bf16 mode or not): "+" and the paths that change its bits, or "" (exactly the
+// catalog's arithmetic). flash and ce1 change bits in bf16 only; other precisions keep the
+// default kernels. A value parseFast refuses adds nothing: such an engine is never made.
+func variant(s string, bf16 bool) string {
+	f, err := parseFast(s)
+	if err != nil || !bf16 {
+		return ""
+	}
+	if changed := f &^ exactFast(); changed != 0 {
+		return "+" + changed.String()
+	}
+	return ""
 }
 
 func fastIndex(name string) int {

@@ -103,3 +103,25 @@ func TestFlashConstants(t *testing.T) {
 		t.Errorf("flashBR = %d, flashThreads = %d; the header's FLASH_BR is not 16 rows a warp", flashBR, flashThreads)
 	}
 }
+
+// TestVariant: the fast paths that change bits name themselves in a bf16 engine's
+// arithmetic, and only there.
+func TestVariant(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		bf16 bool
+		want string
+	}{
+		{"", true, ""},
+		{"ce,round,norm,swiglu", true, ""},
+		{"flash", true, "+flash"},
+		{"ce1, ce, flash", true, "+flash,ce1"},
+		{"flash,ce1", false, ""},
+		{"flash,ce1", false, ""},
+		{"bogus,flash", true, ""},
+	} {
+		if got := variant(c.env, c.bf16); got != c.want {
+			t.Errorf("variant(%q, bf16 %v) = %q, want %q", c.env, c.bf16, got, c.want)
+		}
+	}
+}
