@@ -132,6 +132,9 @@ func run(ctx context.Context, a *Attempt, t *tailer, p *proc, out *Outcome) (Sta
 			return Diverged, ""
 		}
 		if a.Stall > 0 && time.Since(t.lastLine) > a.Stall {
+			if out.Lines == 0 { // a resumed attempt's step is its checkpoint's, which only the program knows
+				return Stalled, fmt.Sprintf("no metrics line for %v since the attempt started", a.Stall)
+			}
 			return Stalled, fmt.Sprintf("no metrics line for %v (last step %d)", a.Stall, out.Last.Step)
 		}
 		seen := t.untilSeen // the rung's line was read before this push walked the directory

@@ -113,6 +113,11 @@ hang`)
 	if d := time.Since(start); d < a.Stall {
 		t.Errorf("stalled after %v, before the stall timeout", d)
 	}
+	a = attempt(t, "hang") // a resumed attempt that writes nothing: no step of its own to quote
+	a.Stall = 100 * time.Millisecond
+	if out := runFake(t, a); out.Status != Stalled || !strings.Contains(out.Reason, "no metrics line for 100ms since the attempt started") {
+		t.Errorf("outcome %s %q, want stalled with no line", out.Status, out.Reason)
+	}
 }
 
 func TestRunUntilStopsAfterSync(t *testing.T) {
