@@ -81,7 +81,7 @@ func newSearcher(m *sweeps.Manifest) (*searcher, error) {
 	sr := &searcher{m: m, config: search.Config{Rungs: m.Rungs(), Parallel: m.Search.Parallel}}
 	if es := m.Search.EarlyStopping; es != nil {
 		sr.config.Rule, sr.config.Eta, sr.config.MinTrials = es.Rule, m.Eta(), m.MedianMinTrials()
-		sr.config.Brackets, sr.config.Grace = m.Brackets(), m.GraceSteps()
+		sr.config.Brackets, sr.config.Grace, sr.config.Finalists = m.Brackets(), m.GraceSteps(), m.Finalists()
 	} else {
 		sr.config.Rungs = []int{m.Steps}
 	}

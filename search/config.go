@@ -17,18 +17,20 @@ const (
 // Config of a search's scheduling.
 type Config struct {
 	Rule      string `json:"rule"`
-	Rungs     []int  `json:"rungs"`              // increasing decision steps; the last is the run's steps (the end)
-	Eta       int    `json:"eta"`                // halving: keep the best 1/Eta of a rung (≥ 2)
-	MinTrials int    `json:"min_trials"`         // median: configurations complete before it stops any (Optuna n_startup_trials)
-	Brackets  int    `json:"brackets,omitempty"` // hyperband: brackets s = 0..Brackets−1, bracket s starting at rung s; 0: all, one a rung
-	Grace     int    `json:"grace,omitempty"`    // no rule judges before this step: NewState drops the rungs before it
-	Budget    int    `json:"budget"`             // configurations to start in all
-	Parallel  int    `json:"parallel"`           // configurations training at once at most (≥ 1)
+	Rungs     []int  `json:"rungs"`               // increasing decision steps; the last is the run's steps (the end)
+	Eta       int    `json:"eta"`                 // halving: keep the best 1/Eta of a rung (≥ 2)
+	MinTrials int    `json:"min_trials"`          // median: configurations complete before it stops any (Optuna n_startup_trials)
+	Brackets  int    `json:"brackets,omitempty"`  // hyperband: brackets s = 0..Brackets−1, bracket s starting at rung s; 0: all, one a rung
+	Grace     int    `json:"grace,omitempty"`     // no rule judges before this step: NewState drops the rungs before it
+	Finalists int    `json:"finalists,omitempty"` // sync_halving: a rung keeps max(⌊n/Eta⌋, Finalists) of its n, so as many reach the end
+	Budget    int    `json:"budget"`              // configurations to start in all
+	Parallel  int    `json:"parallel"`            // configurations training at once at most (≥ 1)
 }
 
 // Validate checks c: a known rule; rungs positive and increasing, at least the end;
-// Eta ≥ 2 for the halving rules; MinTrials ≥ 0; Brackets within [0, len(Rungs)] of the
-// rungs after Grace ≥ 0; Budget and Parallel ≥ 1.
+// Eta ≥ 2 for the halving rules; MinTrials ≥ 0; Finalists ≥ 0, and 0 but under
+// sync_halving; Brackets within [0, len(Rungs)] of the rungs after Grace ≥ 0; Budget and
+// Parallel ≥ 1.
 func (c Config) Validate() error {
 	switch c.Rule {
 	case ASHA, SyncHalving, Median, Hyperband, NoStopping:
@@ -54,6 +56,9 @@ func (c Config) Validate() error {
 	}
 	if c.MinTrials < 0 {
 		return fmt.Errorf("search config: min_trials %d is negative", c.MinTrials)
+	}
+	if c.Finalists < 0 || (c.Finalists > 0 && c.Rule != SyncHalving) {
+		return fmt.Errorf("search config: finalists %d: must be ≥ 0, and only %s keeps finalists (rule %q)", c.Finalists, SyncHalving, c.Rule)
 	}
 	if c.Budget < 1 {
 		return fmt.Errorf("search config: budget %d: at least one configuration must start", c.Budget)

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -105,4 +106,54 @@ func seeded(seed, n int) (curve, func([]int, int) int) {
 	rng := rand.New(rand.NewSource(int64(seed)))
 	order := rand.New(rand.NewSource(int64(seed) + 1e6))
 	return randomCurve(rng, n), func(r []int, _ int) int { return order.Intn(len(r)) }
+}
+
+// finalRows are 12 configurations at steps 20, 50 and 100. c3 crosses late: 4th at step
+// 20 (c0 3.0, c1 3.2, c2 3.3, c3 3.4, then c4..c11 from 3.5), 2nd at step 50 among the
+// four that go on (c0 2.5, c3 2.6, c1 2.7, c2 2.8), and the best at the end (2.0 against
+// c0's 2.3): c0 leads early and falls behind, as a high learning rate does.
+var finalRows = func() [][]float64 {
+	rows := [][]float64{{3.0, 2.5, 2.3}, {3.2, 2.7, 2.5}, {3.3, 2.8, 2.6}, {3.4, 2.6, 2.0}}
+	for k := range 8 {
+		d := 0.1 * float64(k)
+		rows = append(rows, []float64{3.5 + d, 3.0 + d, 2.8 + d})
+	}
+	return rows
+}()
+
+// TestFinalists runs synchronous halving (η = 3) on finalRows in random orders. Rung 20
+// keeps 4 of 12 and c3 with them; at rung 50, ⌊4/3⌋ = 1 keeps c0 alone, which ends at 2.3
+// while c3 stops; with 2 finalists c0 and c3 both go on and c3 ends best. The steps are
+// 12·20 + 4·30 + 1·50 = 410 against 12·20 + 4·30 + 2·50 = 460 of the grid's 1200.
+func TestFinalists(t *testing.T) {
+	rungs := []int{20, 50, 100}
+	for _, c := range []struct {
+		finalists int
+		want      outcome
+		completed []int
+		steps     int
+	}{
+		{0, outcome{StatusStopped, 50}, []int{0}, 410},
+		{1, outcome{StatusStopped, 50}, []int{0}, 410},
+		{2, outcome{StatusCompleted, 100}, []int{0, 3}, 460},
+		{5, outcome{StatusCompleted, 100}, []int{0, 1, 2, 3, 4}, 640}, // each rung keeps 5: 12·20 + 5·30 + 5·50
+	} {
+		for seed := range 20 {
+			rng := rand.New(rand.NewSource(int64(seed)))
+			s := newState(t, Config{Rule: SyncHalving, Rungs: rungs, Eta: 3, Finalists: c.finalists, Budget: 12, Parallel: 1 + seed%4})
+			(&driver{t: t, s: s, f: table(rungs, finalRows), pick: func(r []int, _ int) int { return rng.Intn(len(r)) }}).run()
+			got := outcomes(s)
+			var completed []int
+			steps := 0
+			for i, o := range got {
+				if o.Status == StatusCompleted {
+					completed = append(completed, i)
+				}
+				steps += o.At
+			}
+			if got[3] != c.want || fmt.Sprint(completed) != fmt.Sprint(c.completed) || steps != c.steps {
+				t.Errorf("finalists %d, order %d: c3 ends %v, completed %v, %d steps; want %v, %v, %d steps", c.finalists, seed, got[3], completed, steps, c.want, c.completed, c.steps)
+			}
+		}
+	}
 }

@@ -28,7 +28,8 @@
 //     else start a new configuration. No slot waits; decisions depend on arrival order.
 //   - [SyncHalving], synchronous successive halving (Jamieson & Talwalkar, AISTATS 2016):
 //     all Budget configurations train to the first rung; once a whole rung is in, its best
-//     1/η go on and the rest stop. Decisions are the same in any arrival order.
+//     1/η, or [Config.Finalists] if more, go on and the rest stop. Decisions are the same
+//     in any arrival order.
 //   - [Median], the median stopping rule (Golovin et al., "Google Vizier", KDD 2017) as
 //     Optuna's MedianPruner: once MinTrials configurations are completed, a candidate
 //     whose best value so far is worse than their median at the same rung stops.

@@ -4,8 +4,12 @@ package search
 // Best Arm Identification and Hyperparameter Optimization", AISTATS 2016): Budget
 // configurations start at the first rung; once every candidate of rung k has an outcome
 // there (paused, diverged or failed) and none can join it any more, the best ⌊n_k/η⌋ of
-// the n_k with a value there (ties: lower index first; a diverged one, +Inf, is never
-// kept) go on to rung k+1 and the others stop at rung k.
+// the n_k with a value there, or Config.Finalists if more (ties: lower index first; a
+// diverged one, +Inf, is never kept), go on to rung k+1 and the others stop at rung k.
+//
+// Finalists hedge the short-horizon bias at the last rung: the best configuration of a
+// small grid can still rank second at half the run (sweeps/stopping-suite.sh measures
+// it), where halving 4 by η = 3 keeps one and stops it; keeping 2 finishes both.
 //
 // A rung decides on its values only once all of them are in, so the decisions, and which
 // configurations reach the end, do not depend on the order events arrive in. The price is
@@ -31,7 +35,7 @@ func (syncHalving) next(s *State) (int, int, bool) {
 			}
 		}
 		rung := s.ranked(step)
-		keep := len(rung) / s.Config.Eta
+		keep := max(len(rung)/s.Config.Eta, min(s.Config.Finalists, len(rung)))
 		resume := -1
 		for r, i := range rung {
 			if c := s.Candidates[i]; c.Status != StatusPaused || c.Until != step {

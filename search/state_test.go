@@ -184,6 +184,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Rungs = []int{0, 10} }, "rung 0 is 0"},
 		{func(c *Config) { c.Eta = 1 }, "eta 1"},
 		{func(c *Config) { c.Rule, c.MinTrials = Median, -1 }, "min_trials -1"},
+		{func(c *Config) { c.Finalists = 2 }, "finalists 2"},
+		{func(c *Config) { c.Rule, c.Finalists = SyncHalving, -1 }, "finalists -1"},
 		{func(c *Config) { c.Budget = 0 }, "budget 0"},
 		{func(c *Config) { c.Parallel = 0 }, "parallel 0"},
 	} {

@@ -37,6 +37,9 @@ type EarlyStopping struct {
 	// Tune's grace_period), GraceSteps the same in steps; at most one. Default: none.
 	Grace      float64 `yaml:"grace,omitempty"`
 	GraceSteps int     `yaml:"grace_steps,omitempty"`
+	// Finalists is the least a rung of sync_halving keeps, max(⌊n/eta⌋, finalists) of its
+	// n, so that as many configurations reach the end; default none: ⌊n/eta⌋.
+	Finalists int `yaml:"finalists,omitempty"`
 	// Iterate is the iterate whose validation loss a rung ranks by (x, y, ewa_x, ewa_y, w,
 	// ewa_w, or ewa); default: the search's iterate, which the metric reads at the end.
 	Iterate string `yaml:"iterate,omitempty"`
@@ -176,6 +179,14 @@ func (es *EarlyStopping) eta() int {
 // Eta is the halving rate of early stopping (DefaultEta if not given).
 func (m *Manifest) Eta() int { return m.Search.EarlyStopping.eta() }
 
+// Finalists is the least a rung of sync_halving keeps (0: none given).
+func (m *Manifest) Finalists() int {
+	if es := m.Search.EarlyStopping; es != nil {
+		return es.Finalists
+	}
+	return 0
+}
+
 // MedianMinTrials is the median rule's min_trials (DefaultMedianMinTrials if not given).
 func (m *Manifest) MedianMinTrials() int {
 	if n := m.Search.EarlyStopping.MinTrials; n > 0 {
@@ -210,6 +221,12 @@ func (m *Manifest) validateEarlyStopping() error {
 	}
 	if es.MinTrials < 0 {
 		return &fielderr.Error{Field: "search.early_stopping.min_trials", Value: es.MinTrials, Reason: "must be ≥ 1"}
+	}
+	if es.Finalists < 0 {
+		return &fielderr.Error{Field: "search.early_stopping.finalists", Value: es.Finalists, Reason: "must be ≥ 1 (0: none, ⌊n/eta⌋ alone)"}
+	}
+	if es.Finalists != 0 && es.Rule != RuleSyncHalving {
+		return &fielderr.Error{Field: "search.early_stopping.finalists", Value: es.Finalists, Reason: fmt.Sprintf("finalists are %s's; %s has none", RuleSyncHalving, es.Rule)}
 	}
 	if es.Brackets != 0 && es.Rule != RuleHyperband {
 		return &fielderr.Error{Field: "search.early_stopping.brackets", Value: es.Brackets, Reason: fmt.Sprintf("brackets are hyperband's; %s has none", es.Rule)}
@@ -270,8 +287,9 @@ func (m *Manifest) validateEarlyStopping() error {
 }
 
 // expectedCost sets p's Halving and Expected for the halving rules: ⌊n/eta^k⌋ of n
-// configurations reach rung k; under hyperband, of each bracket's share (search's
-// Config.Allot), from the bracket's first rung.
+// configurations reach rung k (under sync_halving, each rung keeps at least finalists of
+// those that reach it); under hyperband, of each bracket's share (search's Config.Allot),
+// from the bracket's first rung.
 func (m *Manifest) expectedCost(p *SearchPlan, total int) {
 	if p.Rule != RuleASHA && p.Rule != RuleSyncHalving && p.Rule != RuleHyperband {
 		return
@@ -287,7 +305,7 @@ func (m *Manifest) expectedCost(p *SearchPlan, total int) {
 		for k := b; k < len(p.Rungs); k++ {
 			p.Halving[k] += n
 			e.Steps += int64(n*len(m.Seeds)) * int64(p.Rungs[k]-prev)
-			prev, n = p.Rungs[k], n/m.Eta()
+			prev, n = p.Rungs[k], max(n/m.Eta(), min(n, m.Finalists()))
 		}
 	}
 	perStep := p.Worst.FLOPs / float64(p.Worst.Steps)
