@@ -4,10 +4,12 @@
 # LR ranges and seeds, two of them with LRs past the best so that a lower LR wins. On each
 # grid it runs ASHA, Hyperband (all brackets), the median rule and synchronous halving
 # (rungs at 10% and 30% of the run, eta 3; the median every 10% after 3 completed), then the
-# whole grid, all ranked by the validation loss at x; and three variants: ASHA with a
-# grace period of 30% (its first rung not judged), ASHA and Hyperband judging y at the
-# rungs. Every rule trains a part of the grid's trials, so they cost little beyond the
-# grid. Then it prints, per rule:
+# whole grid, all ranked by the validation loss at x; three variants: ASHA with a grace
+# period of 30% (its first rung not judged), ASHA and Hyperband judging y at the rungs;
+# and the rules with later rungs, at 20% and 50% of the run (eta 3): ASHA, Hyperband,
+# synchronous halving, and synchronous halving that keeps 2 finalists (12 -> 4 -> 2
+# configurations rather than 12 -> 4 -> 1). Every rule trains a part of the grid's trials,
+# so they cost little beyond the grid. Then it prints, per rule:
 #
 #   - the share of grids where the rule's best is within seed noise of the grid's best
 #     (its regret is at most the sample sd over the seeds of the grid's best configuration);
@@ -15,6 +17,10 @@
 #   - the share of the grid's steps it trained.
 #
 #   sh sweeps/stopping-suite.sh     # from the repository root; STEPS=300 by default
+#
+# SUITE_DIR holds the manifests, logs and tables (.sfsweep/stopping-suite), STATE_DIR is
+# sfsweep run's state directory, whose store holds the trials (.sfsweep); GRIDS="g2 g6"
+# runs and reports those grids alone.
 #
 # The whole grid runs as a search that never stops (the median rule with more
 # min_trials than the grid has configurations), so that it writes every configuration's
@@ -24,8 +30,9 @@
 set -eu
 bin=${SFSWEEP_BIN:-.sfsweep/bin/sfsweep}
 work=${SUITE_DIR:-.sfsweep/stopping-suite}
+state=${STATE_DIR:-.sfsweep}
 steps=${STEPS:-300}
-r1=$((steps / 10)) r2=$((3 * steps / 10))
+r1=$((steps / 10)) r2=$((3 * steps / 10)) l1=$((steps / 5)) l2=$((steps / 2))
 mkdir -p "$(dirname "$bin")" "$work/manifests" "$work/logs"
 go build -o "$bin" ./cmd/sfsweep
 
@@ -36,6 +43,11 @@ g3 0.98 5e-4,1e-3,2e-3 vanilla,100,300,1000 7,8,9
 g4 0.95 2e-3,4e-3,8e-3 vanilla,50,200,1000 10,11,12
 g5 0.9 3e-4,1e-3,3e-3 vanilla,50,200,1000 13,14,15
 g6 0.95 1e-3,3e-3,9e-3 vanilla,30,100,300 16,17,18"
+if [ -n "${GRIDS:-}" ]; then
+	grids=$(echo "$grids" | while read -r g rest; do
+		case " $GRIDS " in *" $g "*) echo "$g $rest" ;; esac
+	done)
+fi
 
 # manifest NAME BETA1 LRS CS SEEDS STOPPING: writes $work/manifests/NAME.yaml
 manifest() {
@@ -68,19 +80,22 @@ search:
 EOF
 }
 
-rules="asha hyperband median sync_halving asha_grace asha_y hyperband_y"
+rules="asha hyperband median sync_halving asha_grace asha_y hyperband_y asha_2050 hyperband_2050 sync_2050 sync_2050_f2"
 stopping() {
 	case $1 in
 	asha | hyperband | sync_halving) echo "{rule: $1, rungs: [$r1, $r2], eta: 3}" ;;
 	median) echo "{rule: median, min_steps: $r1, min_trials: 3}" ;;
 	asha_grace) echo "{rule: asha, rungs: [$r1, $r2], eta: 3, grace: 0.3}" ;;
 	asha_y | hyperband_y) echo "{rule: ${1%_y}, rungs: [$r1, $r2], eta: 3, iterate: y}" ;;
+	asha_2050 | hyperband_2050) echo "{rule: ${1%_2050}, rungs: [$l1, $l2], eta: 3}" ;;
+	sync_2050) echo "{rule: sync_halving, rungs: [$l1, $l2], eta: 3}" ;;
+	sync_2050_f2) echo "{rule: sync_halving, rungs: [$l1, $l2], eta: 3, finalists: 2}" ;;
 	whole) echo "{rule: median, min_steps: $r1, min_trials: 1000000}" ;;
 	esac
 }
 
 run() { # run NAME: runs its manifest, keeping the log
-	"$bin" run -ui=false -out "$work/out" "$work/manifests/$1.yaml" >"$work/logs/$1.log" 2>&1 ||
+	"$bin" run -ui=false -dir "$state" -out "$work/out" "$work/manifests/$1.yaml" >"$work/logs/$1.log" 2>&1 ||
 		{ tail -20 "$work/logs/$1.log"; exit 1; }
 }
 
@@ -116,10 +131,10 @@ echo "$grids" | while read -r g b1 lrs cs seeds; do
 		echo "$g $r $3 $gv $sd $(share "$g-$r") lr=$1 c=$2"
 	done
 done | tee "$work/summary.txt" | awk '
-{ regret = $3 - $4; n[$2]++; sum[$2] += regret; steps[$2] += $6; if (regret <= $5) hit[$2]++
-  printf "%s %-13s best %s %s val_loss %.4f, regret %.4f (sd %.4f), %s%% of the steps\n", $1, $2, $7, $8, $3, regret, $5, $6 }
+{ regret = $3 - $4; if (!n[$2]) order[++rules] = $2; n[$2]++; sum[$2] += regret; steps[$2] += $6; if (regret <= $5) hit[$2]++
+  printf "%s %-14s best %s %s val_loss %.4f, regret %.4f (sd %.4f), %s%% of the steps\n", $1, $2, $7, $8, $3, regret, $5, $6 }
 END {
   print "\n| rule | best within seed noise | mean regret (val loss) | steps trained |"
   print "|---|---|---|---|"
-  for (r in n) printf "| %s | %d of %d | %.4f | %.1f%% |\n", r, hit[r], n[r], sum[r] / n[r], steps[r] / n[r]
+  for (i = 1; i <= rules; i++) { r = order[i]; printf "| %s | %d of %d | %.4f | %.1f%% |\n", r, hit[r], n[r], sum[r] / n[r], steps[r] / n[r] }
 }'
