@@ -22,21 +22,28 @@ type parzen struct {
 const priorWeight = 1.0
 
 // newParzen builds the estimator of observations obs (in trial order, which weighs them:
-// tpe.DefaultWeights favours the later ones past 25) over [low, high].
-//
-// The components sit at the observations sorted, with the prior's, at the middle of the
-// range with width high − low, slotted in among them. Each other component is as wide as
-// the larger gap to its neighbours (the range's ends counting as neighbours), except the
-// first and last, which take their inner gap; widths are then clipped to
-// [(high − low)/min(100, 1 + components), high − low].
+// tpe.DefaultWeights favours the later ones past 25) over [low, high], with the prior of
+// a uniform parameter: at the middle of the range, as wide as the range.
 func newParzen(obs []float64, low, high float64) parzen {
+	return newParzenPrior(obs, low, high, 0.5*(low+high), high-low)
+}
+
+// newParzenPrior builds the estimator of obs over [low, high] with the prior component
+// N(priorMu, priorSigma): hyperopt's adaptive_parzen_normal, of which Optuna's is the
+// uniform case. A normal parameter's prior is its own distribution.
+//
+// The components sit at the observations sorted, with the prior's slotted in among them.
+// Each other component is as wide as the larger gap to its neighbours (the range's ends
+// counting as neighbours), except the first and last, which take their inner gap; widths
+// are then clipped to [priorSigma/min(100, 1 + components), priorSigma].
+func newParzenPrior(obs []float64, low, high, priorMu, priorSigma float64) parzen {
 	n := len(obs)
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(obs[a], obs[b]) })
-	prior := 0.5 * (low + high)
+	prior := priorMu
 	pos, _ := slices.BinarySearchFunc(order, prior, func(i int, t float64) int { return cmp.Compare(obs[i], t) })
 
 	w := tpe.DefaultWeights(n)
@@ -76,11 +83,11 @@ func newParzen(obs []float64, low, high float64) parzen {
 		p.sigmas[0] = at(1) - p.mus[0]
 		p.sigmas[m-1] = p.mus[m-1] - at(m-2)
 	}
-	minSigma := (high - low) / math.Min(100, float64(1+m))
+	minSigma := priorSigma / math.Min(100, float64(1+m))
 	for k := range p.sigmas {
-		p.sigmas[k] = min(max(p.sigmas[k], minSigma), high-low)
+		p.sigmas[k] = min(max(p.sigmas[k], minSigma), priorSigma)
 	}
-	p.sigmas[pos] = high - low
+	p.sigmas[pos] = priorSigma
 
 	for k := range p.mus {
 		p.accept += p.weights[k] * (p.cdf(k, high) - p.cdf(k, low))
@@ -122,11 +129,17 @@ func (p parzen) logDensity(x float64) float64 {
 
 // logMass is the log probability of the truncated mixture on [max(x − h, low),
 // min(x + h, high)]: the bin of a whole number x for h = 0.5.
-func (p parzen) logMass(x, h float64) float64 {
-	lo, hi := max(x-h, p.low), min(x+h, p.high)
+func (p parzen) logMass(x, h float64) float64 { return p.logMassIn(x-h, x+h) }
+
+// logMassIn is the log probability of the truncated mixture on [lo, hi] ∩ [low, high]:
+// a quantized value's bin.
+func (p parzen) logMassIn(lo, hi float64) float64 {
+	lo, hi = max(lo, p.low), min(hi, p.high)
 	var mass float64
 	for k := range p.mus {
-		mass += p.weights[k] * (p.cdf(k, hi) - p.cdf(k, lo))
+		if lo < hi {
+			mass += p.weights[k] * (p.cdf(k, hi) - p.cdf(k, lo))
+		}
 	}
 	const eps = 1e-12 // as Optuna, so that an empty bin scores finitely
 	return math.Log(mass+eps) - math.Log(p.accept+eps)

@@ -53,3 +53,31 @@ func TestParzenIsADensity(t *testing.T) {
 		}
 	}
 }
+
+// TestParzenPrior: with a normal prior N(1, 2) and no truncation, the prior component is
+// that normal, slotted in at 1: mus −20, 1, 1.5, 3. Widths: the first its inner gap 21,
+// the prior 2, then max(0.5, 1.5) and the last its inner gap 1.5, clipped to
+// [2/min(100, 5), 2]. The mixture integrates to 1, and its mass on the line is 1.
+func TestParzenPrior(t *testing.T) {
+	p := newParzenPrior([]float64{3, -20, 1.5}, math.Inf(-1), math.Inf(1), 1, 2)
+	if want := []float64{-20, 1, 1.5, 3}; !reflect.DeepEqual(p.mus, want) {
+		t.Errorf("mus %v, want %v", p.mus, want)
+	}
+	if want := []float64{2, 2, 1.5, 1.5}; !reflect.DeepEqual(p.sigmas, want) {
+		t.Errorf("widths %v, want %v", p.sigmas, want)
+	}
+	const lo, hi, n = -40.0, 40.0, 80000
+	var sum float64
+	for i := range n {
+		sum += math.Exp(p.logDensity(lo + (float64(i)+0.5)*(hi-lo)/n))
+	}
+	if got := sum * (hi - lo) / n; math.Abs(got-1) > 1e-6 {
+		t.Errorf("density integrates to %v", got)
+	}
+	if m := p.logMassIn(math.Inf(-1), math.Inf(1)); math.Abs(m) > 1e-9 {
+		t.Errorf("log mass of the line %v, want 0", m)
+	}
+	if m := p.logMassIn(2, 1); m > -20 {
+		t.Errorf("log mass of an empty bin %v, want about log 1e-12", m)
+	}
+}

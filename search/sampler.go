@@ -77,8 +77,10 @@ func NewSampler(method string, space Space, seed int64, opts ...Option) (Sampler
 		return nil, fmt.Errorf("startup trials %d is negative", s.startup)
 	}
 	s.dists = make([]any, len(space))
+	s.params = make(map[string]Param, len(space))
 	for i, p := range s.space {
 		s.dists[i] = p.distribution()
+		s.params[p.Name] = p
 	}
 	return s, nil
 }
@@ -90,6 +92,7 @@ type sampler struct {
 	method  string
 	space   Space
 	dists   []any // goptuna's distribution of each parameter
+	params  map[string]Param
 	seed    int64
 	startup int
 }
@@ -99,17 +102,20 @@ const (
 	streamRandom = iota
 	streamChoice
 	streamTPE
+	streamDist
 )
 
 func (s *sampler) Suggest(index int, history []Observation) (Point, error) {
 	seed := mix(s.seed, uint64(index))
 	random := &randomSampler{
-		inner: goptuna.NewRandomSampler(goptuna.RandomSamplerOptionSeed(mix(seed, streamRandom))),
-		rng:   rand.New(rand.NewSource(mix(seed, streamChoice))),
+		inner:  goptuna.NewRandomSampler(goptuna.RandomSamplerOptionSeed(mix(seed, streamRandom))),
+		rng:    rand.New(rand.NewSource(mix(seed, streamChoice))),
+		dist:   rand.New(rand.NewSource(mix(seed, streamDist))),
+		params: s.params,
 	}
 	var gs goptuna.Sampler = random
 	if s.method == MethodTPE {
-		gs = &tpeSampler{startup: s.startup, rng: rand.New(rand.NewSource(mix(seed, streamTPE))), random: random}
+		gs = &tpeSampler{startup: s.startup, rng: rand.New(rand.NewSource(mix(seed, streamTPE))), random: random, params: s.params}
 	}
 	study, err := goptuna.CreateStudy("search",
 		goptuna.StudyOptionStorage(goptuna.NewInMemoryStorage()),
@@ -130,8 +136,13 @@ func (s *sampler) Suggest(index int, history []Observation) (Point, error) {
 	}
 	trial := goptuna.Trial{Study: study, ID: id}
 	p := make(Point, len(s.space))
-	for _, prm := range s.space {
-		v, err := suggest(trial, prm)
+	for i, prm := range s.space {
+		var v float64
+		if prm.custom() {
+			v, err = sampleCustom(study, id, gs, prm.Name, s.dists[i])
+		} else {
+			v, err = suggest(trial, prm)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("suggest %d: %s: %w", index, prm.Name, err)
 		}
@@ -219,6 +230,20 @@ func suggest(trial goptuna.Trial, p Param) (float64, error) {
 		}
 		return strconv.ParseFloat(label, 64)
 	}
+}
+
+// sampleCustom draws a custom parameter in trial id, as goptuna's Trial draws its own
+// kinds: the sampler's value, recorded in the trial with dist (its Range, as uniform).
+func sampleCustom(study *goptuna.Study, id int, gs goptuna.Sampler, name string, dist any) (float64, error) {
+	frozen, err := study.Storage.GetTrial(id)
+	if err != nil {
+		return 0, err
+	}
+	v, err := gs.Sample(study, frozen, name, dist)
+	if err != nil {
+		return 0, err
+	}
+	return v, study.Storage.SetTrialParam(id, name, v, dist)
 }
 
 // sortedSteps are the keys of values in increasing order.

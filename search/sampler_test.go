@@ -34,6 +34,12 @@ func newSampler(t testing.TB, method string, sp Space, seed int64, opts ...Optio
 // one failed.
 func history(t testing.TB, s Sampler, n int) []Observation {
 	t.Helper()
+	return historyOf(t, s, n, objective)
+}
+
+// historyOf is history valued by f.
+func historyOf(t testing.TB, s Sampler, n int, objective func(Point) float64) []Observation {
+	t.Helper()
 	var h []Observation
 	for i := range n {
 		p, err := s.Suggest(i, h)
@@ -150,16 +156,26 @@ func checkPoint(t *testing.T, p Point) {
 }
 
 // TestTPEInRange: 200 model-based suggestions (30 observations behind them) lie in their
-// ranges and kinds.
+// ranges and kinds, for space and for custom (space_dist_test.go): a custom value within
+// its Range and on its lattice.
 func TestTPEInRange(t *testing.T) {
-	s := newSampler(t, MethodTPE, space, 3)
-	h := history(t, s, 30)
-	for i := range 200 {
-		p, err := s.Suggest(30+i, h)
-		if err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		sp      Space
+		history func(testing.TB, Sampler, int) []Observation
+	}{{space, history}, {custom, customHistory}} {
+		s := newSampler(t, MethodTPE, c.sp, 3)
+		h := c.history(t, s, 30)
+		for i := range 200 {
+			p, err := s.Suggest(30+i, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, prm := range c.sp {
+				if _, err := prm.internal(p[prm.Name]); err != nil {
+					t.Fatalf("suggestion %d: %v", 30+i, err)
+				}
+			}
 		}
-		checkPoint(t, p)
 	}
 }
 

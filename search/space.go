@@ -15,14 +15,24 @@ const (
 	Uniform    = "uniform"     // continuous in [Min, Max]
 	IntUniform = "int_uniform" // whole numbers in [Min, Max]
 	Choice     = "choice"      // one of Choices
+	Normal     = "normal"      // Gaussian of mean Mu and standard deviation Sigma
+	LogNormal  = "log_normal"  // positive, its logarithm Normal(Mu, Sigma)
+	Beta       = "beta"        // in [0, 1], Beta(A, B)
 )
 
-// Param is one searched parameter.
+// Param is one searched parameter. Q > 0 quantizes a continuous kind (uniform,
+// log_uniform, normal, log_normal, beta) as W&B does: a draw x becomes round(x/Q)·Q,
+// rounded half to even (space_dist.go).
 type Param struct {
 	Name    string    `json:"name"`
 	Kind    string    `json:"kind"`
 	Min     float64   `json:"min,omitempty"`
 	Max     float64   `json:"max,omitempty"`
+	Mu      float64   `json:"mu,omitempty"`
+	Sigma   float64   `json:"sigma,omitempty"`
+	A       float64   `json:"a,omitempty"`
+	B       float64   `json:"b,omitempty"`
+	Q       float64   `json:"q,omitempty"`
 	Choices []float64 `json:"choices,omitempty"`
 }
 
@@ -35,7 +45,9 @@ type Point map[string]float64
 
 // Validate checks that the space can be searched: at least one parameter; names non-empty
 // and unique; a known kind; finite bounds with Min < Max (Min > 0 for log_uniform, whole
-// numbers for int_uniform); for choice, at least one finite choice, none twice.
+// numbers for int_uniform); a finite Mu and Sigma > 0 for normal and log_normal; finite A,
+// B > 0 for beta; a finite Q ≥ 0, for the continuous kinds only; for choice, at least one
+// finite choice, none twice; and no field that the kind does not use.
 func (s Space) Validate() error {
 	if len(s) == 0 {
 		return fmt.Errorf("search space has no parameters")
@@ -61,8 +73,19 @@ func (p Param) validate() error {
 	case LogUniform, Uniform, IntUniform:
 	case Choice:
 		return p.validateChoices()
+	case Normal, LogNormal, Beta:
+		return p.validateShape()
 	default:
-		return fmt.Errorf("kind %q is none of %s, %s, %s, %s", p.Kind, LogUniform, Uniform, IntUniform, Choice)
+		return fmt.Errorf("kind %q is none of %s, %s, %s, %s, %s, %s, %s", p.Kind, LogUniform, Uniform, IntUniform, Choice, Normal, LogNormal, Beta)
+	}
+	if err := p.unused(p.Mu != 0 || p.Sigma != 0, "mu and sigma"); err != nil {
+		return err
+	}
+	if err := p.unused(p.A != 0 || p.B != 0, "a and b"); err != nil {
+		return err
+	}
+	if err := p.validateQ(); err != nil {
+		return err
 	}
 	if len(p.Choices) > 0 {
 		return fmt.Errorf("choices %v are for kind %s, not %s", p.Choices, Choice, p.Kind)
@@ -91,6 +114,14 @@ func (p Param) validateChoices() error {
 	if p.Min != 0 || p.Max != 0 {
 		return fmt.Errorf("min %v and max %v are not used by kind %s: list the choices", p.Min, p.Max, Choice)
 	}
+	for _, u := range []struct {
+		set    bool
+		fields string
+	}{{p.Mu != 0 || p.Sigma != 0, "mu and sigma"}, {p.A != 0 || p.B != 0, "a and b"}, {p.Q != 0, "q"}} {
+		if err := p.unused(u.set, u.fields); err != nil {
+			return err
+		}
+	}
 	if len(p.Choices) == 0 {
 		return fmt.Errorf("kind %s has no choices", Choice)
 	}
@@ -107,6 +138,10 @@ func (p Param) validateChoices() error {
 
 // distribution is p's goptuna distribution (p valid).
 func (p Param) distribution() any {
+	if p.custom() {
+		lo, hi := p.Range()
+		return goptuna.UniformDistribution{Low: lo, High: hi}
+	}
 	switch p.Kind {
 	case LogUniform:
 		return goptuna.LogUniformDistribution{Low: p.Min, High: p.Max}
@@ -132,6 +167,9 @@ func (p Param) labels() []string {
 // internal is v in goptuna's internal representation of p's distribution: the value
 // itself, or the index of a choice. It fails if v is outside the distribution.
 func (p Param) internal(v float64) (float64, error) {
+	if p.custom() {
+		return v, p.contains(v)
+	}
 	switch p.Kind {
 	case Choice:
 		if i := slices.Index(p.Choices, v); i >= 0 {

@@ -30,7 +30,8 @@ import (
 type tpeSampler struct {
 	startup int
 	rng     *rand.Rand
-	random  goptuna.Sampler // before startup observations
+	random  goptuna.Sampler  // before startup observations
+	params  map[string]Param // the space, by name: custom parameters are modelled by kind
 }
 
 var _ goptuna.Sampler = (*tpeSampler)(nil)
@@ -48,6 +49,9 @@ func (s *tpeSampler) Sample(study *goptuna.Study, trial goptuna.FrozenTrial, nam
 		return s.random.Sample(study, trial, name, dist)
 	}
 	below, above := split(values, ranks)
+	if p, ok := s.params[name]; ok && p.custom() {
+		return s.custom(newModel(p), below, above), nil
+	}
 	switch d := dist.(type) {
 	case goptuna.UniformDistribution:
 		return s.continuous(d.Low, d.High, below, above), nil
@@ -86,6 +90,32 @@ func (s *tpeSampler) whole(low, high int, below, above []float64) float64 {
 		xs[i] = min(max(math.Round(x), float64(low)), float64(high))
 	}
 	return best(xs, func(x float64) float64 { return l.logMass(x, 0.5) - g.logMass(x, 0.5) })
+}
+
+// custom draws candidates from l in m's space and returns the value of the largest l/g:
+// by density, or, quantized, by the mass of the value's bin.
+func (s *tpeSampler) custom(m model, below, above []float64) float64 {
+	points := func(vs []float64) []float64 {
+		ys := make([]float64, len(vs))
+		for i, v := range vs {
+			ys[i] = m.point(v)
+		}
+		return ys
+	}
+	l := newParzenPrior(points(below), m.low, m.high, m.mu, m.sigma)
+	g := newParzenPrior(points(above), m.low, m.high, m.mu, m.sigma)
+	ys := l.sample(s.rng, eiCandidates)
+	if m.p.Q == 0 {
+		return m.value(best(ys, func(y float64) float64 { return l.logDensity(y) - g.logDensity(y) }))
+	}
+	vs := make([]float64, len(ys))
+	for i, y := range ys {
+		vs[i] = m.value(y)
+	}
+	return best(vs, func(v float64) float64 {
+		lo, hi := m.bin(v)
+		return l.logMassIn(lo, hi) - g.logMassIn(lo, hi)
+	})
 }
 
 // categorical draws choice indices from l, the below observations' weighted counts plus
