@@ -110,11 +110,7 @@ func newSearcher(m *sweeps.Manifest) (*searcher, error) {
 	for gi := range m.Optimizers {
 		var space search.Space
 		for _, d := range m.Dims(gi) {
-			p := search.Param{Name: d.Name, Kind: search.Choice, Choices: d.Param.Values}
-			if dist := d.Param.Dist; dist != nil {
-				p = search.Param{Name: d.Name, Kind: dist.Kind, Min: dist.Min, Max: dist.Max}
-			}
-			space = append(space, p)
+			space = append(space, d.Param.SearchParam(d.Name))
 		}
 		s, err := search.NewSampler(m.Method(), space, m.Search.Seed*1_000_003+int64(gi))
 		if err != nil {

@@ -68,6 +68,10 @@ func (s Space) Validate() error {
 	return nil
 }
 
+// Check checks p as Validate checks each parameter, its name aside: the error is the
+// reason alone.
+func (p Param) Check() error { return p.validate() }
+
 func (p Param) validate() error {
 	switch p.Kind {
 	case LogUniform, Uniform, IntUniform:

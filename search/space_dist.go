@@ -154,7 +154,7 @@ func minMax(xs []float64) (lo, hi float64) {
 func (p Param) contains(v float64) error {
 	lo, hi := p.Range()
 	if !(lo <= v && v <= hi) {
-		return fmt.Errorf("%s = %v is outside [%v, %v], the values of %s", p.Name, v, lo, hi, p.describe())
+		return fmt.Errorf("%s = %v is outside [%v, %v], the values of %s", p.Name, v, lo, hi, p.String())
 	}
 	if p.quantize(v) != v {
 		return fmt.Errorf("%s = %v is not a multiple of q = %v", p.Name, v, p.Q)
@@ -162,8 +162,9 @@ func (p Param) contains(v float64) error {
 	return nil
 }
 
-// describe is p's distribution as an error names it.
-func (p Param) describe() string {
+// String is p's distribution as a manifest's plan and errors write it:
+// normal(mu 0, sigma 1) quantized by 2, log_uniform[8, 512].
+func (p Param) String() string {
 	var s string
 	switch p.Kind {
 	case Normal, LogNormal:
@@ -173,7 +174,7 @@ func (p Param) describe() string {
 	default:
 		s = fmt.Sprintf("%s[%v, %v]", p.Kind, p.Min, p.Max)
 	}
-	if p.Q > 0 {
+	if p.Q != 0 {
 		s += fmt.Sprintf(" quantized by %v", p.Q)
 	}
 	return s

@@ -147,7 +147,7 @@ func TestCustomDistributions(t *testing.T) {
 			shifted.A *= 1.2
 		}
 		if d := ksFrom(xs[p.Name], func(x float64) float64 { return cdf(shifted, x) }); d < crit {
-			t.Errorf("%s against %s: KS distance %.4f < %.4f: the test cannot tell them apart", p.Name, shifted.describe(), d, crit)
+			t.Errorf("%s against %s: KS distance %.4f < %.4f: the test cannot tell them apart", p.Name, shifted.String(), d, crit)
 		}
 	}
 }
@@ -159,7 +159,7 @@ func TestChiSquareDetects(t *testing.T) {
 	p := custom[2]
 	p.Sigma *= 1.2
 	if stat, c, _ := chiSquare(p, xs["q_normal"]); stat < c {
-		t.Errorf("q_normal against %s: chi-square %.2f < %.2f", p.describe(), stat, c)
+		t.Errorf("q_normal against %s: chi-square %.2f < %.2f", p.String(), stat, c)
 	}
 }
 
@@ -184,7 +184,7 @@ func TestRange(t *testing.T) {
 	} {
 		lo, hi := c.p.Range()
 		if math.Abs(lo-c.lo) > 1e-9*max(1, math.Abs(c.lo)) || math.Abs(hi-c.hi) > 1e-9*max(1, math.Abs(c.hi)) {
-			t.Errorf("%s: range [%v, %v], want [%v, %v]", c.p.describe(), lo, hi, c.lo, c.hi)
+			t.Errorf("%s: range [%v, %v], want [%v, %v]", c.p.String(), lo, hi, c.lo, c.hi)
 		}
 	}
 	// W&B's own example: round(2.5) is 2, round(3.5) is 4
@@ -275,7 +275,7 @@ func TestTPECustomConcentrates(t *testing.T) {
 			}
 		}
 		if wins < 7 {
-			t.Errorf("%s: TPE closer than random search on %d of 10 seeds, want ≥ 7", c.p.describe(), wins)
+			t.Errorf("%s: TPE closer than random search on %d of 10 seeds, want ≥ 7", c.p.String(), wins)
 		}
 	}
 }

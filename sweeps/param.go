@@ -22,6 +22,9 @@ const (
 	Uniform    = search.Uniform    // continuous in [min, max]
 	IntUniform = search.IntUniform // whole numbers in [min, max]
 	Choice     = search.Choice     // one of values
+	Normal     = search.Normal     // Gaussian: mu, sigma
+	LogNormal  = search.LogNormal  // its logarithm Gaussian: mu, sigma
+	Beta       = search.Beta       // in [0, 1]: a, b
 )
 
 // The searched parameters' names: a search's points and its tables name them so.
@@ -45,13 +48,45 @@ type Param struct {
 }
 
 // Dist is a distribution, written {distribution: log_uniform, min: 1e-4, max: 1e-2}, or
-// {distribution: choice, values: [...]} (the same as the list).
+// {distribution: choice, values: [...]} (the same as the list), or
+// {distribution: normal, mu: 0, sigma: 1}, {distribution: log_normal, mu: 0, sigma: 1},
+// {distribution: beta, a: 2, b: 5}. q: quantizes a continuous one as W&B's q_
+// distributions do: a draw x becomes round(x/q)·q (search.Param).
 type Dist struct {
-	Kind   string
-	Min    float64
-	Max    float64
-	Values []float64 // choice
-	Line   int
+	Kind     string
+	Min, Max float64
+	Mu       float64 // normal, log_normal
+	Sigma    float64
+	A, B     float64 // beta
+	Q        float64
+	Values   []float64 // choice
+	Line     int
+}
+
+// Search is the distribution as the search samples parameter name.
+func (d Dist) Search(name string) search.Param {
+	return search.Param{Name: name, Kind: d.Kind, Min: d.Min, Max: d.Max, Mu: d.Mu, Sigma: d.Sigma, A: d.A, B: d.B, Q: d.Q}
+}
+
+// Whole reports whether the distribution gives whole numbers only: int_uniform, or
+// quantized by a whole q (W&B's q_ distributions give integers for an integer q).
+func (d Dist) Whole() bool {
+	return d.Kind == IntUniform || (d.Q > 0 && d.Q == math.Trunc(d.Q))
+}
+
+// bounded reports whether the distribution is the kind of [min, max] unquantized, which
+// the manifest checks field by field.
+func (d Dist) bounded() bool {
+	return d.Q == 0 && (d.Kind == LogUniform || d.Kind == Uniform || d.Kind == IntUniform)
+}
+
+// SearchParam is the parameter name as the search samples it: its distribution, or a
+// choice among its values.
+func (p Param) SearchParam(name string) search.Param {
+	if p.Dist != nil {
+		return p.Dist.Search(name)
+	}
+	return search.Param{Name: name, Kind: search.Choice, Choices: p.Values}
 }
 
 // Set reports whether the parameter is given at all.
@@ -71,10 +106,13 @@ func (p Param) Only() (float64, bool) {
 // String writes the parameter as a manifest would.
 func (p Param) String() string {
 	if d := p.Dist; d != nil {
-		if d.Kind == Choice {
+		switch {
+		case d.Kind == Choice:
 			return fmt.Sprintf("%s %v", d.Kind, d.Values)
+		case d.bounded():
+			return fmt.Sprintf("%s [%g, %g]", d.Kind, d.Min, d.Max)
 		}
-		return fmt.Sprintf("%s [%g, %g]", d.Kind, d.Min, d.Max)
+		return d.Search("").String()
 	}
 	if len(p.Values) == 1 {
 		return strconv.FormatFloat(p.Values[0], 'g', -1, 64)
@@ -114,13 +152,23 @@ func (p *Param) parse(n *yaml.Node, vanilla bool) error {
 				d.Min, err = number(v, false)
 			case "max":
 				d.Max, err = number(v, false)
+			case "mu":
+				d.Mu, err = number(v, false)
+			case "sigma":
+				d.Sigma, err = number(v, false)
+			case "a":
+				d.A, err = number(v, false)
+			case "b":
+				d.B, err = number(v, false)
+			case "q":
+				d.Q, err = number(v, false)
 			case "values":
 				if v.Kind != yaml.SequenceNode {
 					return &fielderr.Error{Value: v.Value, Reason: "values: want a list", Line: v.Line}
 				}
 				d.Values, err = numbers(v.Content, vanilla)
 			default:
-				return &fielderr.Error{Value: k.Value, Reason: "a distribution has the fields distribution, min, max and values", Line: k.Line}
+				return &fielderr.Error{Value: k.Value, Reason: "a distribution has the fields distribution, min, max, mu, sigma, a, b, q and values", Line: k.Line}
 			}
 			if err != nil {
 				return err
@@ -189,12 +237,15 @@ func (p Param) check(field string, sampled, whole bool) error {
 		return &fielderr.Error{Field: field, Value: v, Reason: reason, Line: d.Line}
 	}
 	switch d.Kind {
-	case LogUniform, Uniform, IntUniform:
+	case LogUniform, Uniform, IntUniform, Normal, LogNormal, Beta:
 	default:
-		return e(fmt.Sprintf("{distribution: %q}", d.Kind), fmt.Sprintf("distribution must be %s, %s, %s or %s", LogUniform, Uniform, IntUniform, Choice))
+		return e(fmt.Sprintf("{distribution: %q}", d.Kind), fmt.Sprintf("distribution must be %s, %s, %s, %s, %s, %s or %s", LogUniform, Uniform, IntUniform, Normal, LogNormal, Beta, Choice))
 	}
 	if !sampled {
 		return e(d.Kind, "a distribution is sampled by a search: set search.method to random or tpe, or give a list")
+	}
+	if !d.bounded() {
+		return d.checkShape(field, whole)
 	}
 	if math.IsNaN(d.Min) || math.IsNaN(d.Max) || math.IsInf(d.Min, 0) || math.IsInf(d.Max, 0) || !(d.Min < d.Max) {
 		return e(fmt.Sprintf("[%g, %g]", d.Min, d.Max), "min and max must be finite with min < max")
@@ -211,11 +262,26 @@ func (p Param) check(field string, sampled, whole bool) error {
 	return nil
 }
 
-// corners is the parameter's values for validation: its list, or its distribution's
-// bounds (every trial a search may sample lies between them).
+// checkShape checks a normal, log_normal or beta distribution, or a quantized one, under
+// field: as the search checks it, and whole numbers for a whole parameter.
+func (d Dist) checkShape(field string, whole bool) error {
+	if err := d.Search(field).Check(); err != nil {
+		return &fielderr.Error{Field: field, Value: d.Search("").String(), Reason: err.Error(), Line: d.Line}
+	}
+	if whole && !d.Whole() {
+		return &fielderr.Error{Field: field, Value: d.Search("").String(), Reason: "this parameter takes whole numbers: use int_uniform, a whole q, or a list", Line: d.Line}
+	}
+	return nil
+}
+
+// corners is the parameter's values for validation: its list, or the least and greatest
+// value its distribution can give (search.Param.Range: its bounds, rounded if quantized;
+// a normal's draws lie within about 8.2 standard deviations), so every trial a search may
+// sample lies between them.
 func (p Param) corners() []float64 {
 	if p.Dist != nil {
-		return []float64{p.Dist.Min, p.Dist.Max}
+		lo, hi := p.Dist.Search("").Range()
+		return []float64{lo, hi}
 	}
 	return p.Values
 }

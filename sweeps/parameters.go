@@ -128,7 +128,7 @@ func asNumber(v any) (float64, bool) {
 // index of a choice among them.
 func (p Parameter) Dim() Dim {
 	if p.Dist != nil {
-		return Dim{Name: p.Name, Param: Param{Dist: p.Dist}, Whole: p.Dist.Kind == IntUniform}
+		return Dim{Name: p.Name, Param: Param{Dist: p.Dist}, Whole: p.Dist.Whole()}
 	}
 	if vs, ok := p.numbers(); ok {
 		whole := true

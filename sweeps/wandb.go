@@ -182,14 +182,7 @@ type origin struct {
 // second values where a check meets them (validation expands a distribution to its
 // bounds), so that an error there names the sweep's min or max rather than the parameter.
 func (w *wandbImport) bounds(field string, v wandbValue) {
-	p := v.p
-	if v.node.Kind != yaml.MappingNode || p.f["min"] == nil || p.f["max"] == nil {
-		return
-	}
-	for i, b := range []string{"min", "max"} {
-		n := p.f[b]
-		w.origins = append(w.origins, origin{field: fmt.Sprintf("%s[%d]", field, i), key: p.field() + "." + b, line: n.Line, value: brief(n)})
-	}
+	w.origins = append(w.origins, v.p.cornerOrigins(field, v.node)...)
 }
 
 // note records text about the sweep's field, which stands on line.

@@ -243,6 +243,18 @@ func TestWandbDistributions(t *testing.T) {
 				d := m.Optimizers[0].LR.Dist
 				return d.Kind == LogUniform && math.Abs(d.Min/math.Exp(-9)-1) < 1e-12 && math.Abs(d.Max/math.Exp(-4)-1) < 1e-12
 			}},
+		{"distribution: log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2", "distribution: q_log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2\n    q: 1.0e-4",
+			func(m *Manifest) bool {
+				d := m.Optimizers[0].LR.Dist
+				return reflect.DeepEqual(*d, Dist{Kind: LogUniform, Min: 1e-4, Max: 1e-2, Q: 1e-4, Line: d.Line})
+			}},
+		{"  beta2:\n    value: 0.99", "  beta2:\n    distribution: beta\n    a: 20\n    b: 2\n  batch_tokens:\n    distribution: q_log_uniform_values\n    min: 2048\n    max: 8192\n    q: 2048\n  wd:\n    distribution: normal\n    mu: 0.1\n    sigma: 0.01",
+			func(m *Manifest) bool {
+				g := m.Optimizers[0]
+				return g.Beta2.Dist.Kind == Beta && g.Beta2.Dist.A == 20 && g.Beta2.Dist.B == 2 &&
+					m.BatchTokens.Dist.Kind == LogUniform && m.BatchTokens.Dist.Q == 2048 &&
+					g.WeightDecay.Dist.Kind == Normal && g.WeightDecay.Dist.Mu == 0.1 && g.WeightDecay.Dist.Sigma == 0.01
+			}},
 		{"distribution: log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2", "value: 3.0e-3",
 			func(m *Manifest) bool { v, ok := m.Optimizers[0].LR.Only(); return ok && v == 3e-3 }},
 		{"distribution: log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2", "distribution: categorical\n    values: [1.0e-3, 2.0e-3]",
@@ -301,11 +313,13 @@ func TestWandbErrors(t *testing.T) {
 		{"  beta2:", "  dropout:\n    value: 0.1\n  beta2:", "parameters.dropout", 13, "no sfsweep equivalent: sfsweep searches learning_rate (lr)"},
 		{"  lr:\n", "  learning_rate:\n    value: 1.0e-3\n  lr:\n", "parameters.lr", 9, "the same parameter as parameters.learning_rate (line 7)"},
 		{"  beta2:\n    value: 0.99", "  betas:\n    values: [[0.9, 0.99]]", "parameters.betas", 13, "not both"},
-		{"log_uniform_values", "q_uniform", "parameters.lr", 7, "quantized: sfsweep samples log_uniform, uniform, int_uniform and choice"},
-		{"log_uniform_values", "q_log_uniform", "parameters.lr", 7, "quantized"},
-		{"log_uniform_values", "normal", "parameters.lr", 7, "unbounded"},
-		{"log_uniform_values", "log_normal", "parameters.lr", 7, "unbounded"},
-		{"log_uniform_values", "beta", "parameters.lr", 7, "a beta distribution"},
+		// W&B's rounding is kept: q = 1 rounds every draw of [1e-4, 1e-2] to 0
+		{"log_uniform_values", "q_uniform", "parameters.lr.min", 9, "must be a finite number > 0"},
+		{"log_uniform_values", "normal", "parameters.lr.min", 9, "normal takes mu, sigma, as W&B's schema says"},
+		{"log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2", "normal\n    mu: 1.0e-3\n    sigma: 1.0e-3", "parameters.lr", 7, "must be a finite number > 0"},
+		{"log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2", "log_normal\n    sigma: 0", "parameters.lr.sigma", 9, "log_normal's sigma must be > 0"},
+		{"log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2", "q_log_uniform_values\n    min: 0\n    max: 1.0e-2", "parameters.lr.min", 9, "q_log_uniform_values takes values > 0"},
+		{"values: [0.9, 0.95]", "distribution: normal\n    mu: 0.9\n    sigma: 0.05", "parameters.beta1", 11, "must be in [0, 1)"},
 		{"log_uniform_values", "gamma", "parameters.lr", 7, "not a W&B distribution"},
 		{"values: [0.9, 0.95]", "values: [0.9, 0.95]\n    probabilities: [0.5, 0.5]", "parameters.beta1", 11, "a weighted choice"},
 		{"values: [0.9, 0.95]", "parameters:\n      inner: {value: 1}", "parameters.beta1", 11, "nested parameters"},
@@ -357,7 +371,7 @@ func TestWandbErrors(t *testing.T) {
 func TestWandbBadFiles(t *testing.T) {
 	for file, want := range map[string]string{
 		"bad-batch-size.yaml":    "line 13: parameters.batch_size = {values: [16, 32, 64]}: batch_size counts sequences, not tokens: give batch_tokens",
-		"bad-q-uniform.yaml":     "line 7: parameters.learning_rate = {distribution: q_log_uniform_values}: quantized",
+		"bad-q-uniform.yaml":     "line 10: parameters.learning_rate.min = 0, the least value of q_log_uniform_values: must be a finite number > 0",
 		"bad-metric.yaml":        `line 4: metric.name = "val_accuracy": sfsweep ranks by val_loss`,
 		"bad-no-run-cap.yaml":    "line 2: run_cap = not given: a bayes search needs a budget",
 		"bad-unknown-param.yaml": "line 12: parameters.dropout = {values: [0.0, 0.1]}: no sfsweep equivalent",
