@@ -9,6 +9,9 @@ import (
 	"github.com/c-bata/goptuna/tpe"
 )
 
+// A product that is then added is converted to float64 first (space_dist.go says why):
+// the estimator's arithmetic is the same on every architecture.
+
 // parzen is the Parzen estimator of TPE: a mixture of Gaussians, one at each observation
 // and a prior one over the whole range, truncated to [low, high]. It is Optuna's
 // _ParzenEstimator (v1, with its defaults: prior weight 1, the "magic clip" of the
@@ -90,7 +93,7 @@ func newParzenPrior(obs []float64, low, high, priorMu, priorSigma float64) parze
 	p.sigmas[pos] = priorSigma
 
 	for k := range p.mus {
-		p.accept += p.weights[k] * (p.cdf(k, high) - p.cdf(k, low))
+		p.accept += float64(p.weights[k] * (p.cdf(k, high) - p.cdf(k, low)))
 	}
 	return p
 }
@@ -107,7 +110,7 @@ func (p parzen) sample(rng *rand.Rand, n int) []float64 {
 	for i := range xs {
 		k := pick(rng, p.weights)
 		for {
-			x := p.mus[k] + p.sigmas[k]*rng.NormFloat64()
+			x := p.mus[k] + float64(p.sigmas[k]*rng.NormFloat64())
 			if p.low <= x && x < p.high {
 				xs[i] = x
 				break
@@ -122,7 +125,7 @@ func (p parzen) logDensity(x float64) float64 {
 	terms := make([]float64, len(p.mus))
 	for k := range p.mus {
 		z := (x - p.mus[k]) / p.sigmas[k]
-		terms[k] = math.Log(p.weights[k]) - 0.5*z*z - math.Log(math.Sqrt(2*math.Pi)*p.sigmas[k])
+		terms[k] = math.Log(p.weights[k]) - float64(0.5*z*z) - math.Log(math.Sqrt(2*math.Pi)*p.sigmas[k])
 	}
 	return logSumExp(terms) - math.Log(p.accept)
 }
@@ -138,7 +141,7 @@ func (p parzen) logMassIn(lo, hi float64) float64 {
 	var mass float64
 	for k := range p.mus {
 		if lo < hi {
-			mass += p.weights[k] * (p.cdf(k, hi) - p.cdf(k, lo))
+			mass += float64(p.weights[k] * (p.cdf(k, hi) - p.cdf(k, lo)))
 		}
 	}
 	const eps = 1e-12 // as Optuna, so that an empty bin scores finitely
