@@ -111,7 +111,7 @@ func (p Param) validate() error {
 	if p.Kind == LogUniform && !(p.Min > 0) {
 		return fmt.Errorf("min %v is not above 0 (kind %s samples its logarithm)", p.Min, LogUniform)
 	}
-	return nil
+	return p.validateRange()
 }
 
 func (p Param) validateChoices() error {

@@ -73,7 +73,7 @@ func (p Param) validateShape() error {
 		if !finite(p.A) || !finite(p.B) || !(p.A > 0) || !(p.B > 0) {
 			return fmt.Errorf("a %v and b %v are not both finite and above 0", p.A, p.B)
 		}
-		return nil
+		return p.validateRange()
 	}
 	if err := p.unused(p.A != 0 || p.B != 0, "a and b"); err != nil {
 		return err
@@ -84,8 +84,17 @@ func (p Param) validateShape() error {
 	if !finite(p.Sigma) || !(p.Sigma > 0) {
 		return fmt.Errorf("sigma %v is not a finite number above 0", p.Sigma)
 	}
+	return p.validateRange()
+}
+
+// validateRange checks that a custom p's values are finite: a normal far from 0 may
+// overflow, and so may x/Q for a tiny Q.
+func (p Param) validateRange() error {
+	if !p.custom() {
+		return nil
+	}
 	if lo, hi := p.Range(); !finite(lo) || !finite(hi) {
-		return fmt.Errorf("mu %v and sigma %v reach [%v, %v]: not finite", p.Mu, p.Sigma, lo, hi)
+		return fmt.Errorf("%s reaches [%v, %v]: not finite", p, lo, hi)
 	}
 	return nil
 }

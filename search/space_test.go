@@ -31,6 +31,7 @@ func TestSpaceValidate(t *testing.T) {
 		{lr(Param{Kind: Normal, Mu: 1}), []string{`"lr"`, "sigma 0", "above 0"}},
 		{lr(Param{Kind: Normal, Mu: math.NaN(), Sigma: 1}), []string{`"lr"`, "mu NaN", "not finite"}},
 		{lr(Param{Kind: LogNormal, Mu: 700, Sigma: 10}), []string{`"lr"`, "mu 700", "not finite"}},
+		{lr(Param{Kind: Uniform, Min: 0, Max: 1e10, Q: 1e-310}), []string{`"lr"`, "quantized by 1e-310", "+Inf", "not finite"}},
 		{lr(Param{Kind: Normal, Sigma: 1, A: 2}), []string{`"lr"`, "a and b", "not used"}},
 		{lr(Param{Kind: Beta, A: 1}), []string{`"lr"`, "b 0", "above 0"}},
 		{lr(Param{Kind: Beta, A: 1, B: 1, Sigma: 1}), []string{`"lr"`, "mu and sigma", "not used"}},

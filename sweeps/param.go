@@ -271,6 +271,9 @@ func (d Dist) checkShape(field string, whole bool) error {
 	if whole && !d.Whole() {
 		return &fielderr.Error{Field: field, Value: d.Search("").String(), Reason: "this parameter takes whole numbers: use int_uniform, a whole q, or a list", Line: d.Line}
 	}
+	if lo, hi := d.Search("").Range(); d.Whole() && max(-lo, hi) > 1<<53 {
+		return &fielderr.Error{Field: field, Value: d.Search("").String(), Reason: fmt.Sprintf("its values reach [%g, %g]: whole numbers beyond ±2^53 are not exact", lo, hi), Line: d.Line}
+	}
 	return nil
 }
 

@@ -73,6 +73,7 @@ func TestManifestDistributionErrors(t *testing.T) {
 		{"max: 256, q: 32", "max: 256, q: -1", "batch_tokens = log_uniform[32, 256] quantized by -1: q -1 is not a finite number ≥ 0"},
 		{"{distribution: log_uniform, min: 32, max: 256, q: 32}", "{distribution: int_uniform, min: 32, max: 256, q: 32}", "q 32 quantizes a continuous kind, not int_uniform"},
 		{"mu: 4, sigma: 0.5", "mu: 4, sigma: 0.5, alpha: 1", "line 16: optimizers[0].c.alpha = alpha: a distribution has the fields distribution, min, max, mu, sigma, a, b, q and values"},
+		{"{distribution: log_uniform, min: 32, max: 256, q: 32}", "{distribution: log_normal, mu: 0, sigma: 6, q: 32}", "line 5: batch_tokens = log_normal(mu 0, sigma 6) quantized by 32: its values reach [0, 2.4"},
 		{"method: tpe", "method: grid", "optimizers[0].lr = log_uniform: a distribution is sampled by a search"},
 	} {
 		src := strings.Replace(distBase, tc.old, tc.new, 1)
