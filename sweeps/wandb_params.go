@@ -138,6 +138,17 @@ var wandbShaped = map[string]struct {
 
 func ptr(v float64) *float64 { return &v }
 
+// only fails if p has a field besides distribution and keys (sorted), which W&B's schema
+// of its distribution refuses.
+func (p *wandbParam) only(keys ...string) error {
+	for _, k := range []string{"value", "values", "min", "max", "q", "mu", "sigma", "a", "b", "probabilities", "parameters"} {
+		if n := p.f[k]; n != nil && !slices.Contains(keys, k) {
+			return &fielderr.Error{Field: p.field() + "." + k, Value: brief(n), Reason: fmt.Sprintf("%s takes %s, as W&B's schema says", p.dist, strings.Join(keys, ", ")), Line: n.Line}
+		}
+	}
+	return nil
+}
+
 // cornerOrigins are the origins of the manifest field's first and second values where a
 // check meets them: the least and greatest value that node, p's distribution, can take
 // (Param.corners). They name the sweep's min and max, or the parameter where it has
@@ -176,10 +187,8 @@ func (p *wandbParam) shaped() (*yaml.Node, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	for _, k := range []string{"value", "values", "min", "max", "q", "mu", "sigma", "a", "b", "probabilities", "parameters"} {
-		if _, ok := sh.fields[k]; !ok && p.f[k] != nil {
-			return nil, &fielderr.Error{Field: p.field() + "." + k, Value: brief(p.f[k]), Reason: fmt.Sprintf("%s takes %s, as W&B's schema says", p.dist, strings.Join(keys, ", ")), Line: p.f[k].Line}
-		}
+	if err := p.only(keys...); err != nil {
+		return nil, err
 	}
 	v := map[string]float64{}
 	for _, k := range keys {
@@ -287,6 +296,9 @@ func (w *wandbImport) numeric(p *wandbParam, vanilla bool) (*yaml.Node, error) {
 		}
 		return seq, nil
 	case "uniform", "log_uniform_values", "log_uniform", "inv_log_uniform_values", "inv_log_uniform":
+		if err := p.only("max", "min"); err != nil {
+			return nil, err
+		}
 		if w.method == MethodGrid {
 			return nil, p.err(fmt.Sprintf("{distribution: %s}", p.dist), "a grid takes value, values or int_uniform, as W&B's does: give values, or method random or bayes")
 		}

@@ -321,6 +321,7 @@ func TestWandbErrors(t *testing.T) {
 		{"log_uniform_values\n    min: 1.0e-4\n    max: 1.0e-2", "q_log_uniform_values\n    min: 0\n    max: 1.0e-2", "parameters.lr.min", 9, "q_log_uniform_values takes values > 0"},
 		{"values: [0.9, 0.95]", "distribution: normal\n    mu: 0.9\n    sigma: 0.05", "parameters.beta1", 11, "must be in [0, 1)"},
 		{"log_uniform_values", "gamma", "parameters.lr", 7, "not a W&B distribution"},
+		{"max: 1.0e-2", "max: 1.0e-2\n    q: 1.0e-4", "parameters.lr.q", 11, "log_uniform_values takes max, min, as W&B's schema says"},
 		{"values: [0.9, 0.95]", "values: [0.9, 0.95]\n    probabilities: [0.5, 0.5]", "parameters.beta1", 11, "a weighted choice"},
 		{"values: [0.9, 0.95]", "parameters:\n      inner: {value: 1}", "parameters.beta1", 11, "nested parameters"},
 		{"method: random", "method: grid", "parameters.lr", 7, "a grid takes value, values or int_uniform"},
