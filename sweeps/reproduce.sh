@@ -4,10 +4,11 @@
 # paper's findings checked: docs/reproduction/report.md and its plots (docs/reproduction.md
 # says what they show).
 #
-#   sh sweeps/reproduce.sh            # from the repository root; about an hour on 2 cores
+#   sh sweeps/reproduce.sh            # from the repository root; about 75 minutes on 2 cores
 #
 # Trials are content-addressed: the twins share many (the same settings and grid point), each
-# is trained once, and running the script again trains only what is missing.
+# is trained once, and running the script again trains only what is missing. The twins of the
+# findings come first and the wide C tables last, so an interrupted run has the findings' data.
 set -eu
 bin=${SFSWEEP_BIN:-.sfsweep/bin/sfsweep}
 mkdir -p "$(dirname "$bin")"
@@ -18,15 +19,17 @@ sweeps/examples/fig-ema-y-tiny.yaml
 sweeps/examples/fig-decay-adamw-betas-tiny.yaml
 sweeps/examples/fig-river-profile-tiny.yaml
 sweeps/examples/fig-modified-tiny.yaml
-sweeps/examples/c-sensitivity-tiny.yaml
 sweeps/examples/hyperparameter-tiny.yaml
 sweeps/examples/fig-modified-largeBS-tiny.yaml
 sweeps/examples/hyperparameter-largeBS-tiny.yaml
+sweeps/examples/c-sensitivity-tiny.yaml
 sweeps/examples/c-sensitivity-2M-tiny.yaml
 "
 start=$(date +%s)
 for m in $twins; do
+	t=$(date +%s)
 	"$bin" run -ui=false "$m"
+	echo "$m trained in $(( $(date +%s) - t )) s"
 done
 echo "twins trained in $(( $(date +%s) - start )) s"
 # shellcheck disable=SC2086
