@@ -39,19 +39,19 @@ type seedTrial struct {
 // trial, and the probe results of their trials by trial ID.
 type evidence struct {
 	configs  []*config
-	decay    map[string]*training.DecayProbeResult // from the last checkpoint probed
-	lrDecays map[string][]*training.LRDecayResult  // from every checkpoint branched, by step
+	decay    map[string]map[int]*training.DecayProbeResult // from every checkpoint probed, by step
+	lrDecays map[string][]*training.LRDecayResult          // from every checkpoint branched, by step
 	// interp and decayed are the plain interpolation and the decayed one (AdamW's)
 	interp, decayed map[string]*training.InterpolationResult
-	// decayFrom is the last checkpoint step probed
-	decayFrom int
+	// decaySteps are the checkpoint steps some trial has a decay-probe result from, in order
+	decaySteps []int
 }
 
 // gatherEvidence groups res's trials into configurations and reads their probe results:
-// for each trial, the decay probe from the last checkpoint the manifest probes, the
-// LR-decay branches from every checkpoint, and the interpolations, plain and decayed.
+// for each trial, the decay probes and the LR-decay branches from every checkpoint, and
+// the interpolations, plain and decayed.
 func gatherEvidence(ctx context.Context, store blob.Store, m *sweeps.Manifest, res *Results) (*evidence, error) {
-	e := &evidence{decay: map[string]*training.DecayProbeResult{}, lrDecays: map[string][]*training.LRDecayResult{},
+	e := &evidence{decay: map[string]map[int]*training.DecayProbeResult{}, lrDecays: map[string][]*training.LRDecayResult{},
 		interp: map[string]*training.InterpolationResult{}, decayed: map[string]*training.InterpolationResult{}}
 	byKey := map[string]*config{}
 	for _, t := range res.Trials {
@@ -74,6 +74,8 @@ func gatherEvidence(ctx context.Context, store blob.Store, m *sweeps.Manifest, r
 			return nil, fmt.Errorf("finding: %w", err)
 		}
 	}
+	slices.Sort(e.decaySteps)
+	e.decaySteps = slices.Compact(e.decaySteps)
 	for _, c := range e.configs {
 		slices.SortFunc(c.seeds, func(a, b seedTrial) int { return cmp.Compare(a.Seed, b.Seed) })
 	}
@@ -81,16 +83,23 @@ func gatherEvidence(ctx context.Context, store blob.Store, m *sweeps.Manifest, r
 }
 
 // readProbes reads trial id's probe results that the checks compare, as tp asks for them
-// and the listing has them: the decay probe from the last checkpoint probed, the LR-decay
-// branches from every checkpoint, and the interpolations, plain and (for AdamW) decayed.
+// and the listing has them: the decay probes and the LR-decay branches from every
+// checkpoint, and the interpolations, plain and (for AdamW) decayed.
 func (e *evidence) readProbes(ctx context.Context, store blob.Store, listed trial.Listing, tp probe.Set, id string) error {
-	if d := tp.Decay; d != nil && len(d.At) > 0 {
-		r, err := listed.DecayProbe(ctx, store, id, training.DecayProbeFrom(slices.Max(d.At), *d))
-		if err != nil {
-			return err
-		}
-		if r != nil {
-			e.decay[id], e.decayFrom = r, max(e.decayFrom, r.FromStep)
+	if d := tp.Decay; d != nil {
+		for _, step := range d.At {
+			r, err := listed.DecayProbe(ctx, store, id, training.DecayProbeFrom(step, *d))
+			if err != nil {
+				return err
+			}
+			if r == nil {
+				continue
+			}
+			if e.decay[id] == nil {
+				e.decay[id] = map[int]*training.DecayProbeResult{}
+			}
+			e.decay[id][step] = r
+			e.decaySteps = append(e.decaySteps, step)
 		}
 	}
 	if b := tp.LRDecay; b != nil {
@@ -181,25 +190,14 @@ var (
 	}}
 )
 
-// decayGain is the decay probe's loss before − after, from the last checkpoint probed.
-func (e *evidence) decayGain() value {
-	return gain("decay-probe gain (before − after)", e.decayFrom, e.decay, func(r *training.DecayProbeResult) (float64, training.Loss) {
-		return r.Before, r.After
-	})
-}
-
-// gain is a probe's loss before − after, read from its results by trial ID.
-func gain[R any](name string, from int, results map[string]*R, losses func(*R) (before float64, after training.Loss)) value {
-	if from > 0 {
-		name += fmt.Sprintf(" from step %d", from)
-	}
-	return value{name, func(_ *evidence, id string, _ *training.Result) (float64, bool) {
-		r := results[id]
+// decayGain is the decay probe's loss before − after, from checkpoint step from.
+func decayGain(from int) value {
+	return value{fmt.Sprintf("decay-probe gain (before − after) from step %d", from), func(e *evidence, id string, _ *training.Result) (float64, bool) {
+		r := e.decay[id][from]
 		if r == nil {
 			return 0, false
 		}
-		before, after := losses(r)
-		return before - float64(after), true
+		return r.Before - float64(r.After), true
 	}}
 }
 

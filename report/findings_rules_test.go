@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/sfsweep/sfsweep/internal/stats"
@@ -204,5 +205,35 @@ func TestFindingsNotWorseByOneSD(t *testing.T) {
 	}
 	if lo, hi := f.Rows[1].Paired.Interval(); lo > 0 || hi < margin {
 		t.Errorf("interval %g to %g, want it to straddle 0 and the margin", lo, hi)
+	}
+}
+
+// The decay probes from every checkpoint: a row per checkpoint and claim, all adjusted
+// together; SF-AdamW gaining 0.05 from its decay at the first checkpoint alone breaks the
+// claim, which the paper makes of every checkpoint its figure shows.
+func TestFindingsDecayEveryCheckpoint(t *testing.T) {
+	every := strings.Replace(findingsManifest, "decay: {steps: 2, at: [15]}", "decay: {steps: 2}", 1)
+	fs := newFakeSweep(t, every, paperSpecs()).findings(t)
+	f := wantVerdict(t, fs, "obs1-decay", Holds)
+	if len(f.Rows) != 6 || !strings.HasSuffix(f.Rows[0].A.Value, "from step 5") || !strings.HasSuffix(f.Rows[5].A.Value, "from step 15") {
+		t.Errorf("obs1-decay rows: %+v", f.Rows)
+	}
+	if f := wantVerdict(t, fs, "obs2-momentum", Holds); len(f.Rows) != 3 {
+		t.Errorf("obs2-momentum: %d rows, want one per checkpoint", len(f.Rows))
+	}
+
+	specs := paperSpecs()
+	specs["sf 0.95"].decayFirst = 0.05
+	f = wantVerdict(t, newFakeSweep(t, every, specs).findings(t), "obs1-decay", DoesNotHold)
+	if f.Rows[1].Verdict != DoesNotHold || f.Rows[3].Verdict != Holds || f.Rows[5].Verdict != Holds {
+		t.Errorf("SF-AdamW's gain from step 5 beyond the margin, from 10 and 15 within it: %s, %s, %s", f.Rows[1].Verdict, f.Rows[3].Verdict, f.Rows[5].Verdict)
+	}
+	// AdamW's gain from the first checkpoint no larger than SF-AdamW's: obs2 is untouched,
+	// obs1's first comparison does not hold
+	specs = paperSpecs()
+	specs["adamw constant"].decayFirst = 0.001
+	f = wantVerdict(t, newFakeSweep(t, every, specs).findings(t), "obs1-decay", DoesNotHold)
+	if f.Rows[0].Verdict != DoesNotHold {
+		t.Errorf("AdamW's gain below SF-AdamW's from step 5: %s", f.Rows[0].Verdict)
 	}
 }

@@ -38,7 +38,7 @@ func TestReportMarkdown(t *testing.T) {
 	f := newFakeSweep(t, findingsManifest+"tables:\n  - {kind: c_sensitivity, name: c_findings, lr: 2e-3, beta2: 0.99}\n", paperSpecs(), "sf 0.5 seed 2")
 	md := writeReport(t, f.section(t))
 	for _, want := range []string{
-		"| check | claim | findings |\n| --- | --- | --- |\n| obs1-decay | A short AdamW decay",
+		"| check | claim | findings |\n| --- | --- | --- |\n| obs1-decay | From every checkpoint probed, a short AdamW decay",
 		"(Observation 1 · fig:Obs1 (right)) | holds |\n",
 		"| obs4-eos | In full-batch training, the preconditioned sharpness at y hovers at the stability threshold 2/((1−β1)γ). (Observation 4 · fig:eos) | no data in this sweep |\n",
 		"## findings\n\nManifest `sweeps/findings.yaml`; tables and plots under `sweeps/findings` in the store.\n\n",
@@ -46,7 +46,7 @@ func TestReportMarkdown(t *testing.T) {
 		"| trials | completed | diverged | failed | missing | training time |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n| 24 | 23 | 1 | 0 | 0 | 34.5s |\n",
 		"#### c\\_findings\n\n| β1 | Vanilla | C=50 | 200 |\n",
 		"![curves](findings/curves.png)\n",
-		"#### obs1-decay: holds\n\n*Observation 1 · fig:Obs1 (right).* A short AdamW decay",
+		"#### obs1-decay: holds\n\n*Observation 1 · fig:Obs1 (right).* From every checkpoint probed, a short AdamW decay",
 		"| AdamW (constant) lr 1e-3 β (0.9, 0.95), batch 32 · decay-probe gain (before − after) from step 15: 0.298 ± 0.001 (n=3) | " +
 			"SF-AdamW lr 2e-3 β (0.95, 0.99), batch 32 · decay-probe gain (before − after) from step 15: 0.004 ± 0.001 (n=3) | A > B | 3 | 0.294 | 0.001155 | 4.303 | [0.289, 0.299] | 1.5e-05 | 3.1e-05 | holds |\n",
 		// SF-AdamW's gain against 0 within the margin: 0.004 ± 4.303·0.001/√3
@@ -87,7 +87,7 @@ func TestReportSeveralManifests(t *testing.T) {
 		"| check | claim | findings | empty |\n| --- | --- | --- | --- |\n",
 		"(Observation 1 · fig:Obs1 (right)) | holds | no data in this sweep |\n",
 		"| 24 | 0 | 0 | 0 | 24 | 0s |\n",
-		"#### obs1-decay: no data in this sweep\n\n*Observation 1 · fig:Obs1 (right).* A short AdamW decay (LR 1e-4 → 0) lowers AdamW's loss more than SF-AdamW's, and leaves SF-AdamW's unchanged: SF-AdamW already follows the river.\n\n" +
+		"#### obs1-decay: no data in this sweep\n\n*Observation 1 · fig:Obs1 (right).* From every checkpoint probed, a short AdamW decay (LR 1e-4 → 0) lowers AdamW's loss more than SF-AdamW's, and leaves SF-AdamW's unchanged (within the margin): SF-AdamW already follows the river.\n\n" +
 			"Paper: The paper shows curves, no number: the AdamW decay \"leads to a sharp loss drop for AdamW, but has no effect when applied to the SF-AdamW trajectory\" (fig:Obs1, right).\n\n" +
 			"no vanilla SF-AdamW configuration completed a seed\n\nNeeds a constant-LR AdamW and a vanilla SF-AdamW configuration with decay-probe results (probes.decay)",
 	} {
