@@ -120,6 +120,12 @@ func writeSection(b *strings.Builder, s Section) {
 				fmt.Fprintf(b, "(%s)\n", escapeMarkdown(err.Error()))
 			}
 			b.WriteString("\n")
+			switch nt.Table.Kind {
+			case TableCSensitivity:
+				writeCAgainstPaper(b, nt.Table)
+			case TableHyperparameters:
+				writeHPAgainstPaper(b, nt.Table)
+			}
 		}
 	}
 	if len(s.Plots) > 0 {
