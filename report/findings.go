@@ -92,6 +92,9 @@ type check struct {
 	// tables), else its words, so that a reader sees both beside the twin's
 	id, ref, claim, paper, need string
 	run                         func(e *evidence) ([]Comparison, string)
+	// large: the paper makes the claim of its 2M-token runs, not its 0.5M-token ones
+	// (scope.go); a sweep that twins the other setup is not checked
+	large bool
 }
 
 // checks lists every finding, in the paper's order: one place.
@@ -100,57 +103,57 @@ var checks = []check{
 		"From every checkpoint probed, a short AdamW decay (LR 1e-4 → 0) lowers AdamW's loss more than SF-AdamW's, and leaves SF-AdamW's unchanged (within the margin): SF-AdamW already follows the river.",
 		"The paper shows curves, no number: the AdamW decay \"leads to a sharp loss drop for AdamW, but has no effect when applied to the SF-AdamW trajectory\" (fig:Obs1, right).",
 		"a constant-LR AdamW and a vanilla SF-AdamW configuration with decay-probe results (probes.decay), as sweeps/examples/fig-obs1.yaml",
-		obs1Decay},
+		obs1Decay, false},
 	{"obs1-ewa", "Observation 1 · fig:Obs1 (middle)",
 		"The EWA of the iterate helps AdamW more than SF-AdamW: Val[w] − Val[ewa_w] exceeds Val[x] − Val[ewa_x].",
 		"The paper shows curves, no number: \"AdamW benefits from [...] EWA, SF-AdamW shows no improvement\" (fig:Obs1, middle).",
 		"a constant-LR AdamW and a vanilla SF-AdamW configuration that track their EWA (ewa_decay), as sweeps/examples/fig-obs1.yaml",
-		obs1EWA},
+		obs1EWA, false},
 	{"obs1-lr-decay", "Observation 1 · fig:Obs1 (left)",
 		"At the same step, AdamW with its LR decayed from a checkpoint has a lower loss than AdamW at constant LR, and SF-AdamW with its LR decayed has the loss of SF-AdamW at constant LR (within the margin): \"While AdamW benefits from linear LR decay [...], SF-AdamW shows no improvement\".",
 		"The paper shows curves, no number: \"AdamW benefits from linear LR decay [...], SF-AdamW shows no improvement\" (fig:Obs1, left).",
 		"a constant-LR AdamW and a vanilla SF-AdamW configuration with LR-decay branches (probes.lr_decay), one of which ends on a step the run evaluates (the branch from checkpoint s ends at s + frac·s: make it a multiple of eval_every), as sweeps/examples/fig-obs1.yaml",
-		obs1LRDecay},
+		obs1LRDecay, false},
 	{"obs1-interpolation", "Observation 1 · fig:river_valley_loss_profile",
 		"Along α·w(t1) + (1−α)·w(t2), the loss of AdamW at constant LR has an interior minimum below both ends, that of AdamW with its LR decayed from t1 declines at every point, and that of SF-AdamW keeps to the chord between its ends (within the margin): \"(1) shows a convex, valley-shaped profile [...]; (2) shows a sharp, monotonic decline [...]; and (3) shows a flat, slow decline\".",
 		"The paper shows curves, no number: \"convex (valley-shaped) for (1), sharp monotonic decay for (2), and flat, slowly declining loss for (3)\" (fig:river_valley_loss_profile).",
 		"a constant-LR AdamW and a vanilla SF-AdamW configuration with checkpoint interpolations of three points or more (probes.interpolate, decayed for AdamW's second regime), as sweeps/examples/fig-river-profile.yaml",
-		obs1Interpolation},
+		obs1Interpolation, false},
 	{"obs2-momentum", "Observation 2 · fig:Decay_AdamW_betas",
 		"SF-AdamW is sensitive to momentum: from every checkpoint probed, the decay probe lowers the loss more at each β1 < 0.9 than at the best β1.",
 		"The paper shows curves, no number: at β1 ∈ {0.1, 0.5} \"the decay phase improves performance\", \"unlike the optimal case (β1 = 0.95)\" (fig:Decay_AdamW_betas).",
 		"vanilla SF-AdamW at β1 < 0.9 and at β1 ≥ 0.9, otherwise alike, with decay-probe results, as sweeps/examples/fig-decay-adamw-betas.yaml",
-		obs2Momentum},
+		obs2Momentum, false},
 	{"obs3-y", "Observation 3 · fig:EMA_y",
-		"y stays on the river: Val[y] < Val[x] at each β1 < 0.9, and Val[ewa_y] < Val[y] at every β1.",
+		"y stays on the river: Val[y] < Val[x] at each β1 < 0.9, and Val[ewa_y] < Val[y] at every β1 (of fig:EMA_y's range, up to 0.95).",
 		"The paper shows curves, no number: \"for suboptimal β1, [...] the loss at y_t is consistently lower than that at x_t\"; \"across all momentum values, applying EWA to y_t further improves performance\" (fig:EMA_y, appendix).",
 		"vanilla SF-AdamW at several β1, as sweeps/examples/fig-ema-y.yaml",
-		obs3Y},
+		obs3Y, false},
 	{"obs4-eos", "Observation 4 · fig:eos",
 		"In full-batch training, the preconditioned sharpness at y hovers at the stability threshold 2/((1−β1)γ).",
 		"The paper shows the toy model's sharpness at 2/((1−β1)γ) (fig:eos), no language-model number.",
 		"full-batch training and Hessian eigenvalues, which a language-model sweep does not measure: `sfsweep eos` checks it on the toy model (fig:eos, left) and `sfsweep centralflow` the central flow's oscillation",
-		nil},
+		nil, false},
 	{"obs5-reformulation", "Observation 5 · eq. (SF_y)",
 		"Schedule-Free averages the momentum iterates y without storing an extra copy of the model.",
 		"An identity of the update (eq. SF_y): no number.",
 		"no sweep: it is an identity of the update, checked by sfadamw's TestReformulationSFy (the y-form against Algorithms 1–2) and TestStateBytesPerParam, with the averaging weights drawn by `sfsweep weights`",
-		nil},
+		nil, false},
 	{"refined-momentum", "Refined SF, momentum robustness · fig:modified (left)",
 		"At β1 < 0.9, refined SF-AdamW (C = 50, else each C run) closes the gap Val[x] − Val[y] of vanilla SF-AdamW, and its x is not worse than its y (within the margin).",
 		"The paper shows curves, no number: at β1 ∈ {0.1, 0.5}, C = 50, \"the refined SF-AdamW allows x_t to match or outperform y_t\" (fig:modified, left).",
 		"vanilla and refined SF-AdamW at a β1 < 0.9, otherwise alike, as sweeps/examples/fig-modified.yaml",
-		refinedMomentum},
+		refinedMomentum, false},
 	{"refined-best", "Refined SF, best-case gain · fig:modified (middle), tab:c_sweep_05M",
 		"At the best vanilla β1 (0.9, 0.95), refined SF-AdamW with C = 200 (else each C run) has a lower test perplexity than vanilla.",
 		"tab:c_sweep_05M: C = 200 against vanilla, test perplexity 24.93 against 27.70 at β1 0.9 (−10.0%), 24.37 against 25.12 at 0.95 (−3.0%).",
 		"vanilla and refined SF-AdamW at β1 0.9 or 0.95, otherwise alike, as sweeps/examples/c-sweep-05M.yaml",
-		refinedBest},
+		refinedBest, false},
 	{"refined-large-batch", "Refined SF, large batch · fig:modified (right), tab:c_sweep_2M",
 		"At the largest batch, vanilla SF-AdamW has a higher test perplexity than AdamW with a cosine schedule, and refined SF-AdamW (C = 200, else its best C) is not worse than it (its test loss, the log of its perplexity, within the margin).",
 		"tab:c_sweep_2M: at β1 0.98, C = 200 has a test perplexity of 24.51 against vanilla's 26.09 (−6.1%); AdamW-cosine's is in fig:modified (right) only: C = 200 \"matches its final performance\".",
-		"AdamW with a cosine schedule, vanilla and refined SF-AdamW at one batch size, as sweeps/examples/hyperparameter-main-largeBS.yaml",
-		refinedLargeBatch},
+		"AdamW with a cosine schedule, vanilla and refined SF-AdamW at one batch size, in a sweep that twins the paper's large-batch runs (a table labelled as one), as sweeps/examples/hyperparameter-main-largeBS.yaml",
+		refinedLargeBatch, true},
 }
 
 // Findings checks the paper's claims on the results res of manifest m, reading the probe
@@ -163,7 +166,7 @@ func Findings(ctx context.Context, store blob.Store, m *sweeps.Manifest, res *Re
 	out := make([]Finding, 0, len(checks))
 	for _, c := range checks {
 		f := Finding{ID: c.id, Ref: c.ref, Claim: c.claim, Paper: c.paper}
-		if c.run != nil {
+		if f.Note = outOfScope(c, m); c.run != nil && f.Note == "" {
 			f.Rows, f.Note = c.run(e)
 		}
 		decide(f.Rows)
@@ -319,7 +322,8 @@ func obs2Momentum(e *evidence) ([]Comparison, string) {
 }
 
 // obs3Y: per seed, Val[y] < Val[x] at each β1 < 0.9 of the momentum slice, and
-// Val[ewa_y] < Val[y] at each of its β1.
+// Val[ewa_y] < Val[y] at each of its β1 within fig:EMA_y's range (up to 0.95, its best);
+// a β1 beyond it is left out, and the note says so.
 func obs3Y(e *evidence) ([]Comparison, string) {
 	_, slice := e.momentumSlice()
 	if len(slice) == 0 {
@@ -331,8 +335,16 @@ func obs3Y(e *evidence) ([]Comparison, string) {
 			rows = append(rows, compare(e, c, val(training.IterY), c, val(training.IterX), "<"))
 		}
 	}
+	var out []string
 	for _, c := range slice {
+		if c.opt().Beta1 > 0.95 {
+			out = append(out, formatG(c.opt().Beta1))
+			continue
+		}
 		rows = append(rows, compare(e, c, val(training.IterEWAY), c, val(training.IterY), "<"))
+	}
+	if len(out) > 0 {
+		return rows, fmt.Sprintf("β1 %s left out: fig:EMA_y shows β1 up to 0.95, the paper's best.", strings.Join(out, ", "))
 	}
 	return rows, ""
 }
@@ -355,18 +367,13 @@ func refinedMomentum(e *evidence) ([]Comparison, string) {
 	return rows, ""
 }
 
-// refinedBest: for each vanilla SF-AdamW configuration at β1 0.9 or 0.95 (if none, at the
-// best vanilla configuration's β1) and each refined one that differs only in C (C = 200 if
-// run, else every C): per seed, the refined test perplexity is below the vanilla one. The
+// refinedBest: for each vanilla SF-AdamW configuration at β1 0.9 or 0.95 (the paper's best
+// vanilla β1, and no other) and each refined one that differs only in C (C = 200 if run,
+// else every C): per seed, the refined test perplexity is below the vanilla one. The
 // note tallies every refined configuration against its vanilla one (the C-sensitivity
 // tables' cells).
 func refinedBest(e *evidence) ([]Comparison, string) {
 	rows := e.where(vanilla, func(c *config) bool { return c.opt().Beta1 == 0.9 || c.opt().Beta1 == 0.95 })
-	if len(rows) == 0 {
-		if b := e.best(e.where(vanilla)); b != nil {
-			rows = e.where(vanilla, func(c *config) bool { return c.opt().Beta1 == b.opt().Beta1 })
-		}
-	}
 	var out []Comparison
 	for _, v := range rows {
 		for _, r := range e.refinedOf(v, 200) {
@@ -374,7 +381,7 @@ func refinedBest(e *evidence) ([]Comparison, string) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, "no pair of vanilla and refined SF-AdamW configurations at the best vanilla β1 that differ only in C"
+		return nil, "no pair of vanilla and refined SF-AdamW configurations at β1 0.9 or 0.95 that differ only in C"
 	}
 	return out, twinChange(out) + " " + e.cTally()
 }

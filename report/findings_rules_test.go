@@ -1,7 +1,9 @@
 package report
 
 import (
+	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -235,5 +237,46 @@ func TestFindingsDecayEveryCheckpoint(t *testing.T) {
 	f = wantVerdict(t, newFakeSweep(t, every, specs).findings(t), "obs1-decay", DoesNotHold)
 	if f.Rows[0].Verdict != DoesNotHold {
 		t.Errorf("AdamW's gain below SF-AdamW's from step 5: %s", f.Rows[0].Verdict)
+	}
+}
+
+// A sweep twins one of the paper's setups: on one whose table is labelled as a large-batch
+// twin, the claims of the 0.5M-token runs are out of scope, and the large-batch claim on
+// any other; both say so.
+func TestFindingsScope(t *testing.T) {
+	f := newFakeSweep(t, findingsManifest+"tables:\n  - {kind: hyperparameters, name: h, label: fig:modified_large_twin}\n", paperSpecs())
+	fs, err := Findings(context.Background(), f.store, f.m, f.res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fs {
+		c := checks[slices.IndexFunc(checks, func(c check) bool { return c.id == fd.ID })]
+		switch {
+		case c.run == nil:
+		case c.large && fd.Verdict != Holds:
+			t.Errorf("%s on a large-batch twin: %s, %q", fd.ID, fd.Verdict, fd.Note)
+		case !c.large && (fd.Verdict != NoData || len(fd.Rows) != 0 || !strings.Contains(fd.Note, "fig:modified_large_twin")):
+			t.Errorf("%s on a large-batch twin: %s, %d rows, %q", fd.ID, fd.Verdict, len(fd.Rows), fd.Note)
+		}
+	}
+	plain := newFakeSweep(t, findingsManifest, paperSpecs())
+	fs, err = Findings(context.Background(), plain.store, plain.m, plain.res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd := fs[len(fs)-1]; fd.ID != "refined-large-batch" || fd.Verdict != NoData || !strings.Contains(fd.Note, "0.5M-token runs") {
+		t.Errorf("refined-large-batch on a 0.5M-token twin: %+v", fd)
+	}
+}
+
+// fig:EMA_y shows β1 up to 0.95: a vanilla configuration beyond it gives obs3 no row, and
+// the note names it.
+func TestFindingsEMAYRange(t *testing.T) {
+	m := strings.Replace(findingsManifest, "betas: [[0.5, 0.99], [0.95, 0.99]]", "betas: [[0.5, 0.99], [0.95, 0.99], [0.98, 0.99]]", 1)
+	specs := paperSpecs()
+	specs["sf 0.98"] = &spec{val: map[string]float64{"x": 3.3, "y": 3.31, "ewa_x": 3.3, "ewa_y": 3.5}, ppl: 27}
+	f := wantVerdict(t, newFakeSweep(t, m, specs).findings(t), "obs3-y", Holds)
+	if len(f.Rows) != 3 || !strings.Contains(f.Note, "β1 0.98 left out") {
+		t.Errorf("rows %d, note %q", len(f.Rows), f.Note)
 	}
 }

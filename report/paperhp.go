@@ -34,7 +34,7 @@ var paperHPTables = []paperHP{
 
 // paperHPFor is the paper's hyperparameter table a sweep's table twins, by its label: the
 // OpenWebText2 tables for a label naming "owt", the large-batch ones for a label naming
-// "largeBS" or "2M"; nil for a table without a label.
+// the large batch (largeBatchLabel); nil for a table without a label.
 func paperHPFor(label string) *paperHP {
 	if label == "" {
 		return nil
@@ -43,7 +43,7 @@ func paperHPFor(label string) *paperHP {
 	if strings.Contains(label, "owt") {
 		i = 2
 	}
-	if strings.Contains(label, "largeBS") || strings.Contains(label, "2M") {
+	if largeBatchLabel(label) {
 		i++
 	}
 	return &paperHPTables[i]

@@ -45,12 +45,13 @@ var paperCTables = []paperCTable{
 }
 
 // paperCFor is the paper's C table a sweep's table twins: tab:c_sweep_2M for a label that
-// names the 2M-token batch ("2M"), else tab:c_sweep_05M; nil for a table without a label.
+// names the large batch (largeBatchLabel), else tab:c_sweep_05M; nil for a table without a
+// label.
 func paperCFor(label string) *paperCTable {
 	switch {
 	case label == "":
 		return nil
-	case strings.Contains(label, "2M"):
+	case largeBatchLabel(label):
 		return &paperCTables[1]
 	}
 	return &paperCTables[0]
