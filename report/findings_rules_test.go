@@ -167,6 +167,8 @@ func TestFindingsEachRuleFails(t *testing.T) {
 	}{
 		// SF-AdamW gains 0.05 from the decay: less than AdamW, but not nothing
 		{"obs1-decay", func(s map[string]*spec) { s["sf 0.95"].decay = 0.05 }},
+		// the EWA helps SF-AdamW by 0.05: less than AdamW's 0.1, but an improvement
+		{"obs1-ewa", func(s map[string]*spec) { s["sf 0.95"].val["ewa_x"] = 3.25 }},
 		// the EWA helps SF-AdamW (0.1) more than AdamW (0.01)
 		{"obs1-ewa", func(s map[string]*spec) { s["adamw constant"].val["ewa_w"], s["sf 0.95"].val["ewa_x"] = 3.49, 3.2 }},
 		// at the step it ends, AdamW's decayed branch is 0.05 above the run at constant LR,
