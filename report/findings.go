@@ -110,7 +110,7 @@ var checks = []check{
 		"a constant-LR AdamW and a vanilla SF-AdamW configuration that track their EWA (ewa_decay), as sweeps/examples/fig-obs1.yaml",
 		obs1EWA, false},
 	{"obs1-lr-decay", "Observation 1 · fig:Obs1 (left)",
-		"At the same step, AdamW with its LR decayed from a checkpoint has a lower loss than AdamW at constant LR, and SF-AdamW with its LR decayed has the loss of SF-AdamW at constant LR (within the margin): \"While AdamW benefits from linear LR decay [...], SF-AdamW shows no improvement\".",
+		"At the same step, AdamW with its LR decayed from a checkpoint has a lower loss than AdamW at constant LR, and SF-AdamW with its LR decayed has no lower loss than SF-AdamW at constant LR (by the margin or more): \"While AdamW benefits from linear LR decay [...], SF-AdamW shows no improvement\".",
 		"The paper shows curves, no number: \"AdamW benefits from linear LR decay [...], SF-AdamW shows no improvement\" (fig:Obs1, left).",
 		"a constant-LR AdamW and a vanilla SF-AdamW configuration with LR-decay branches (probes.lr_decay), one of which ends on a step the run evaluates (the branch from checkpoint s ends at s + frac·s: make it a multiple of eval_every), as sweeps/examples/fig-obs1.yaml",
 		obs1LRDecay, false},

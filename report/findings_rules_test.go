@@ -197,6 +197,17 @@ func TestFindingsEachRuleFails(t *testing.T) {
 	}
 }
 
+// SF-AdamW's LR-decay branch ending 0.05 above its run at constant LR shows no
+// improvement, as the paper says: the claim holds, where a test of equality would fail.
+func TestFindingsLRDecayWorseIsNoImprovement(t *testing.T) {
+	specs := paperSpecs()
+	specs["sf 0.95"].lrDecay = -0.05
+	f := wantVerdict(t, newFakeSweep(t, findingsManifest, specs).findings(t), "obs1-lr-decay", Holds)
+	if len(f.Rows) != 2 || f.Rows[1].Want != "≤" || f.Rows[1].Paired.Diff > -0.04 {
+		t.Errorf("rows: %+v", f.Rows)
+	}
+}
+
 // A refined x worse than its y by one standard deviation of its differences (0.02 ±
 // 0.02 over three seeds) no longer holds "not worse": it is noise.
 func TestFindingsNotWorseByOneSD(t *testing.T) {

@@ -298,7 +298,8 @@ func TestFindingsHold(t *testing.T) {
 	// 15 ends at 22, after the run): AdamW's gains 0.2 − 0.001·s, SF-AdamW's 0.002 + 0.001·s
 	if rows := fs["obs1-lr-decay"].Rows; len(rows) != 2 || rows[0].A.Value != "Val (primary) at step 15, LR decayed from step 10" ||
 		rows[0].B.Value != "Val (primary) at step 15, constant LR" || rows[0].Want != "<" || math.Abs(rows[0].Paired.Diff+0.198) > 1e-9 ||
-		rows[1].Want != "≈" || math.Abs(rows[1].Paired.Diff+0.004) > 1e-9 || !strings.HasPrefix(rows[1].A.Config, "SF-AdamW ") {
+		rows[1].Want != "≤" || math.Abs(rows[1].Paired.Diff-0.004) > 1e-9 || !strings.HasPrefix(rows[1].A.Config, "SF-AdamW ") ||
+		rows[1].A.Value != "Val (primary) at step 15, constant LR" {
 		t.Errorf("obs1-lr-decay rows: %+v", rows)
 	}
 

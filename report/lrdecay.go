@@ -15,7 +15,9 @@ import (
 
 // obs1LRDecay: for the best constant-LR AdamW configuration, per seed, the loss at the end
 // of its LR-decay branch is below the run's own loss at the same step; for the best
-// vanilla SF-AdamW configuration, the two are equal within the margin. Each compares the
+// vanilla SF-AdamW configuration, the branch shows no improvement: the run at constant LR
+// is not above it by the margin or more (a branch that ends higher is no improvement
+// either, so this is a non-inferiority test, not one of equality). Each compares the
 // latest branch that ends on a step its run evaluated (matchedBranch); a configuration
 // none of whose branches does is left out, and the note says why.
 func obs1LRDecay(e *evidence) ([]Comparison, string) {
@@ -31,19 +33,19 @@ func obs1LRDecay(e *evidence) ([]Comparison, string) {
 	}
 	var rows []Comparison
 	var notes []string
-	for _, side := range []struct {
-		c    *config
-		want string
-	}{{aw, "<"}, {sf, "≈"}} {
-		if side.c == nil {
+	for _, c := range []*config{aw, sf} {
+		if c == nil {
 			continue
 		}
-		from, end, why := e.matchedBranch(side.c)
-		if from == 0 {
-			notes = append(notes, side.c.label()+": "+why)
-			continue
+		from, end, why := e.matchedBranch(c)
+		switch {
+		case from == 0:
+			notes = append(notes, c.label()+": "+why)
+		case c == aw:
+			rows = append(rows, compare(e, c, e.lrDecayEnd(from, end), c, curveAt(end), "<"))
+		default: // no improvement: the run at constant LR is not above the branch by the margin
+			rows = append(rows, compare(e, c, curveAt(end), c, e.lrDecayEnd(from, end), "≤"))
 		}
-		rows = append(rows, compare(e, side.c, e.lrDecayEnd(from, end), side.c, curveAt(end), side.want))
 	}
 	if aw == nil { // then sf is not
 		notes = append(notes, fmt.Sprintf("no constant-LR AdamW configuration at batch %d completed a seed", sf.cfg.BatchTokens))
