@@ -66,15 +66,16 @@ func (p *paperCTable) at(row float64, col string) (float64, bool) {
 	return p.ppl[r][c], true
 }
 
-// bestCol is the paper's column of lowest perplexity in row; "" if it has no such row.
-func (p *paperCTable) bestCol(row float64) string {
+// bestCol is the paper's column of lowest perplexity in row among the columns ran (those
+// the twin ran too: a best the twin could not find is no test of it); "" if none.
+func (p *paperCTable) bestCol(row float64, ran func(col string) bool) string {
 	r := slices.Index(p.rows, row)
 	if r < 0 {
 		return ""
 	}
 	best, col := math.Inf(1), ""
 	for c, v := range p.ppl[r] {
-		if v < best {
+		if v < best && ran(p.cols[c]) {
 			best, col = v, p.cols[c]
 		}
 	}
@@ -110,8 +111,8 @@ func checkCCells(t *Table, p *paperCTable) []cCellCheck {
 		v := cells[i]
 		for _, c := range cells {
 			pc, ok := p.at(beta1, c.Col)
-			if c.Col == "vanilla" || !ok || isVanillaC(beta1, c.Col) {
-				continue
+			if c.Col == "vanilla" || !ok || isVanillaC(beta1, c.Col) || c.Status == status.Missing {
+				continue // not a refined cell both ran
 			}
 			k := cCellCheck{row: beta1, col: c.Col, paperChange: pc/pv - 1, twinChange: math.NaN()}
 			if c.Status == status.Completed && v.Status == status.Completed {
@@ -168,7 +169,8 @@ func twinBest(t *Table, r int) (best string, tied []string) {
 }
 
 // writeCAgainstPaper writes t's cells against the paper's table: the direction of each
-// refined cell against vanilla, then the best C of each row.
+// refined cell both ran against vanilla, then the best C of each row among the columns
+// both ran.
 func writeCAgainstPaper(b *strings.Builder, t *Table) {
 	p := paperCFor(t.Label)
 	if p == nil {
@@ -202,7 +204,12 @@ func writeCAgainstPaper(b *strings.Builder, t *Table) {
 	agree, n := 0, 0
 	for r, rowKey := range t.Rows {
 		beta1, _ := strconv.ParseFloat(rowKey, 64)
-		pb := p.bestCol(beta1)
+		cells := t.Cells[r*len(t.Columns) : (r+1)*len(t.Columns)]
+		pb := p.bestCol(beta1, func(col string) bool {
+			return slices.ContainsFunc(cells, func(c TableCell) bool {
+				return c.Status != status.Missing && (c.Col == col || col == "vanilla" && isVanillaC(beta1, c.Col))
+			})
+		})
 		tb, tied := twinBest(t, r)
 		if pb == "" || tb == "" {
 			continue
@@ -219,7 +226,7 @@ func writeCAgainstPaper(b *strings.Builder, t *Table) {
 		rows = append(rows, fmt.Sprintf("β1 %s: paper C = %s, twin C = %s%s: %s", rowKey, pb, tb, tiedText, same))
 	}
 	if n > 0 {
-		fmt.Fprintf(b, "Best C of each row (the twin's chosen on validation loss, the paper's by its test perplexity): %s. The twin's best agrees with the paper's in %d of %d rows.\n\n",
+		fmt.Fprintf(b, "Best C of each row, among the columns both ran (the twin's chosen on validation loss, the paper's by its test perplexity): %s. The twin's best agrees with the paper's in %d of %d rows.\n\n",
 			strings.Join(rows, "; "), agree, n)
 	}
 }

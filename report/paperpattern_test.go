@@ -90,10 +90,26 @@ func TestCAgainstPaperChoice(t *testing.T) {
 	if b.Len() != 0 {
 		t.Errorf("a table without a label: %q", b.String())
 	}
-	tab := twinCTable(t, "tab:c_sweep_2M_tiny") // 2M's row 0.9: best C = 200, which the twin did not run
-	writeCAgainstPaper(&b, tab)
-	if s := b.String(); !strings.Contains(s, "β1 0.9: paper C = 200, twin C = 50: differs") || !strings.Contains(s, "in 0 of 1 rows") {
+	// 2M's row 0.9: its best is C = 200, which the twin did not run; among the columns
+	// both ran, it is C = 50, the twin's
+	writeCAgainstPaper(&b, twinCTable(t, "tab:c_sweep_2M_tiny"))
+	if s := b.String(); !strings.Contains(s, "β1 0.9: paper C = 50, twin C = 50: agrees") {
 		t.Errorf("2M:\n%s", s)
+	}
+	// the twin's best at C = 500, by its validation loss, though not by its perplexity
+	tab, err := CSensitivityTable("twin", "tab:c_sweep_tiny", []Cell{
+		cCell(0.9, "vanilla", []float64{30, 31, 32}, []float64{3.40, 3.43, 3.46}),
+		cCell(0.9, "50", []float64{25, 26.1, 26.9}, []float64{3.20, 3.23, 3.26}),
+		cCell(0.9, "500", []float64{27, 28, 29}, []float64{3.00, 3.03, 3.06}),
+		{Row: 0.9, Col: "200", Status: status.Missing}, // not run: neither checked nor a best
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	writeCAgainstPaper(&b, tab)
+	if s := b.String(); !strings.Contains(s, "β1 0.9: paper C = 50, twin C = 500: differs") || !strings.Contains(s, "in 0 of 1 rows") || strings.Contains(s, "| 0.9 | 200 |") {
+		t.Errorf("a best that differs:\n%s", s)
 	}
 	if !isVanillaC(0.9, "10") || !isVanillaC(0.95, "20") || isVanillaC(0.9, "20") || isVanillaC(0.9, "vanilla") {
 		t.Error("isVanillaC")
