@@ -41,3 +41,24 @@ func (e aliveEngine) Backward() error {
 	defer e.alive()
 	return e.Engine.Backward()
 }
+
+// observeQueue is observe for an engine that is a backend.Accumulator: each Accumulate
+// that returns, two passes, reports once.
+func observeQueue(ctx context.Context, q backend.Accumulator) backend.Accumulator {
+	alive, ok := ctx.Value(aliveKey{}).(func())
+	if !ok {
+		return q
+	}
+	return aliveQueue{Accumulator: q, alive: alive}
+}
+
+// aliveQueue reports every Accumulate that returns.
+type aliveQueue struct {
+	backend.Accumulator
+	alive func()
+}
+
+func (q aliveQueue) Accumulate(tokens, targets []int32) error {
+	defer q.alive()
+	return q.Accumulator.Accumulate(tokens, targets)
+}

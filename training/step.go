@@ -25,7 +25,11 @@ type engine struct {
 	w, g []float32
 	// loop is the engine's backend.DeviceLoop, if it has one and its memory is its own:
 	// an optimizer may then step where the parameters live (mirror).
-	loop            backend.DeviceLoop
+	loop backend.DeviceLoop
+	// queue is the engine as a backend.Accumulator, if it is one: a step's losses are
+	// then read once, at its end (accumulate).
+	queue           backend.Accumulator
+	losses          []float64 // the step's micro-batch losses, read from queue
 	data            Batches
 	accum           int
 	tokens, targets []int32
@@ -50,6 +54,9 @@ func openEngine(ctx context.Context, cfg Config, mc model.Config, data Batches, 
 	} else {
 		e.w, e.g = make([]float32, n), make([]float32, n)
 		e.loop, _ = eng.(backend.DeviceLoop)
+	}
+	if q, ok := eng.(backend.Accumulator); ok {
+		e.queue, e.losses = observeQueue(ctx, q), make([]float64, 0, e.accum)
 	}
 	return e, nil
 }
@@ -80,26 +87,18 @@ func (e *engine) valLoss(maxSeqs int) (float64, int, error) {
 
 // step is one training step on the batches of step: the micro-batches' gradients, their
 // mean and the optimizer's update (with its averages), on the host or, where o has a
-// mirror, on the device. It returns the mean training loss; a micro-batch whose loss is
-// not finite ends the step early, with that loss and no update.
+// mirror, on the device. It returns the mean training loss; where a micro-batch's loss is
+// not finite it returns the first such loss and makes no update.
 func (e *engine) step(step int, o *optimizer) (float64, error) {
 	e.eng.ZeroGrad()
-	var sum float64
-	for micro := range e.accum {
-		e.data.Fill(step, micro, e.tokens, e.targets)
-		l, err := e.eng.Forward(e.tokens, e.targets)
-		if err != nil {
-			return 0, err
-		}
-		sum += l
-		if !finite(l) {
-			return l, nil
-		}
-		if err := e.eng.Backward(); err != nil {
-			return 0, err
-		}
+	accumulate := e.accumulate
+	if e.queue != nil {
+		accumulate = e.accumulateQueued
 	}
-	loss := sum / float64(e.accum)
+	loss, err := accumulate(step)
+	if err != nil || !finite(loss) {
+		return loss, err
+	}
 	if o.dev != nil {
 		return loss, o.dev.step(e.accum)
 	}
@@ -116,6 +115,58 @@ func (e *engine) step(step int, o *optimizer) (float64, error) {
 		}
 	}
 	return loss, nil
+}
+
+// accumulate adds the gradients of step's micro-batches up, reading each one's loss as
+// its forward pass ends, and returns their mean loss; a micro-batch whose loss is not
+// finite ends it early, with that loss.
+func (e *engine) accumulate(step int) (float64, error) {
+	var sum float64
+	for micro := range e.accum {
+		e.data.Fill(step, micro, e.tokens, e.targets)
+		l, err := e.eng.Forward(e.tokens, e.targets)
+		if err != nil {
+			return 0, err
+		}
+		sum += l
+		if !finite(l) {
+			return l, nil
+		}
+		if err := e.eng.Backward(); err != nil {
+			return 0, err
+		}
+	}
+	return sum / float64(e.accum), nil
+}
+
+// accumulateQueued is accumulate on an engine that keeps the losses until the step's end:
+// the same mean, summed in the same order, or the same first non-finite loss. Where a
+// micro-batch's loss is not finite, the later micro-batches' passes have run too (their
+// losses were not yet known), which changes only the gradients, and no update reads them:
+// the step returns that loss, and the next step clears them.
+func (e *engine) accumulateQueued(step int) (float64, error) {
+	for micro := range e.accum {
+		e.data.Fill(step, micro, e.tokens, e.targets)
+		if err := e.queue.Accumulate(e.tokens, e.targets); err != nil {
+			return 0, err
+		}
+	}
+	losses, err := e.queue.Losses(e.losses[:0])
+	if err != nil {
+		return 0, err
+	}
+	if len(losses) != e.accum {
+		return 0, fmt.Errorf("the engine kept %d losses of %d micro-batches", len(losses), e.accum)
+	}
+	e.losses = losses
+	var sum float64
+	for _, l := range losses {
+		sum += l
+		if !finite(l) {
+			return l, nil
+		}
+	}
+	return sum / float64(e.accum), nil
 }
 
 // scaleGrads turns the sum of accum micro-batch gradients into their mean.

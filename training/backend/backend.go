@@ -7,7 +7,8 @@
 // in host memory also implements HostEngine, and the loop steps an sfadamw optimizer on its
 // buffers in place; any other engine is driven through ReadParams / WriteParams /
 // ReadGrads, or, where it implements DeviceOptimizers, steps its optimizers where the
-// parameters live. Parameters, gradients and checkpoints are in model.Config.Layout order
+// parameters live. An engine that implements Accumulator has a step's losses read once,
+// at the step's end. Parameters, gradients and checkpoints are in model.Config.Layout order
 // for every backend, so a checkpoint written by one backend resumes on another.
 package backend
 
@@ -53,6 +54,21 @@ type HostEngine interface {
 	Engine
 	Params() []float32
 	Grads() []float32
+}
+
+// Accumulator is implemented by engines that take a step's micro-batches without handing
+// back each one's loss as it is computed: Accumulate runs a micro-batch's forward and
+// backward passes and keeps its loss where the engine computed it, and Losses reads the
+// step's losses at once. A device then does not wait for the host between micro-batches.
+type Accumulator interface {
+	// Accumulate runs Forward and then Backward on the micro-batch (tokens and targets as
+	// Forward takes them) and keeps its mean loss for Losses. A non-finite loss is kept
+	// like any other and its Backward runs: what follows it is the caller's to decide.
+	Accumulate(tokens, targets []int32) error
+	// Losses appends to dst the mean losses of the micro-batches accumulated since the last
+	// Losses or ZeroGrad, in their order, each bitwise the value Forward returns for its
+	// micro-batch, and forgets them.
+	Losses(dst []float64) ([]float64, error)
 }
 
 // DeviceOptimizers is implemented by engines that step optimizers where their parameters

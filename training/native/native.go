@@ -37,6 +37,9 @@ type Model[T Float] struct {
 	tokens, targets []int32
 	ready           bool // a Forward has run whose activations Backward may use
 	actBytes        int  // bytes of activation and scratch buffers
+	// losses are the mean losses of the micro-batches accumulated and not yet read
+	// (accumulate.go).
+	losses []float64
 }
 
 // ActivationBytes returns the bytes of the buffers a step uses besides the parameters and
@@ -247,8 +250,11 @@ func (m *Model[T]) Params() []T { return m.params }
 // Grads returns the flat gradient buffer, in the layout of Params.
 func (m *Model[T]) Grads() []T { return m.grads }
 
-// ZeroGrad sets every gradient to zero.
-func (m *Model[T]) ZeroGrad() { clear(m.grads) }
+// ZeroGrad sets every gradient to zero and forgets the losses accumulated and not read.
+func (m *Model[T]) ZeroGrad() {
+	clear(m.grads)
+	m.losses = m.losses[:0]
+}
 
 // Batch returns the number of sequences of a micro-batch.
 func (m *Model[T]) Batch() int { return m.b }
