@@ -11,20 +11,23 @@ package cuda
 // bf16 mode the online path (FastEnv "ce1") takes the loss and the stats in one read of
 // the logits (crossentropy.cu), then the fused path's gradient kernels: other bits.
 
-// lossForward writes each row's loss to e.losses and copies them to the host.
+// lossForward writes each row's loss to e.losses and copies them to the host, or, in an
+// Accumulate, to the loss queue's next slot, where they stay.
 func (e *Engine) lossForward(r *run) {
 	n, v, s := e.n, e.cfg.Vocab, &e.act
 	online := e.bf.on && e.fast.has(fastCE1)
 	e.ceFused = e.fast.has(fastCE) || online
 	switch {
 	case online:
-		r.launch("crossentropy_loss_online", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, s.ceStats, e.targets, n, v)
+		r.launch("crossentropy_loss_online", dim{x: n}, dim{x: ceThreads}, s.logits, e.lossRows(), s.ceStats, e.targets, n, v)
 	case e.ceFused:
-		r.launch("crossentropy_loss", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, s.ceStats, e.targets, n, v)
+		r.launch("crossentropy_loss", dim{x: n}, dim{x: ceThreads}, s.logits, e.lossRows(), s.ceStats, e.targets, n, v)
 	default:
-		r.launch("crossentropy_forward", dim{x: n}, dim{x: ceThreads}, s.logits, e.losses, e.targets, n, v)
+		r.launch("crossentropy_forward", dim{x: n}, dim{x: ceThreads}, s.logits, e.lossRows(), e.targets, n, v)
 	}
-	r.doAs(Transfer, func() error { return dtoh(e.st, e.lossHost, e.losses) })
+	if !e.queued {
+		r.doAs(Transfer, func() error { return dtoh(e.st, e.lossHost, e.losses) })
+	}
 }
 
 // lossBackward makes the gradient of the mean loss with respect to the logits the operand

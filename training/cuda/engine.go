@@ -63,6 +63,8 @@ type Engine struct {
 	lossHost        []float64
 	hostTokens      []int32 // the last Forward's tokens and targets
 	hostTargets     []int32
+	queue           lossQueue // the losses of micro-batches accumulated (accumulate.go)
+	queued          bool      // the pass running is an Accumulate's: its losses stay queued
 
 	allocs []cu.DevicePtr
 	ready  bool // a Forward has run whose activations Backward may use
@@ -144,7 +146,7 @@ func newEngine(cfg model.Config, batch, seqLen int, p backend.Precision, fast fa
 		return nil, fmt.Errorf("cuda: fast paths %s (%s) need kernel %s, which the loaded PTX lacks: build kernels.cu (docs/gpu.md) and set %s", fast, FastEnv, k, PTXEnv)
 	}
 	e := &Engine{prec: p, name: name, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
-		bf: bf16{on: p == backend.BF16, stale: true}, fast: fast, lossHost: make([]float64, batch*seqLen), hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
+		bf: bf16{on: p == backend.BF16, stale: true}, fast: fast, lossHost: make([]float64, batch*seqLen), queue: lossQueue{host: make([]float64, lossSlots*batch*seqLen)}, hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
 	st, err := d.newStream()
 	if err != nil {
 		defer d.bind()()
@@ -218,12 +220,13 @@ func (e *Engine) WriteParams(src []float32) error {
 	return htod(e.st, e.params, src)
 }
 
-// ZeroGrad sets every gradient to zero. A device failure here surfaces at the next call
-// that returns an error.
+// ZeroGrad sets every gradient to zero and forgets the losses accumulated and not read. A
+// device failure here surfaces at the next call that returns an error.
 func (e *Engine) ZeroGrad() {
 	if e.closed {
 		return
 	}
+	e.queue.reset()
 	unlock := e.st.lock()
 	defer unlock()
 	defer e.call(PhaseUpdate, Optimizer, false)()
@@ -264,22 +267,13 @@ func (e *Engine) Forward(tokens, targets []int32) (float64, error) {
 	}
 	unlock := e.st.lock()
 	defer unlock()
-	defer e.call(PhaseForward, numCategories, true)()
 	copy(e.hostTokens, tokens)
 	copy(e.hostTargets, targets)
-	forward := e.forward
-	if e.gpt2 {
-		forward = e.forwardGPT2
-	}
-	if err := forward(); err != nil {
+	if err := e.forwardPass(); err != nil {
 		return 0, fmt.Errorf("cuda: Forward: %w", err)
 	}
-	var sum float64
-	for _, l := range e.lossHost {
-		sum += l
-	}
 	e.ready = true
-	return sum / float64(e.n), nil
+	return meanRows(e.lossHost), nil
 }
 
 // Backward adds the gradient of the last Forward's mean loss to the gradients. Each
@@ -289,17 +283,15 @@ func (e *Engine) Backward() error {
 		return errClosed
 	}
 	if !e.ready {
-		return errors.New("cuda: Backward needs a successful Forward since the last Backward")
+		return errNoForward
 	}
 	e.ready = false
 	unlock := e.st.lock()
 	defer unlock()
-	defer e.call(PhaseBackward, numCategories, true)()
-	backward := e.backward
-	if e.gpt2 {
-		backward = e.backwardGPT2
+	if err := e.backwardPass(); err != nil {
+		return fmt.Errorf("cuda: Backward: %w", err)
 	}
-	if err := backward(); err != nil {
+	if err := e.st.sync(); err != nil {
 		return fmt.Errorf("cuda: Backward: %w", err)
 	}
 	return nil

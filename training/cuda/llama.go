@@ -179,6 +179,5 @@ func (e *Engine) backward() error {
 		e.rmsnormBackward(r, s.dresid, gw.n1, s.dnorm, x, w.n1, la.n1Rstd)
 	}
 	r.launch("encoder_backward", lin(c*embBuckets), blk, e.g.emb, s.dresid, e.tokens, n, c, embBuckets)
-	r.do(r.st.sync)
 	return r.err
 }

@@ -198,6 +198,7 @@ func (e *Engine) allocBuffers() error {
 	size := e.layout.Size
 	e.params, e.grads = a(size), a(size)
 	e.tokens, e.targets, e.losses = a(n), a(n), a(n, 8)
+	e.queue.dev = a(lossSlots*n, 8)
 	h := e.cfg.HeadDim() / 2
 	e.cos, e.sin, e.nsin = a(e.t*h), a(e.t*h), a(e.t*h)
 	gu := 2 * f // gate | up, or GPT-2's c_fc output
