@@ -73,8 +73,9 @@ func (e *Engine) Accumulate(tokens, targets []int32) error {
 			return fmt.Errorf("cuda: Accumulate: %w", err)
 		}
 	}
-	copy(e.hostTokens, tokens)
-	copy(e.hostTargets, targets)
+	if err := e.stage(tokens, targets); err != nil {
+		return fmt.Errorf("cuda: Accumulate: %w", err)
+	}
 	e.queued = true
 	defer func() { e.queued = false }()
 	if err := e.forwardPass(); err != nil {
@@ -123,7 +124,7 @@ func (e *Engine) readQueue() error {
 	return nil
 }
 
-// forwardPass runs the forward pass of the micro-batch in hostTokens and hostTargets.
+// forwardPass runs the forward pass of the micro-batch staged.
 func (e *Engine) forwardPass() error {
 	defer e.call(PhaseForward, numCategories, true)()
 	if e.gpt2 {

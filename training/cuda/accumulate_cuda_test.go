@@ -124,7 +124,10 @@ var hostCases = []struct {
 // A step's losses read once at its end are bitwise the losses Forward returns, and the
 // gradients and the parameters after a device optimizer's steps are bitwise those of the
 // steps taken through Forward and Backward; a step longer than the loss queue reads it
-// more than once and still gives them all, in order.
+// more than once and still gives them all, in order. Accumulate waits for no micro-batch,
+// so the host runs ahead of the device and refills the two pinned staging buffers while
+// earlier copies are queued: were one refilled before its copy ran, a micro-batch would
+// train on the tokens of the one two after it (the token sets cycle with period three).
 func TestAccumulateBitwise(t *testing.T) {
 	for _, tc := range hostCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,11 +60,10 @@ type Engine struct {
 	cos, sin, nsin  cu.DevicePtr // RoPE tables (t, D/2); nsin = −sin
 	tokens, targets cu.DevicePtr // (n) int32
 	losses          cu.DevicePtr // (n) float64
-	lossHost        []float64
-	hostTokens      []int32 // the last Forward's tokens and targets
-	hostTargets     []int32
-	queue           lossQueue // the losses of micro-batches accumulated (accumulate.go)
-	queued          bool      // the pass running is an Accumulate's: its losses stay queued
+	lossHost        []float64    // (n) pinned: Forward's losses, copied back
+	pin             staging      // the pinned buffers tokens go through (pinned.go)
+	queue           lossQueue    // the losses of micro-batches accumulated (accumulate.go)
+	queued          bool         // the pass running is an Accumulate's: its losses stay queued
 
 	allocs []cu.DevicePtr
 	ready  bool // a Forward has run whose activations Backward may use
@@ -146,7 +145,7 @@ func newEngine(cfg model.Config, batch, seqLen int, p backend.Precision, fast fa
 		return nil, fmt.Errorf("cuda: fast paths %s (%s) need kernel %s, which the loaded PTX lacks: build kernels.cu (docs/gpu.md) and set %s", fast, FastEnv, k, PTXEnv)
 	}
 	e := &Engine{prec: p, name: name, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
-		bf: bf16{on: p == backend.BF16, stale: true}, fast: fast, lossHost: make([]float64, batch*seqLen), queue: lossQueue{host: make([]float64, lossSlots*batch*seqLen)}, hostTokens: make([]int32, batch*seqLen), hostTargets: make([]int32, batch*seqLen)}
+		bf: bf16{on: p == backend.BF16, stale: true}, fast: fast}
 	st, err := d.newStream()
 	if err != nil {
 		defer d.bind()()
@@ -155,7 +154,11 @@ func newEngine(cfg model.Config, batch, seqLen int, p backend.Precision, fast fa
 	e.st = st
 	unlock := st.lock()
 	defer unlock()
-	if err := e.allocate(); err != nil {
+	err = e.allocate()
+	if err == nil {
+		err = e.allocHost()
+	}
+	if err != nil {
 		_ = st.sync() // the clearing of what was allocated may be in flight
 		e.free()
 		err = e.oom(err)
@@ -267,8 +270,9 @@ func (e *Engine) Forward(tokens, targets []int32) (float64, error) {
 	}
 	unlock := e.st.lock()
 	defer unlock()
-	copy(e.hostTokens, tokens)
-	copy(e.hostTargets, targets)
+	if err := e.stage(tokens, targets); err != nil {
+		return 0, fmt.Errorf("cuda: Forward: %w", err)
+	}
 	if err := e.forwardPass(); err != nil {
 		return 0, fmt.Errorf("cuda: Forward: %w", err)
 	}

@@ -316,4 +316,5 @@ func (e *Engine) free() {
 		_ = cu.MemFree(p)
 	}
 	e.allocs = nil
+	e.freeHost()
 }

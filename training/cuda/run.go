@@ -38,13 +38,11 @@ func (e *Engine) newRun() *run {
 	return r
 }
 
-// forwardRun starts a forward pass: the math mode of the engine's precision, then the
-// micro-batch's tokens and targets copied to the device.
+// forwardRun starts a forward pass, on the micro-batch staged on the device (stage): the
+// math mode of the engine's precision.
 func (e *Engine) forwardRun() *run {
 	r := e.newRun()
 	r.do(func() error { return e.st.setTF32(e.prec == backend.TF32) })
-	r.doAs(Transfer, func() error { return htod(e.st, e.tokens, e.hostTokens) })
-	r.doAs(Transfer, func() error { return htod(e.st, e.targets, e.hostTargets) })
 	return r
 }
 
