@@ -48,9 +48,10 @@ func meanRows(rows []float64) float64 {
 }
 
 // lossRows is where the loss kernel writes the rows' losses of the current forward pass:
-// the next slot of the queue when the pass is queued, else e.losses.
+// the next slot of the queue when the pass is queued, else, and in a graph's capture,
+// e.losses.
 func (e *Engine) lossRows() cu.DevicePtr {
-	if e.queued {
+	if e.queued && !e.capturing {
 		return e.queue.dev + cu.DevicePtr(8*e.n*e.queue.kept)
 	}
 	return e.losses
@@ -78,11 +79,8 @@ func (e *Engine) Accumulate(tokens, targets []int32) error {
 	}
 	e.queued = true
 	defer func() { e.queued = false }()
-	if err := e.forwardPass(); err != nil {
-		return fmt.Errorf("cuda: Accumulate: forward: %w", err)
-	}
-	if err := e.backwardPass(); err != nil {
-		return fmt.Errorf("cuda: Accumulate: backward: %w", err)
+	if err := e.passes(); err != nil {
+		return fmt.Errorf("cuda: Accumulate: %w", err)
 	}
 	e.queue.kept++
 	return nil

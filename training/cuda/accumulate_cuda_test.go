@@ -132,8 +132,7 @@ func TestAccumulateBitwise(t *testing.T) {
 	for _, tc := range hostCases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := preset(t, tc.preset)
-			n := tc.batch * tc.seqLen
-			toks := [][]int32{randomTokens(n+1, cfg.Vocab, 31), randomTokens(n+1, cfg.Vocab, 32), randomTokens(n+1, cfg.Vocab, 33)}
+			toks := tokenSets(cfg, tc.batch*tc.seqLen, 3, 31)
 			steps, micro := 3, 3
 			if tc.preset == "micro-llama" {
 				micro = lossSlots + 2
@@ -165,6 +164,16 @@ func TestAccumulateForgets(t *testing.T) {
 	if ls, err := e.Losses(nil); err != nil || len(ls) != 0 {
 		t.Errorf("Losses after ZeroGrad and a refused micro-batch = %v, %v; want none", ls, err)
 	}
+}
+
+// tokenSets returns k micro-batches of n tokens and their n targets, each n+1 random ids
+// from seed on.
+func tokenSets(cfg model.Config, n, k int, seed uint64) [][]int32 {
+	toks := make([][]int32, k)
+	for i := range toks {
+		toks[i] = randomTokens(n+1, cfg.Vocab, seed+uint64(i))
+	}
+	return toks
 }
 
 // hostEngine is an engine with FastEnv's paths and parameters initialised from seed 7,

@@ -40,5 +40,12 @@
 // (flashmath/flash_tiles.h) that Go tests check through cgo, their algorithm has a Go
 // mirror, and their source runs on the CPU (flashemu) bitwise against the mirror.
 //
+// The host's side of a step (accumulate.go, pinned.go, graph.go): the engine is a
+// backend.Accumulator, whose micro-batches keep their losses on the device until the step
+// ends, so a step waits for the device once; tokens reach it through pinned buffers by
+// asynchronous copies; and, behind FastEnv's "graph", a micro-batch's forward and backward
+// passes are captured once as a CUDA graph and replayed (graphplan.go says when, without
+// cgo).
+//
 // CUDA and cuBLAS failures are returned as errors that name the operation.
 package cuda

@@ -64,6 +64,8 @@ type Engine struct {
 	pin             staging      // the pinned buffers tokens go through (pinned.go)
 	queue           lossQueue    // the losses of micro-batches accumulated (accumulate.go)
 	queued          bool         // the pass running is an Accumulate's: its losses stay queued
+	capturing       bool         // the passes running are being captured (graph.go)
+	graph           microGraph   // Accumulate's micro-batch graph (FastEnv "graph")
 
 	allocs []cu.DevicePtr
 	ready  bool // a Forward has run whose activations Backward may use

@@ -65,6 +65,12 @@ const (
 	// give the exact max and a sum within float32's error of the two-pass one. It changes
 	// the bits (not in exactFast); float32 and TF32 keep the two-pass kernels.
 	fastCE1
+	// fastGraph has Accumulate replay a micro-batch's forward and backward passes from a
+	// CUDA graph captured once on the engine's stream (graph.go), instead of issuing its
+	// ~800 operations one by one: the same operations on the same buffers in the same
+	// order, so the same bits. Forward and Backward, and an engine in the timing mode, run
+	// eagerly; a capture that fails turns it off, with a log line that says why.
+	fastGraph
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -115,6 +121,7 @@ var fastNames = []fastPath{
 	{"norm", fastNorm, []string{"rmsnorm_forward_to_bf16", "rmsnorm_backward_fused", "rmsnorm_backward_fused_bf16"}},
 	{"swiglu", fastSwiGLU, []string{"swiglu_forward_to_bf16", "swiglu_backward_to_bf16"}},
 	{"ce1", fastCE1, []string{"crossentropy_loss_online", "crossentropy_grad", "crossentropy_grad_bf16"}},
+	{"graph", fastGraph, nil},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

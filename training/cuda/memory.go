@@ -316,5 +316,6 @@ func (e *Engine) free() {
 		_ = cu.MemFree(p)
 	}
 	e.allocs = nil
+	e.freeGraph()
 	e.freeHost()
 }
