@@ -12,10 +12,10 @@
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
 # Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit fast flash
-# pack loop kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# pack host loop kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed profile unit fast flash pack loop kill sweep curve program}
+STAGES=${2:-ptx speed profile unit fast flash pack host loop kill sweep curve program}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -245,6 +245,41 @@ PY
 		admission="FAILED: no trial refused under a cap of 800 MiB (see pack-admit-small.log)"
 	fi
 	verdict pack "unit exit $rc ($(grep -c '^--- PASS' "$OUT/pack-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/pack-unit.log") failed); engines at once: ${engines:-none}; trials: $trials$walls; admission: $admission"
+fi
+
+if has host; then
+	# the host side of a step (docs/gpu.md, "The host side"): the losses kept on the device
+	# until the step ends (Accumulate), tokens through pinned buffers, and the micro-batch
+	# graph (SFSWEEP_CUDA_FAST=graph). First the engine, by default and with the exact fast
+	# paths (their kernels from the ptx stage's PTX): Accumulate against Forward and Backward
+	# and graph replay against eager, bitwise over three steps of a device optimizer, a
+	# refused capture falling back (TestAccumulate*, TestGraph*). Then the training loop,
+	# losses read per step against per micro-batch, through a kill and a resume, eager and
+	# with the graph (TestRunCUDAAccumulatedBitwise). Then the speed, in one process:
+	# Forward+Backward, Accumulate and Accumulate+graph (TestHostSpeed), and the speed
+	# stage's run through sfsweep train with the exact paths, without and with graph.
+	units=
+	for paths in "" "$EXACT"; do
+		(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$paths timeout 200 "$WORK/cuda.test" -test.v -test.run 'TestAccumulate|TestGraph' -test.timeout 190s) >"$OUT/host-unit-${paths:-off}.log" 2>&1
+		units="$units, ${paths:-default} exit $? ($(grep -c '^--- PASS' "$OUT/host-unit-${paths:-off}.log") passed, $(grep -c '^--- FAIL' "$OUT/host-unit-${paths:-off}.log") failed)"
+	done
+	loops=
+	for paths in "" graph; do
+		(cd "$ROOT/training" && SFSWEEP_CUDA_FAST=$paths SFSWEEP_TEST_DATA=$DATA/go-byte timeout 150 "$WORK/training.test" -test.v -test.run 'TestRunCUDAAccumulatedBitwise' -test.timeout 140s) >"$OUT/host-loop-${paths:-eager}.log" 2>&1
+		loops="$loops, ${paths:-eager} exit $? ($(grep -c -- '--- FAIL' "$OUT/host-loop-${paths:-eager}.log") failed)"
+	done
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT SFSWEEP_CUDA_HOST_SPEED=1 timeout 200 "$WORK/cuda.test" -test.v -test.run 'TestHostSpeed$' -test.timeout 190s) >"$OUT/host-speed.log" 2>&1
+	grep -o 'host speed: .*' "$OUT/host-speed.log" | tee "$OUT/host-speed.txt"
+	train_cfg host bf16 512 16 524288 4 0
+	for paths in "$EXACT" "$EXACT,graph"; do
+		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/host-$paths' '$WORK/host.yaml'") >"$OUT/host-train-$paths.log" 2>&1
+	done
+	eager=$(grep -o '[0-9]* tok/s' "$OUT/host-train-$EXACT.log" | tail -1 | cut -d' ' -f1)
+	graph=$(grep -o '[0-9]* tok/s' "$OUT/host-train-$EXACT,graph.log" | tail -1 | cut -d' ' -f1)
+	ratio=$(awk -v a="${eager:-0}" -v b="${graph:-0}" 'BEGIN { if (a > 0) printf "%.3fx", b / a; else print "?" }')
+	# TestGraphCaptureFallsBack refuses a capture on purpose: only the runs' logs count
+	failed=$(grep -ho 'could not be captured.*' "$OUT/host-loop-graph.log" "$OUT/host-train-$EXACT,graph.log" "$OUT/host-speed.log" | head -1)
+	verdict host "unit${units#,}; loop${loops#,}; sfsweep train $EXACT ${eager:-?} tok/s, +graph ${graph:-?} tok/s ($ratio)${failed:+; CAPTURE FAILED: $failed}; one process: $(paste -sd ';' "$OUT/host-speed.txt")"
 fi
 
 if has loop; then
