@@ -104,9 +104,9 @@ func (e *Engine) freeHost() {
 // stage copies the micro-batch's tokens and targets to e.tokens and e.targets on the
 // stream, after its earlier work, through the next staging buffer: it waits only for the
 // copies from that buffer, two micro-batches ago, and returns before its own copies run.
-// It is charged to the forward pass's transfers, but not counted as a call.
+// The copies are charged to the forward pass's transfers; the call is not counted.
 func (e *Engine) stage(tokens, targets []int32) error {
-	defer e.call(PhaseForward, Transfer, false)()
+	defer e.call(PhaseForward, numCategories, false)()
 	i := e.pin.next
 	if err := e.pin.copied[i].Synchronize(); err != nil {
 		return fmt.Errorf("cuda: waiting for a staging buffer's copy: %w", err)
@@ -114,16 +114,27 @@ func (e *Engine) stage(tokens, targets []int32) error {
 	buf, n := e.pin.buf[i], e.n
 	copy(buf[:n], tokens)
 	copy(buf[n:], targets)
-	bytes := int64(4 * n)
-	if err := cu.MemcpyHtoDAsync(e.tokens, unsafe.Pointer(&buf[0]), bytes, e.st.s); err != nil {
-		return fmt.Errorf("cuda: copying the tokens to the device: %w", err)
+	r := &run{st: e.st, e: e}
+	for _, c := range []struct {
+		what string
+		dst  cu.DevicePtr
+		src  []int32
+	}{{"tokens", e.tokens, buf[:n]}, {"targets", e.targets, buf[n:]}} {
+		r.doAs(Transfer, func() error {
+			if err := cu.MemcpyHtoDAsync(c.dst, unsafe.Pointer(&c.src[0]), int64(4*n), e.st.s); err != nil {
+				return fmt.Errorf("cuda: copying the %s to the device: %w", c.what, err)
+			}
+			return nil
+		})
 	}
-	if err := cu.MemcpyHtoDAsync(e.targets, unsafe.Pointer(&buf[n]), bytes, e.st.s); err != nil {
-		return fmt.Errorf("cuda: copying the targets to the device: %w", err)
+	r.do(func() error {
+		if err := e.pin.copied[i].Record(e.st.s); err != nil {
+			return fmt.Errorf("cuda: recording a staging buffer's copy: %w", err)
+		}
+		return nil
+	})
+	if r.err == nil {
+		e.pin.next = 1 - i
 	}
-	if err := e.pin.copied[i].Record(e.st.s); err != nil {
-		return fmt.Errorf("cuda: recording a staging buffer's copy: %w", err)
-	}
-	e.pin.next = 1 - i
-	return nil
+	return r.err
 }
