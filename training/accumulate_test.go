@@ -330,3 +330,58 @@ func TestAccumulatedDivergedMidStep(t *testing.T) {
 		sameStore(t, v.name, firstStore, store)
 	}
 }
+
+// Under WithAlive, an Accumulator reports each Accumulate and each Losses that returns
+// (Losses waits for the device's last micro-batches), and a run whose steps read their
+// losses at the end trains the same bits as without it.
+func TestAccumulatedAlive(t *testing.T) {
+	cfg := accumConfig(t, AdamW)
+	cfg.Steps, cfg.EvalEvery, cfg.CheckpointEvery = 4, 0, 0
+	b, err := NewBatches(cfg, testCorpus(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	beats := 0
+	ctx := WithAlive(context.Background(), func() { beats++ })
+	mc, err := cfg.ResolveModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := backend.New("cpu", mc, cfg.MicroBatch, cfg.SeqLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := observeQueue(ctx, eng.(backend.Accumulator))
+	n := cfg.MicroBatch * cfg.SeqLen
+	tok, tgt := make([]int32, n), make([]int32, n)
+	for micro := range 3 {
+		b.Fill(1, micro, tok, tgt)
+		if err := q.Accumulate(tok, tgt); err != nil {
+			t.Fatal(err)
+		}
+		if beats != micro+1 {
+			t.Fatalf("%d reports after %d micro-batches", beats, micro+1)
+		}
+	}
+	if ls, err := q.Losses(nil); err != nil || len(ls) != 3 || beats != 4 {
+		t.Fatalf("Losses = %v, %v; %d reports, want 4", ls, err, beats)
+	}
+
+	plain, err := Run(context.Background(), cfg, Options{Data: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	watched, err := Run(ctx, cfg, Options{Data: b, WrapEngine: func(e backend.Engine) backend.Engine {
+		return counted{e.(backend.HostEngine), e.(backend.Accumulator), &calls}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != cfg.Steps*cfg.Accum() {
+		t.Fatalf("%d micro-batches accumulated, want %d", calls, cfg.Steps*cfg.Accum())
+	}
+	if watched.ParamsHash != plain.ParamsHash || !reflect.DeepEqual(watched.Test, plain.Test) {
+		t.Errorf("the run under WithAlive differs: params %.12s vs %.12s", watched.ParamsHash, plain.ParamsHash)
+	}
+}

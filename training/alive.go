@@ -43,7 +43,8 @@ func (e aliveEngine) Backward() error {
 }
 
 // observeQueue is observe for an engine that is a backend.Accumulator: each Accumulate
-// that returns, two passes, reports once.
+// that returns, two passes, reports once, and so does each Losses, which waits for the
+// device's last micro-batches.
 func observeQueue(ctx context.Context, q backend.Accumulator) backend.Accumulator {
 	alive, ok := ctx.Value(aliveKey{}).(func())
 	if !ok {
@@ -52,7 +53,7 @@ func observeQueue(ctx context.Context, q backend.Accumulator) backend.Accumulato
 	return aliveQueue{Accumulator: q, alive: alive}
 }
 
-// aliveQueue reports every Accumulate that returns.
+// aliveQueue reports every Accumulate and Losses that returns.
 type aliveQueue struct {
 	backend.Accumulator
 	alive func()
@@ -61,4 +62,9 @@ type aliveQueue struct {
 func (q aliveQueue) Accumulate(tokens, targets []int32) error {
 	defer q.alive()
 	return q.Accumulator.Accumulate(tokens, targets)
+}
+
+func (q aliveQueue) Losses(dst []float64) ([]float64, error) {
+	defer q.alive()
+	return q.Accumulator.Losses(dst)
 }
