@@ -3,7 +3,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 
 	"gorgonia.org/cu"
@@ -139,5 +138,3 @@ func (e *Engine) backwardPass() error {
 	}
 	return e.backward()
 }
-
-var errNoForward = errors.New("cuda: Backward needs a successful Forward since the last Backward")

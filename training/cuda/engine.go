@@ -231,9 +231,9 @@ func (e *Engine) ZeroGrad() {
 	if e.closed {
 		return
 	}
-	e.queue.reset()
 	unlock := e.st.lock()
 	defer unlock()
+	e.queue.reset()
 	defer e.call(PhaseUpdate, Optimizer, false)()
 	_ = e.st.zero(e.grads, e.layout.Size)
 }
@@ -289,7 +289,7 @@ func (e *Engine) Backward() error {
 		return errClosed
 	}
 	if !e.ready {
-		return errNoForward
+		return errors.New("cuda: Backward needs a successful Forward since the last Backward")
 	}
 	e.ready = false
 	unlock := e.st.lock()
