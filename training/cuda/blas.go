@@ -61,7 +61,6 @@ import "C"
 
 import (
 	"fmt"
-	"unsafe"
 
 	"gorgonia.org/cu"
 	cublas "gorgonia.org/cu/blas"
@@ -112,9 +111,7 @@ func newHandle(s cu.Stream, size int) (handle, error) {
 		C.sfsweepBlasDestroy(h)
 		return handle{}, fmt.Errorf("cuda: cuBLAS workspace: %w", err)
 	}
-	// cu.Stream is a struct holding only its CUstream and exports no accessor this
-	// package can use (its C method returns the type of another cgo package).
-	cs := *(*unsafe.Pointer)(unsafe.Pointer(&s))
+	cs := streamHandle(s)
 	if st := C.sfsweepBlasBind(h, cs, C.ulonglong(work), C.size_t(size)); st != 0 {
 		C.sfsweepBlasDestroy(h)
 		_ = cu.MemFree(work)

@@ -30,9 +30,6 @@ import "C"
 import (
 	"fmt"
 	"log/slog"
-	"unsafe"
-
-	"gorgonia.org/cu"
 )
 
 // The micro-batch graph (FastEnv "graph"): Accumulate's forward and backward passes
@@ -54,10 +51,6 @@ type microGraph struct {
 	err      error         // why the capture failed, once it did
 	launches int           // replays, counted for the tests
 }
-
-// streamHandle is the CUstream of s: cu.Stream holds only it and exports no accessor this
-// package can use (its C method returns the type of another cgo package).
-func streamHandle(s cu.Stream) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&s)) }
 
 // passes runs the forward and backward passes of the micro-batch staged, as graphPlan
 // says: eagerly, by capturing them and launching the graph, or by replaying it.

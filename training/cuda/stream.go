@@ -170,6 +170,11 @@ func alloc(n, size int) (cu.DevicePtr, error) {
 	return p, nil
 }
 
+// streamHandle is the CUstream of s, for the package's own cgo calls: cu.Stream is a struct
+// holding only its CUstream and exports no accessor this package can use (its C method
+// returns the type of another cgo package).
+func streamHandle(s cu.Stream) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&s)) }
+
 // off returns p advanced by i float32 elements.
 func off(p cu.DevicePtr, i int) cu.DevicePtr { return p + cu.DevicePtr(4*i) }
 
