@@ -108,9 +108,11 @@ func (e *Engine) capture() error {
 		err = fmt.Errorf("cuStreamEndCapture gave no graph")
 	}
 	if err == nil {
-		if ierr := cuErr(C.sfsweepInstantiate(&e.graph.exec, g)); ierr != nil {
-			e.graph.exec = nil
+		var exec C.CUgraphExec
+		if ierr := cuErr(C.sfsweepInstantiate(&exec, g)); ierr != nil {
 			err = fmt.Errorf("cuGraphInstantiate: %w", ierr)
+		} else {
+			e.graph.exec = exec
 		}
 	}
 	if g != nil {
