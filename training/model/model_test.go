@@ -18,6 +18,7 @@ func TestPresetSizes(t *testing.T) {
 	cases := map[string]int{
 		"tiny-llama":  922_752,
 		"twin-llama":  llama(512, 64, 4, 172),
+		"mini-llama":  llama(320, 48, 3, 128),
 		"small-llama": 49_255_296,
 		"llama-124m":  llama(50304, 768, 12, 2048),
 		"gpt2-124m":   gpt2(50304, 768, 12, 3072, 512),
