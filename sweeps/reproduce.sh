@@ -5,12 +5,14 @@
 # says what they show).
 #
 #   sh sweeps/reproduce.sh            # from the repository root; about 75 minutes on 2 cores
+#   SFSWEEP_DIR=.sfsweep/suite sh sweeps/reproduce.sh    # into another state directory
 #
 # Trials are content-addressed: the twins share many (the same settings and grid point), each
 # is trained once, and running the script again trains only what is missing. The twins of the
 # findings come first and the wide C tables last, so an interrupted run has the findings' data.
 set -eu
 bin=${SFSWEEP_BIN:-.sfsweep/bin/sfsweep}
+dir=${SFSWEEP_DIR:-.sfsweep}
 mkdir -p "$(dirname "$bin")"
 go build -o "$bin" ./cmd/sfsweep
 twins="
@@ -28,9 +30,9 @@ sweeps/examples/c-sensitivity-2M-tiny.yaml
 start=$(date +%s)
 for m in $twins; do
 	t=$(date +%s)
-	"$bin" run -ui=false "$m"
+	"$bin" run -ui=false -dir "$dir" "$m"
 	echo "$m trained in $(( $(date +%s) - t )) s"
 done
 echo "twins trained in $(( $(date +%s) - start )) s"
 # shellcheck disable=SC2086
-"$bin" report -o docs/reproduction/report.md $twins
+"$bin" report -dir "$dir" -o docs/reproduction/report.md $twins
