@@ -16,14 +16,14 @@ dir=${SFSWEEP_DIR:-.sfsweep}
 mkdir -p "$(dirname "$bin")"
 go build -o "$bin" ./cmd/sfsweep
 twins="
+sweeps/examples/hyperparameter-tiny.yaml
 sweeps/examples/fig-obs1-tiny.yaml
 sweeps/examples/fig-ema-y-tiny.yaml
 sweeps/examples/fig-decay-adamw-betas-tiny.yaml
 sweeps/examples/fig-river-profile-tiny.yaml
 sweeps/examples/fig-modified-tiny.yaml
-sweeps/examples/hyperparameter-tiny.yaml
-sweeps/examples/fig-modified-largeBS-tiny.yaml
 sweeps/examples/hyperparameter-largeBS-tiny.yaml
+sweeps/examples/fig-modified-largeBS-tiny.yaml
 sweeps/examples/c-sensitivity-tiny.yaml
 sweeps/examples/c-sensitivity-2M-tiny.yaml
 "
