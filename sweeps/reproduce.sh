@@ -4,7 +4,7 @@
 # paper's findings checked: docs/reproduction/report.md and its plots (docs/reproduction.md
 # says what they show).
 #
-#   sh sweeps/reproduce.sh            # from the repository root; about 75 minutes on 2 cores
+#   sh sweeps/reproduce.sh            # from the repository root; about 2 hours on 2 cores
 #   SFSWEEP_DIR=.sfsweep/suite sh sweeps/reproduce.sh    # into another state directory
 #
 # Trials are content-addressed: the twins share many (the same settings and grid point), each
