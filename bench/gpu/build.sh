@@ -6,10 +6,10 @@
 # CUDA headers: CUDA_INCLUDE, else /usr/include when Debian's nvidia-cuda-dev is installed
 # there, else those bench/gpu/toolkit.sh unpacks into .cuda/ (CUDA 12.4 from Debian trixie,
 # fetched on the first run). gorgonia.org/cu compiles against them as against the
-# toolkit's. Libraries: no CUDA library is needed here. The binaries link
-# libcuda.so.1 and libcublas.so.13 by soname; link-time stand-ins holding the symbols the
-# binaries use are generated into .cuda/stubs/ from the linker's list of undefined ones, and
-# the GPU machine's real libraries are loaded at run time.
+# toolkit's. Libraries: no CUDA library is needed here. The binaries link libcuda.so.1,
+# libcublas.so.13 and libcublasLt.so.13 by soname; link-time stand-ins holding the symbols
+# the binaries use are generated into .cuda/stubs/ from the linker's list of undefined ones,
+# and the GPU machine's real libraries are loaded at run time.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -31,11 +31,13 @@ stubs() { # regenerate the stand-ins from the undefined symbols of a link of pac
 		sed "s/undefined reference to \`//; s/'//" >>"$STUBS/all.txt.new" || true
 	sort -u "$STUBS/all.txt.new" >"$STUBS/all.txt"
 	grep '^cu[A-Z]' "$STUBS/all.txt" | sed 's/.*/void &(void){}/' >"$STUBS/cuda.c"
-	grep '^cublas' "$STUBS/all.txt" | sed 's/.*/void &(void){}/' >"$STUBS/cublas.c"
+	grep '^cublas' "$STUBS/all.txt" | grep -v '^cublasLt' | sed 's/.*/void &(void){}/' >"$STUBS/cublas.c"
+	grep '^cublasLt' "$STUBS/all.txt" | sed 's/.*/void &(void){}/' >"$STUBS/cublasLt.c"
 	gcc -shared -fPIC -o "$STUBS/libcuda.so" -Wl,-soname,libcuda.so.1 "$STUBS/cuda.c"
 	gcc -shared -fPIC -o "$STUBS/libcublas.so" -Wl,-soname,libcublas.so.13 "$STUBS/cublas.c"
+	gcc -shared -fPIC -o "$STUBS/libcublasLt.so" -Wl,-soname,libcublasLt.so.13 "$STUBS/cublasLt.c"
 }
-[ -f "$STUBS/libcuda.so" ] || { echo 'void sfsweep_stub(void){}' >"$STUBS/e.c"; gcc -shared -fPIC -o "$STUBS/libcuda.so" -Wl,-soname,libcuda.so.1 "$STUBS/e.c"; cp "$STUBS/libcuda.so" "$STUBS/libcublas.so"; }
+[ -f "$STUBS/libcublasLt.so" ] || { echo 'void sfsweep_stub(void){}' >"$STUBS/e.c"; for l in cuda cublas cublasLt; do gcc -shared -fPIC -o "$STUBS/lib$l.so" "$STUBS/e.c"; done; }
 stubs ./training/cuda
 
 go test -c -tags cuda -o .gpubin/cuda.test ./training/cuda

@@ -12,10 +12,10 @@
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
 # Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit fast flash
-# pack host loop kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# pack host lt loop kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed profile unit fast flash pack host loop kill sweep curve program}
+STAGES=${2:-ptx speed profile unit fast flash pack host lt loop kill sweep curve program}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -32,6 +32,29 @@ has() { [[ " $STAGES " == *" $1 "* ]]; }
 # the fast paths that change no bit (SFSWEEP_CUDA_FAST), all together
 EXACT=ce,round,norm,swiglu
 verdict() { echo "== $1: $2"; }
+# train_paths NAME PATHS...: sfsweep train on $WORK/NAME.yaml (train_cfg) once per value of
+# SFSWEEP_CUDA_FAST, into $WORK/NAME-PATHS, logged to $OUT/NAME-speed-PATHS.log; tok_s NAME
+# PATHS: the tokens/s that run reported
+train_paths() {
+	local name=$1 paths
+	shift
+	for paths in "$@"; do
+		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/$name-$paths' '$WORK/$name.yaml'") >"$OUT/$name-speed-$paths.log" 2>&1
+	done
+}
+tok_s() { grep -o '[0-9]* tok/s' "$OUT/$1-speed-$2.log" | tail -1; }
+# last_losses DIR...: the last training loss of the sfsweep train run in each DIR
+last_losses() {
+	python3 -c '
+import json, sys, glob
+out = []
+for d in sys.argv[1:]:
+    f = glob.glob(d + "/**/result.json", recursive=True)
+    c = json.load(open(f[0])).get("curves") or [] if f else []
+    out.append("%.5f" % c[-1]["train_loss"] if c else "none")
+print(" and ".join(out))
+' "$@"
+}
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
@@ -152,20 +175,10 @@ if has flash; then
 		sanitized="$sanitized, $tool exit $? ($(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$OUT/flash-$tool.log" || echo 'no summary'))"
 	done
 	train_cfg flash bf16 512 16 524288 6 0
-	for paths in "$EXACT" "$EXACT,flash"; do
-		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/flash-$paths' '$WORK/flash.yaml'") >"$OUT/flash-speed-$paths.log" 2>&1
-	done
-	off=$(grep -o '[0-9]* tok/s' "$OUT/flash-speed-$EXACT.log" | tail -1) on=$(grep -o '[0-9]* tok/s' "$OUT/flash-speed-$EXACT,flash.log" | tail -1)
+	train_paths flash "$EXACT" "$EXACT,flash"
+	off=$(tok_s flash "$EXACT") on=$(tok_s flash "$EXACT,flash")
 	# the last training loss of each: flash changes the bits, not the model
-	losses=$(python3 -c '
-import json, sys, glob
-out = []
-for d in sys.argv[1:]:
-    f = glob.glob(d + "/**/result.json", recursive=True)
-    c = json.load(open(f[0])).get("curves") or [] if f else []
-    out.append("%.4f" % c[-1]["train_loss"] if c else "none")
-print(" and ".join(out))
-' "$WORK/flash-$EXACT" "$WORK/flash-$EXACT,flash")
+	losses=$(last_losses "$WORK/flash-$EXACT" "$WORK/flash-$EXACT,flash")
 	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed $EXACT ${off:-?}, +flash ${on:-?}; last train loss $losses"
 fi
 
@@ -280,6 +293,23 @@ if has host; then
 	# TestGraphCaptureFallsBack refuses a capture on purpose: only the runs' logs count
 	failed=$(grep -ho 'could not be captured.*' "$OUT/host-loop-graph.log" "$OUT/host-train-$EXACT,graph.log" "$OUT/host-speed.log" | head -1)
 	verdict host "unit${units#,}; loop${loops#,}; sfsweep train $EXACT ${eager:-?} tok/s, +graph ${graph:-?} tok/s ($ratio)${failed:+; CAPTURE FAILED: $failed}; one process: $(paste -sd ';' "$OUT/host-speed.txt")"
+fi
+
+if has lt; then
+	# the products on cuBLASLt (SFSWEEP_CUDA_FAST=lt): each product shape against float64
+	# and GemmEx, twice bitwise (TestLtProducts); engines against float32 and the path
+	# without lt, twice bitwise, alone and with the exact paths (TestLtEngine); Accumulate and
+	# the micro-batch graph with lt and the exact paths, bitwise against Forward and Backward
+	# (TestAccumulate*, TestGraph*). Then the speed stage's run with the exact paths, without
+	# and with lt, and the last training loss of each.
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT,lt timeout 200 "$WORK/cuda.test" -test.v -test.run 'TestLt|TestAccumulate|TestGraph' -test.timeout 190s) >"$OUT/lt-unit.log" 2>&1
+	rc=$?
+	same=$(grep -o 'cuBLASLt and GemmEx differ in [0-9]* of [0-9]*' "$OUT/lt-unit.log" | awk '{ d += $6; n += $8 } END { printf "%d of %d elements", d, n }')
+	train_cfg lt bf16 512 16 524288 6 0
+	train_paths lt "$EXACT" "$EXACT,lt"
+	off=$(tok_s lt "$EXACT") on=$(tok_s lt "$EXACT,lt")
+	losses=$(last_losses "$WORK/lt-$EXACT" "$WORK/lt-$EXACT,lt")
+	verdict lt "unit exit $rc ($(grep -c '^--- PASS' "$OUT/lt-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/lt-unit.log") failed); products differing from GemmEx: ${same:-?}; speed $EXACT ${off:-?}, +lt ${on:-?}; last train loss $losses"
 fi
 
 if has loop; then

@@ -7,13 +7,13 @@ import (
 )
 
 // FastEnv names an environment variable that turns on, by name, the engine's fast paths
-// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash and
-// ce1 gives bitwise the results of the default path (the arithmetic stays that of the
-// backend's name); flash computes attention in another order and rounds it elsewhere, and
-// ce1 sums the softmax's denominator in another order, so their bits differ within a
-// tolerance, and they make a new arithmetic once signed off; until then an engine that
-// runs them says so in its provenance (variant). Unset or empty, the engine runs the
-// default path.
+// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash, ce1
+// and lt gives bitwise the results of the default path (the arithmetic stays that of the
+// backend's name); flash computes attention in another order and rounds it elsewhere, ce1
+// sums the softmax's denominator in another order, and lt may run other GEMM kernels, so
+// their bits differ within a tolerance, and they make a new arithmetic once signed off;
+// until then an engine that runs them says so in its provenance (variant). Unset or empty,
+// the engine runs the default path.
 const FastEnv = "SFSWEEP_CUDA_FAST"
 
 // ceThreads is the block of the cross-entropy kernels, one block per row: its size fixes
@@ -71,6 +71,13 @@ const (
 	// order, so the same bits. Forward and Backward, and an engine in the timing mode, run
 	// eagerly; a capture that fails turns it off, with a log line that says why.
 	fastGraph
+	// fastLt runs the products of bf16 mode on cuBLASLt (lt.go) instead of cublasGemmEx,
+	// each with the algorithm its heuristic picks for the product's shape and pointer
+	// alignments, kept per engine, and adds the residuals of LLaMA and GPT-2 in the
+	// product that reads them (D = A·B + C with C apart from D) instead of copying them into
+	// the output first. cuBLASLt may pick other kernels than GemmEx for a shape, so it is
+	// not counted as changing no bit until a GPU run shows it (not in exactFast).
+	fastLt
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -106,7 +113,7 @@ func flashScale() (scale, scaleLog2 float32) {
 }
 
 // exactFast is the set of the fast paths that change no bit.
-func exactFast() fastPaths { return allFast() &^ (fastFlash | fastCE1) }
+func exactFast() fastPaths { return allFast() &^ (fastFlash | fastCE1 | fastLt) }
 
 // fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
 // before the path lacks.
@@ -122,6 +129,7 @@ var fastNames = []fastPath{
 	{"swiglu", fastSwiGLU, []string{"swiglu_forward_to_bf16", "swiglu_backward_to_bf16"}},
 	{"ce1", fastCE1, []string{"crossentropy_loss_online", "crossentropy_grad", "crossentropy_grad_bf16"}},
 	{"graph", fastGraph, nil},
+	{"lt", fastLt, nil},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }
@@ -160,7 +168,7 @@ func parseFast(s string) (fastPaths, error) {
 
 // variant is what the fast paths of FastEnv's value s add to the arithmetic of an engine
 // (in bf16 mode or not): "+" and the paths that change its bits, or "" (exactly the
-// catalog's arithmetic). flash and ce1 change bits in bf16 only; other precisions keep the
+// catalog's arithmetic). flash, ce1 and lt change bits in bf16 only; other precisions keep the
 // default kernels. A value parseFast refuses adds nothing: such an engine is never made.
 func variant(s string, bf16 bool) string {
 	f, err := parseFast(s)

@@ -146,6 +146,46 @@ func fastEngine(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.
 	return e
 }
 
+// trainFast is an engine made with the fast paths f and the parameters p, closed when
+// the test ends, and runFast's run of toks on it.
+func trainFast(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.Precision, f fastPaths, p []float32, toks [][]int32) (*Engine, fastRun) {
+	t.Helper()
+	e, err := newEngine(cfg, batch, seqLen, prec, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.WriteParams(p); err != nil {
+		t.Fatal(err)
+	}
+	return e, runFast(t, e, f, toks)
+}
+
+// nearFloat32 checks a run of the paths f that changes the bits: the same bits on a
+// second run (again), and its losses and each tensor's gradient within twice the distance
+// from float32 (exact) of the bf16 run without them (old), plus lossTol of the loss and
+// gradTol of the gradient's norm; no gradient 5 % off.
+func nearFloat32(t *testing.T, f fastPaths, cfg model.Config, got, again, exact, old fastRun, lossTol, gradTol float64) {
+	t.Helper()
+	for i := range got.losses {
+		if math.Float64bits(got.losses[i]) != math.Float64bits(again.losses[i]) {
+			t.Errorf("%s: loss %d = %v, then %v", f, i, got.losses[i], again.losses[i])
+		}
+		if d := math.Abs(got.losses[i] - exact.losses[i]); d > 2*math.Abs(old.losses[i]-exact.losses[i])+lossTol*math.Abs(exact.losses[i]) {
+			t.Errorf("%s: loss %d = %v, float32 %v, the bf16 path without it %v", f, i, got.losses[i], exact.losses[i], old.losses[i])
+		}
+	}
+	if i := firstDiff(bits32(got.grads), bits32(again.grads)); i >= 0 {
+		t.Errorf("%s: gradient %d = %v, then %v", f, i, got.grads[i], again.grads[i])
+	}
+	oldErr := gradErrs(cfg, old.grads, exact.grads)
+	for name, err := range gradErrs(cfg, got.grads, exact.grads) {
+		if !(err <= 2*oldErr[name]+gradTol) || !(err <= 5e-2) {
+			t.Errorf("%s: gradient of %s off float32's by %.3g, the bf16 path without it by %.3g", f, name, err, oldErr[name])
+		}
+	}
+}
+
 // NeedBytes follows the buffers of the fast paths.
 func TestFastPathsNeedBytes(t *testing.T) {
 	all := allFast()

@@ -27,7 +27,7 @@ func TestParseFast(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), FastEnv+`="ce,flsh"`) || !strings.Contains(err.Error(), `"flsh"`) {
 		t.Errorf("parseFast(ce,flsh) = %v, want an error naming %s, its value and the unknown name", err, FastEnv)
 	}
-	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU|fastCE1|fastGraph || exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU|fastGraph {
+	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU|fastCE1|fastGraph|fastLt || exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU|fastGraph {
 		t.Errorf("allFast() = %b, exactFast() = %b", allFast(), exactFast())
 	}
 	if f, err := parseFast("flash,round,ce"); err != nil || f.String() != "ce,round,flash" {
@@ -118,7 +118,8 @@ func TestVariant(t *testing.T) {
 		{"flash", true, "+flash"},
 		{"ce1, ce, flash", true, "+flash,ce1"},
 		{"flash,ce1", false, ""},
-		{"flash,ce1", false, ""},
+		{"lt,graph,ce", true, "+lt"},
+		{"lt,flash", false, ""},
 		{"bogus,flash", true, ""},
 	} {
 		if got := variant(c.env, c.bf16); got != c.want {

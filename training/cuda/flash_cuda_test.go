@@ -118,41 +118,16 @@ func TestFlashEngine(t *testing.T) {
 			p := make([]float32, tc.cfg.NumParams())
 			model.Init(tc.cfg, 9, p)
 			train := func(prec backend.Precision, f fastPaths) (*Engine, fastRun) {
-				e, err := newEngine(tc.cfg, tc.batch, tc.seqLen, prec, f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { e.Close() })
-				if err := e.WriteParams(p); err != nil {
-					t.Fatal(err)
-				}
-				return e, runFast(t, e, f, toks)
+				return trainFast(t, tc.cfg, tc.batch, tc.seqLen, prec, f, p, toks)
 			}
 			_, exact := train(backend.FP32, 0)
 			_, old := train(backend.BF16, 0)
-			oldErr := gradErrs(tc.cfg, old.grads, exact.grads)
 			for _, f := range []fastPaths{fastFlash, allFast()} {
 				e, got := train(backend.BF16, f)
 				if !e.flash {
 					t.Fatalf("%s: the engine does not run the flash path", f)
 				}
-				again := runFast(t, e, f, toks)
-				for i := range got.losses {
-					if math.Float64bits(got.losses[i]) != math.Float64bits(again.losses[i]) {
-						t.Errorf("%s: loss %d = %v, then %v", f, i, got.losses[i], again.losses[i])
-					}
-					if d := math.Abs(got.losses[i] - exact.losses[i]); d > 2*math.Abs(old.losses[i]-exact.losses[i])+1e-3*math.Abs(exact.losses[i]) {
-						t.Errorf("%s: loss %d = %v, float32 %v, today's bf16 path %v", f, i, got.losses[i], exact.losses[i], old.losses[i])
-					}
-				}
-				if i := firstDiff(bits32(got.grads), bits32(again.grads)); i >= 0 {
-					t.Errorf("%s: gradient %d = %v, then %v", f, i, got.grads[i], again.grads[i])
-				}
-				for name, err := range gradErrs(tc.cfg, got.grads, exact.grads) {
-					if !(err <= 2*oldErr[name]+2e-3) || !(err <= 5e-2) {
-						t.Errorf("%s: gradient of %s off float32's by %.3g, today's bf16 path's by %.3g", f, name, err, oldErr[name])
-					}
-				}
+				nearFloat32(t, f, tc.cfg, got, runFast(t, e, f, toks), exact, old, 1e-3, 2e-3)
 			}
 		})
 	}

@@ -76,14 +76,46 @@ func (r *run) gemmBatched(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePt
 		a = r.operand(a, (count-1)*sa+ar*lda, r.e.bf.a)
 		b = r.operand(b, (count-1)*sb+br*ldb, r.e.bf.b)
 		r.charge(GEMM)
-		if r.err == nil {
-			r.err = r.st.gemmBF16(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+		if r.err != nil {
+			return
 		}
+		if r.e.fast.has(fastLt) {
+			p := ltProduct{tA: tA, tB: tB, m: m, n: n, k: k, lda: lda, ldb: ldb, ldc: ldc, ldd: ldc, sa: sa, sb: sb, sc: sc, sd: sc, count: count}
+			r.err = r.st.gemmLt(p, alpha, a, b, beta, c, c)
+			return
+		}
+		r.err = r.st.gemmBF16(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
 		return
 	}
 	r.charge(GEMM)
 	if r.err == nil {
 		r.err = r.st.gemmBatched(tA, tB, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+	}
+}
+
+// gemmAdd is d = op(A)·op(B) + x, the residual x and d m×n with leading dimension n: on
+// the lt path in bf16 mode one cuBLASLt product reads x where it is; otherwise x is copied
+// into d and the product adds itself to it.
+func (r *run) gemmAdd(tA, tB bool, m, n, k int, a cu.DevicePtr, lda int, b cu.DevicePtr, ldb int, x, d cu.DevicePtr) {
+	e := r.e
+	if !e.bf.on || !e.fast.has(fastLt) {
+		r.doAs(Elementwise, func() error { return e.st.dtod(d, x, m*n) })
+		r.gemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 1, d, n)
+		return
+	}
+	ar, br := m, k
+	if tA {
+		ar = k
+	}
+	if tB {
+		br = n
+	}
+	a = r.operand(a, ar*lda, e.bf.a)
+	b = r.operand(b, br*ldb, e.bf.b)
+	r.charge(GEMM)
+	if r.err == nil {
+		p := ltProduct{tA: tA, tB: tB, m: m, n: n, k: k, lda: lda, ldb: ldb, ldc: n, ldd: n, count: 1}
+		r.err = r.st.gemmLt(p, 1, a, b, 1, x, d)
 	}
 }
 

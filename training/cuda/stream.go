@@ -27,9 +27,11 @@ type stream struct {
 	mu   sync.Mutex
 	s    cu.Stream
 	blas handle
+	lt   ltHandle // the lt path's products (lt.go)
 }
 
-// newStream makes a non-blocking stream on d and a cuBLAS handle bound to it.
+// newStream makes a non-blocking stream on d, a cuBLAS handle bound to it and a cuBLASLt
+// handle.
 func (d *device) newStream() (*stream, error) {
 	defer d.bind()()
 	cs, err := cu.MakeStream(cu.NonBlocking)
@@ -41,15 +43,23 @@ func (d *device) newStream() (*stream, error) {
 		_ = st.s.Destroy()
 		return nil, err
 	}
+	if st.lt, err = newLt(); err != nil {
+		_ = st.blas.destroy()
+		_ = st.s.Destroy()
+		return nil, err
+	}
 	return st, nil
 }
 
-// close waits for the stream's work and releases the handle, its workspace and the stream.
+// close waits for the stream's work and releases the handles, the workspace and the stream.
 // The stream must not be used afterwards but for lock. cublasDestroy synchronises the
 // whole device, so closing an engine waits for the work of the engines beside it: once per
 // trial, not per step.
 func (st *stream) close() error {
 	err := st.sync()
+	if lerr := st.lt.destroy(); err == nil {
+		err = lerr
+	}
 	if herr := st.blas.destroy(); err == nil {
 		err = herr
 	}
