@@ -296,20 +296,22 @@ if has host; then
 fi
 
 if has lt; then
-	# the products on cuBLASLt (SFSWEEP_CUDA_FAST=lt): each product shape against float64
-	# and GemmEx, twice bitwise (TestLtProducts); engines against float32 and the path
-	# without lt, twice bitwise, alone and with the exact paths (TestLtEngine); Accumulate and
-	# the micro-batch graph with lt and the exact paths, bitwise against Forward and Backward
-	# (TestAccumulate*, TestGraph*). Then the speed stage's run with the exact paths, without
-	# and with lt, and the last training loss of each.
-	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT,lt timeout 200 "$WORK/cuda.test" -test.v -test.run 'TestLt|TestAccumulate|TestGraph' -test.timeout 190s) >"$OUT/lt-unit.log" 2>&1
+	# the products on cuBLASLt (SFSWEEP_CUDA_FAST=lt) and the logits in bfloat16 (logits16,
+	# its kernels from the ptx stage's PTX): each product shape against float64 and GemmEx,
+	# twice bitwise (TestLtProducts); the logits16 kernels bitwise their float32 twins on the
+	# widened logits (TestLogits16Kernels); engines against float32 and the paths without
+	# them, twice bitwise (TestLtEngine, TestLogits16Engine); Accumulate and the micro-batch
+	# graph with both and the exact paths, bitwise against Forward and Backward
+	# (TestAccumulate*, TestGraph*). Then the speed stage's run with the exact paths, with lt
+	# added and with logits16 too, and the last training loss of each.
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT,lt,logits16 timeout 240 "$WORK/cuda.test" -test.v -test.run 'TestLt|TestLogits16|TestAccumulate|TestGraph' -test.timeout 230s) >"$OUT/lt-unit.log" 2>&1
 	rc=$?
 	same=$(grep -o 'cuBLASLt and GemmEx differ in [0-9]* of [0-9]*' "$OUT/lt-unit.log" | awk '{ d += $6; n += $8 } END { printf "%d of %d elements", d, n }')
 	train_cfg lt bf16 512 16 524288 6 0
-	train_paths lt "$EXACT" "$EXACT,lt"
-	off=$(tok_s lt "$EXACT") on=$(tok_s lt "$EXACT,lt")
-	losses=$(last_losses "$WORK/lt-$EXACT" "$WORK/lt-$EXACT,lt")
-	verdict lt "unit exit $rc ($(grep -c '^--- PASS' "$OUT/lt-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/lt-unit.log") failed); products differing from GemmEx: ${same:-?}; speed $EXACT ${off:-?}, +lt ${on:-?}; last train loss $losses"
+	train_paths lt "$EXACT" "$EXACT,lt" "$EXACT,lt,logits16"
+	speeds=$(for p in "$EXACT" "$EXACT,lt" "$EXACT,lt,logits16"; do echo -n "$p $(tok_s lt "$p"); "; done)
+	losses=$(last_losses "$WORK/lt-$EXACT" "$WORK/lt-$EXACT,lt" "$WORK/lt-$EXACT,lt,logits16")
+	verdict lt "unit exit $rc ($(grep -c '^--- PASS' "$OUT/lt-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/lt-unit.log") failed); products differing from GemmEx: ${same:-?}; speed ${speeds%; }; last train loss $losses"
 fi
 
 if has loop; then

@@ -77,6 +77,9 @@ type Engine struct {
 	bf      bf16
 	fast    fastPaths // the fast paths on (FastEnv)
 	ceFused bool      // the last Forward ran the fused cross-entropy's loss kernel
+	// logits16: the last Forward's head product wrote the logits in bfloat16 (FastEnv
+	// "logits16", crossentropy.go).
+	logits16 bool
 	// copies16: the engine holds the bfloat16 copies of the round path; roundFused: the
 	// last Forward's producers wrote them.
 	copies16, roundFused bool

@@ -7,11 +7,12 @@ import (
 )
 
 // FastEnv names an environment variable that turns on, by name, the engine's fast paths
-// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash, ce1
-// and lt gives bitwise the results of the default path (the arithmetic stays that of the
-// backend's name); flash computes attention in another order and rounds it elsewhere, ce1
-// sums the softmax's denominator in another order, and lt may run other GEMM kernels, so
-// their bits differ within a tolerance, and they make a new arithmetic once signed off;
+// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash, ce1,
+// lt and logits16 gives bitwise the results of the default path (the arithmetic stays that
+// of the backend's name); flash computes attention in another order and rounds it
+// elsewhere, ce1 sums the softmax's denominator in another order, lt may run other GEMM
+// kernels, and logits16 rounds the logits to bfloat16, so their bits differ within a
+// tolerance, and they make a new arithmetic once signed off;
 // until then an engine that runs them says so in its provenance (variant). Unset or empty,
 // the engine runs the default path.
 const FastEnv = "SFSWEEP_CUDA_FAST"
@@ -78,6 +79,12 @@ const (
 	// the output first. cuBLASLt may pick other kernels than GemmEx for a shape, so it is
 	// not counted as changing no bit until a GPU run shows it (not in exactFast).
 	fastLt
+	// fastLogits16 has the LM head's product write the logits in bfloat16, in bf16 mode, as
+	// torch.autocast leaves them, and the loss (crossentropy_loss_online's online softmax)
+	// and gradient kernels read them so (crossentropy.cu): half the bytes of the largest
+	// activation, written once and read twice. The loss is that of the logits rounded to
+	// bfloat16, so it changes the bits (not in exactFast).
+	fastLogits16
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -113,7 +120,7 @@ func flashScale() (scale, scaleLog2 float32) {
 }
 
 // exactFast is the set of the fast paths that change no bit.
-func exactFast() fastPaths { return allFast() &^ (fastFlash | fastCE1 | fastLt) }
+func exactFast() fastPaths { return allFast() &^ (fastFlash | fastCE1 | fastLt | fastLogits16) }
 
 // fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
 // before the path lacks.
@@ -130,6 +137,7 @@ var fastNames = []fastPath{
 	{"ce1", fastCE1, []string{"crossentropy_loss_online", "crossentropy_grad", "crossentropy_grad_bf16"}},
 	{"graph", fastGraph, nil},
 	{"lt", fastLt, nil},
+	{"logits16", fastLogits16, []string{"crossentropy_loss_online_bf16", "crossentropy_grad_from_bf16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }
@@ -168,7 +176,7 @@ func parseFast(s string) (fastPaths, error) {
 
 // variant is what the fast paths of FastEnv's value s add to the arithmetic of an engine
 // (in bf16 mode or not): "+" and the paths that change its bits, or "" (exactly the
-// catalog's arithmetic). flash, ce1 and lt change bits in bf16 only; other precisions keep the
+// catalog's arithmetic). flash, ce1, lt and logits16 change bits in bf16 only; other precisions keep the
 // default kernels. A value parseFast refuses adds nothing: such an engine is never made.
 func variant(s string, bf16 bool) string {
 	f, err := parseFast(s)

@@ -161,6 +161,19 @@ func trainFast(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.P
 	return e, runFast(t, e, f, toks)
 }
 
+// engineCase is an engine test's inputs and reference: two micro-batches of tokens drawn
+// from seed and seed+1, the parameters initialised from seed 9, and runFast's float32 run
+// of them on the default path.
+func engineCase(t *testing.T, cfg model.Config, batch, seqLen int, seed uint64) (toks [][]int32, p []float32, exact fastRun) {
+	t.Helper()
+	n := batch * seqLen
+	toks = [][]int32{randomTokens(n+1, cfg.Vocab, seed), randomTokens(n+1, cfg.Vocab, seed+1)}
+	p = make([]float32, cfg.NumParams())
+	model.Init(cfg, 9, p)
+	_, exact = trainFast(t, cfg, batch, seqLen, backend.FP32, 0, p, toks)
+	return toks, p, exact
+}
+
 // nearFloat32 checks a run of the paths f that changes the bits: the same bits on a
 // second run (again), and its losses and each tensor's gradient within twice the distance
 // from float32 (exact) of the bf16 run without them (old), plus lossTol of the loss and

@@ -9,7 +9,7 @@ import "gorgonia.org/cu"
 // the token embedding, so its gradient adds to that of the embedding gather.
 
 func (e *Engine) forwardGPT2() error {
-	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
+	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
 	eps := float32(e.cfg.NormEps)
 	s := &e.act
 	r := e.forwardRun()
@@ -34,7 +34,7 @@ func (e *Engine) forwardGPT2() error {
 		r.launch("bias_forward", lin(n*c), blk, out, w.projB, n, c)
 	}
 	r.launch("layernorm_forward", rows(n), blk, s.nfOut, s.nfMean, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm, e.p.normB, n, c, eps)
-	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
+	e.headForward(r)
 	e.lossForward(r)
 	return r.err
 }

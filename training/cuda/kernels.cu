@@ -203,26 +203,8 @@ __device__ __forceinline__ void unpermuteHeads(float *out, __nv_bfloat16 *out16,
     if (out16) out16[o] = __float2bfloat16_rn(x);
 }
 
-__device__ __forceinline__ void storeGrad(float *p, float g) { *p = g; }
-__device__ __forceinline__ void storeGrad(__nv_bfloat16 *p, float g) { *p = __float2bfloat16_rn(g); }
-
-// crossEntropyGrad writes the gradient of the mean loss over all rows into out (N,V) from
-// the logits and crossentropy_loss's stats; one block per row. out may be the logits.
-template <typename T>
-__device__ void crossEntropyGrad(T *out, const float *logits, const float *stats, const int *targets, int n, int v, float inv) {
-    int r = blockIdx.x;
-    if (r >= n) return;
-    const float *z = logits + (long)r * v;
-    T *o = out + (long)r * v;
-    float mx = stats[2 * r], rs = stats[2 * r + 1];
-    int y = targets[r];
-    for (int j = threadIdx.x; j < v; j += blockDim.x) {
-        float p = expf(z[j] - mx) * rs;
-        float g = p * inv;
-        if (j == y) g -= inv;
-        storeGrad(o + j, g);
-    }
-}
+// The cross-entropy's shared parts and its online kernels (crossentropy.cu).
+#include "crossentropy.cu"
 
 extern "C" {
 
@@ -757,8 +739,7 @@ __global__ void to_bf16(__nv_bfloat16 *dst, const float *x, long n) {
 
 } // extern "C"
 
-// The flash attention kernels (flash.cu), RMSNorm's fused backward pass (rmsnorm.cu) and
-// the online cross-entropy (crossentropy.cu), in the same PTX.
+// The flash attention kernels (flash.cu) and RMSNorm's fused backward pass (rmsnorm.cu),
+// in the same PTX.
 #include "flash.cu"
 #include "rmsnorm.cu"
-#include "crossentropy.cu"

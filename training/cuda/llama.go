@@ -14,7 +14,7 @@ import (
 // passes that GPT-2's (gpt2.go) share.
 
 func (e *Engine) forward() error {
-	n, c, f, v := e.n, e.cfg.Dim, e.cfg.Hidden, e.cfg.Vocab
+	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
 	s := &e.act
 	r := e.forwardRun()
 	e.roundFused = e.copies16 && e.fast.has(fastRound)
@@ -36,7 +36,7 @@ func (e *Engine) forward() error {
 		r.gemmAdd(false, true, n, c, f, la.h, f, w.w2, f, mid, out)
 	}
 	e.rmsnormForward(r, s.nfOut, s.nfOut16, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm)
-	r.gemm(false, true, n, v, c, 1, s.nfOut, c, e.p.head, c, 0, s.logits, v)
+	e.headForward(r)
 	e.lossForward(r)
 	return r.err
 }

@@ -130,11 +130,7 @@ func TestLtEngine(t *testing.T) {
 		{"llama-124m", preset(t, "llama-124m"), 2, 512},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := tc.batch * tc.seqLen
-			toks := [][]int32{randomTokens(n+1, tc.cfg.Vocab, 51), randomTokens(n+1, tc.cfg.Vocab, 52)}
-			p := make([]float32, tc.cfg.NumParams())
-			model.Init(tc.cfg, 9, p)
-			_, exact := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.FP32, 0, p, toks)
+			toks, p, exact := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 51)
 			for _, base := range []fastPaths{0, exactFast()} {
 				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
 				f := base | fastLt

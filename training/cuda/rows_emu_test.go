@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -34,7 +35,8 @@ func TestRowKernelsEmulated(t *testing.T) {
 		dx1, part1, dx2 := make([]float32, n*c), make([]float32, chunks*c), make([]float32, n*c)
 		dx16, part2 := make([]uint16, n*c), make([]float32, chunks*c)
 		losses, stats := make([]float64, tc.nce), make([]float32, 2*tc.nce)
-		for _, a := range []any{dx1, part1, dx2, dx16, part2, losses, stats} {
+		losses16, stats16, grad16 := make([]float64, tc.nce), make([]float32, 2*tc.nce), make([]uint16, tc.nce*tc.v)
+		for _, a := range []any{dx1, part1, dx2, dx16, part2, losses, stats, losses16, stats16, grad16} {
 			if err := binary.Read(out, binary.LittleEndian, a); err != nil {
 				t.Fatalf("emulator output: %v", err)
 			}
@@ -64,16 +66,36 @@ func TestRowKernelsEmulated(t *testing.T) {
 			t.Errorf("%+v: dx16[%d] = %#04x, the mirror's %#04x", tc, i, dx16[i], mdx16[i])
 		}
 
-		ml, _, _ := onlineCE(logits, targets, tc.v)
-		for r := range tc.nce {
-			mx, sum := onlineRowMaxSum(logits[r*tc.v : (r+1)*tc.v])
-			if math.Float32bits(stats[2*r]) != math.Float32bits(mx) || math.Float32bits(stats[2*r+1]) != math.Float32bits(1/sum) {
-				t.Errorf("%+v: stats of row %d = %v, %v; the mirror's %v, %v", tc, r, stats[2*r], stats[2*r+1], mx, 1/sum)
-			}
-			// C's log and Go's may differ in a double's last bit
-			if d := math.Abs(losses[r] - ml[r]); d > 1e-14*math.Max(1, math.Abs(ml[r])) {
-				t.Errorf("%+v: loss of row %d = %v, the mirror's %v", tc, r, losses[r], ml[r])
-			}
+		sameCE(t, fmt.Sprintf("%+v", tc), logits, targets, tc.v, losses, stats, nil)
+		// the logits16 kernels on the logits rounded to bfloat16: the mirror of the float32
+		// kernels on the same values, bit for bit
+		widened := make([]float32, len(logits))
+		for i, h := range toBF16(logits) {
+			widened[i] = bf(h)
 		}
+		sameCE(t, fmt.Sprintf("%+v, bfloat16 logits", tc), widened, targets, tc.v, losses16, stats16, grad16)
+	}
+}
+
+// sameCE checks the emulated online cross-entropy's losses, stats and (where given) bf16
+// gradient of logits against the Go mirror's.
+func sameCE(t *testing.T, what string, logits []float32, targets []int32, v int, losses []float64, stats []float32, grad16 []uint16) {
+	t.Helper()
+	ml, _, mg16 := onlineCE(logits, targets, v)
+	for r := range targets {
+		mx, sum := onlineRowMaxSum(logits[r*v : (r+1)*v])
+		if math.Float32bits(stats[2*r]) != math.Float32bits(mx) || math.Float32bits(stats[2*r+1]) != math.Float32bits(1/sum) {
+			t.Errorf("%s: stats of row %d = %v, %v; the mirror's %v, %v", what, r, stats[2*r], stats[2*r+1], mx, 1/sum)
+		}
+		// C's log and Go's may differ in a double's last bit
+		if d := math.Abs(losses[r] - ml[r]); d > 1e-14*math.Max(1, math.Abs(ml[r])) {
+			t.Errorf("%s: loss of row %d = %v, the mirror's %v", what, r, losses[r], ml[r])
+		}
+	}
+	if grad16 == nil {
+		return
+	}
+	if i := firstDiff(grad16, mg16); i >= 0 {
+		t.Errorf("%s: bf16 gradient %d = %#04x, the mirror's %#04x", what, i, grad16[i], mg16[i])
 	}
 }

@@ -66,15 +66,7 @@ func (r *run) gemm(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda 
 
 func (r *run) gemmBatched(tA, tB bool, m, n, k int, alpha float32, a cu.DevicePtr, lda, sa int, b cu.DevicePtr, ldb, sb int, beta float32, c cu.DevicePtr, ldc, sc, count int) {
 	if r.e != nil && r.e.bf.on {
-		ar, br := m, k // rows of A and B as stored
-		if tA {
-			ar = k
-		}
-		if tB {
-			br = n
-		}
-		a = r.operand(a, (count-1)*sa+ar*lda, r.e.bf.a)
-		b = r.operand(b, (count-1)*sb+br*ldb, r.e.bf.b)
+		a, b = r.operands(tA, tB, m, n, k, a, lda, sa, b, ldb, sb, count)
 		r.charge(GEMM)
 		if r.err != nil {
 			return
@@ -103,20 +95,37 @@ func (r *run) gemmAdd(tA, tB bool, m, n, k int, a cu.DevicePtr, lda int, b cu.De
 		r.gemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 1, d, n)
 		return
 	}
-	ar, br := m, k
+	a, b = r.operands(tA, tB, m, n, k, a, lda, 0, b, ldb, 0, 1)
+	r.charge(GEMM)
+	if r.err == nil {
+		p := ltProduct{tA: tA, tB: tB, m: m, n: n, k: k, lda: lda, ldb: ldb, ldc: n, ldd: n, count: 1}
+		r.err = r.st.gemmLt(p, 1, a, b, 1, x, d)
+	}
+}
+
+// gemmOut16 is d = op(A)·op(B) written in bfloat16 (m×n, leading dimension n), on
+// cuBLASLt; bf16 mode only.
+func (r *run) gemmOut16(tA, tB bool, m, n, k int, a cu.DevicePtr, lda int, b cu.DevicePtr, ldb int, d cu.DevicePtr) {
+	a, b = r.operands(tA, tB, m, n, k, a, lda, 0, b, ldb, 0, 1)
+	r.charge(GEMM)
+	if r.err == nil {
+		p := ltProduct{tA: tA, tB: tB, m: m, n: n, k: k, lda: lda, ldb: ldb, ldc: n, ldd: n, count: 1, cType: ltBF16}
+		r.err = r.st.gemmLt(p, 1, a, b, 0, d, d)
+	}
+}
+
+// operands returns the bfloat16 forms of a product's operands A and B (count matrices at
+// strides sa and sb, op(A) m×k and op(B) k×n), rounding them into the scratch buffers
+// where no copy is at hand.
+func (r *run) operands(tA, tB bool, m, n, k int, a cu.DevicePtr, lda, sa int, b cu.DevicePtr, ldb, sb, count int) (cu.DevicePtr, cu.DevicePtr) {
+	ar, br := m, k // rows of A and B as stored
 	if tA {
 		ar = k
 	}
 	if tB {
 		br = n
 	}
-	a = r.operand(a, ar*lda, e.bf.a)
-	b = r.operand(b, br*ldb, e.bf.b)
-	r.charge(GEMM)
-	if r.err == nil {
-		p := ltProduct{tA: tA, tB: tB, m: m, n: n, k: k, lda: lda, ldb: ldb, ldc: n, ldd: n, count: 1}
-		r.err = r.st.gemmLt(p, 1, a, b, 1, x, d)
-	}
+	return r.operand(a, (count-1)*sa+ar*lda, r.e.bf.a), r.operand(b, (count-1)*sb+br*ldb, r.e.bf.b)
 }
 
 // operand returns the bfloat16 form of the n float32 elements at p: its place in the

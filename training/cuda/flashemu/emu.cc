@@ -30,7 +30,6 @@ static uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return
 static float2 make_float2(float x, float y) { return {x, y}; }
 
 static __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {{rne(a)}, {rne(b)}}; }
-static float __bfloat162float(__nv_bfloat16 h) { return bf(h.x); }
 
 static float emuExp2(float x) { return (float)exp2((double)x); }
 static float emuLog2(float x) { return (float)log2((double)x); }

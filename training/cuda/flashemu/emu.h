@@ -39,6 +39,7 @@ static inline float bf(uint16_t h) {
     memcpy(&f, &b, 4);
     return f;
 }
+static inline float __bfloat162float(__nv_bfloat16 h) { return bf(h.x); }
 
 struct dim3 {
     int x, y, z;

@@ -9,7 +9,9 @@
 // float32 dx (N,C), dout (N,C), x (N,C), w (C), rstd (N), logits (NCE,V); int32 targets
 // (NCE). Output on stdout: dx (N,C) and part (chunks,C) float32 of rmsnorm_backward_fused;
 // dx (N,C) float32, dx16 (N,C) bfloat16 and part of rmsnorm_backward_fused_bf16; losses
-// (NCE) float64 and stats (NCE,2) float32 of crossentropy_loss_online.
+// (NCE) float64 and stats (NCE,2) float32 of crossentropy_loss_online; then the logits
+// rounded to bfloat16: losses and stats of crossentropy_loss_online_bf16 and the gradient
+// (NCE,V) bfloat16 of crossentropy_grad_from_bf16, written over the logits.
 #include "emu.h"
 
 using std::min;
@@ -44,6 +46,18 @@ int main() {
     launch(nce, 1, 512, rev, [&] {
         crossentropy_loss_online(logits.data(), losses.data(), stats.data(), targets.data(), nce, v);
     });
+    std::vector<__nv_bfloat16> logits16((size_t)nce * v);
+    for (size_t i = 0; i < logits16.size(); i++) logits16[i] = __float2bfloat16_rn(logits[i]);
+    std::vector<double> losses16(nce);
+    std::vector<float> stats16(2 * (size_t)nce);
+    launch(nce, 1, 512, rev, [&] {
+        crossentropy_loss_online_bf16(logits16.data(), losses16.data(), stats16.data(), targets.data(), nce, v);
+    });
+    float inv = (float)(1.0 / nce);
+    launch(nce, 1, 512, rev, [&] {
+        crossentropy_grad_from_bf16(logits16.data(), logits16.data(), stats16.data(), targets.data(), nce, v, inv);
+    });
     put(dx1), put(part1), put(dx2), put(dx16), put(part2), put(losses), put(stats);
+    put(losses16), put(stats16), put(logits16);
     return 0;
 }

@@ -1,0 +1,92 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/training/model"
+)
+
+// The logits16 kernels on bfloat16 logits against their float32 twins on the same values
+// widened: the same losses, stats and bfloat16 gradient, bit for bit, the gradient written
+// apart or over the logits.
+func TestLogits16Kernels(t *testing.T) {
+	st := testStream(t, needFast(t, fastCE|fastCE1|fastLogits16))
+	defer st.lock()()
+	for _, v := range []int{1, 5, 513, 50304} {
+		const n = 7
+		m := devMem{t, st}
+		logits, targets := ceCase(n, v, uint64(v))
+		l16 := toBF16(logits)
+		wide := make([]float32, len(l16))
+		for i, h := range l16 {
+			wide[i] = bf(h)
+		}
+		z32, z16, tg := up(m, wide, 4), up(m, l16, 2), up(m, targets, 4)
+		inv := float32(1 / float64(n))
+		r := &run{st: st}
+		l32, s32, g32 := m.alloc(n, 8), m.alloc(2*n, 4), m.alloc(n*v, 2)
+		r.launch("crossentropy_loss_online", dim{x: n}, dim{x: ceThreads}, z32, l32, s32, tg, n, v)
+		r.launch("crossentropy_grad_bf16", dim{x: n}, dim{x: ceThreads}, g32, z32, s32, tg, n, v, inv)
+		l, s, g := m.alloc(n, 8), m.alloc(2*n, 4), m.alloc(n*v, 2)
+		r.launch("crossentropy_loss_online_bf16", dim{x: n}, dim{x: ceThreads}, z16, l, s, tg, n, v)
+		r.launch("crossentropy_grad_from_bf16", dim{x: n}, dim{x: ceThreads}, g, z16, s, tg, n, v, inv)
+		r.launch("crossentropy_grad_from_bf16", dim{x: n}, dim{x: ceThreads}, z16, z16, s, tg, n, v, inv) // over the logits
+		r.do(st.sync)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if !slices.Equal(down[float64](m, l, n), down[float64](m, l32, n)) {
+			t.Errorf("V=%d: losses differ from crossentropy_loss_online's on the widened logits", v)
+		}
+		if !slices.Equal(bits32(down[float32](m, s, 2*n)), bits32(down[float32](m, s32, 2*n))) {
+			t.Errorf("V=%d: stats differ from crossentropy_loss_online's", v)
+		}
+		want := down[uint16](m, g32, n*v)
+		if i := firstDiff(down[uint16](m, g, n*v), want); i >= 0 {
+			t.Errorf("V=%d: gradient %d differs from crossentropy_grad_bf16's", v, i)
+		}
+		if i := firstDiff(down[uint16](m, z16, n*v), want); i >= 0 {
+			t.Errorf("V=%d: gradient %d written over the logits differs from crossentropy_grad_bf16's", v, i)
+		}
+	}
+}
+
+// Engines on the logits16 path stay as close to float32 as the bf16 path without it (the
+// losses within twice its distance plus 2·10⁻³, each tensor's gradient within twice its
+// distance plus 10⁻²: the logits round to bfloat16 before the softmax, as under
+// torch.autocast) and give the same bits run to run; alone, with the other paths of the
+// head (ce, ce1) and with every path. In float32 the path changes nothing.
+func TestLogits16Engine(t *testing.T) {
+	needFast(t, allFast())
+	for _, tc := range []struct {
+		name          string
+		cfg           model.Config
+		batch, seqLen int
+	}{
+		{"odd", oddConfig(), 3, 7},
+		{"odd-vocab", model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 64, Layers: 2, Heads: 4, Context: 40, Hidden: 96, Batch: 3}.WithDefaults(), 3, 37},
+		{"tiny-gpt2", preset(t, "tiny-gpt2"), 4, 100},
+		{"llama-124m", preset(t, "llama-124m"), 2, 512},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			toks, p, exact := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 61)
+			_, with := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.FP32, fastLogits16, p, toks)
+			if !slices.Equal(with.losses, exact.losses) || firstDiff(bits32(with.grads), bits32(exact.grads)) >= 0 {
+				t.Errorf("float32: logits16 changed the results")
+			}
+			for _, base := range []fastPaths{0, fastCE | fastCE1, allFast() &^ fastLogits16} {
+				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
+				f := base | fastLogits16
+				e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, f, p, toks)
+				if !e.logits16 {
+					t.Fatalf("%s: the engine does not run the logits16 path", f)
+				}
+				nearFloat32(t, f, tc.cfg, got, runFast(t, e, f, toks), exact, old, 2e-3, 1e-2)
+			}
+		})
+	}
+}
