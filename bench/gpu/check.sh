@@ -296,21 +296,24 @@ if has host; then
 fi
 
 if has lt; then
-	# the products on cuBLASLt (SFSWEEP_CUDA_FAST=lt) and the logits in bfloat16 (logits16,
-	# its kernels from the ptx stage's PTX): each product shape against float64 and GemmEx,
-	# twice bitwise (TestLtProducts); the logits16 kernels bitwise their float32 twins on the
-	# widened logits (TestLogits16Kernels); engines against float32 and the paths without
-	# them, twice bitwise (TestLtEngine, TestLogits16Engine); Accumulate and the micro-batch
-	# graph with both and the exact paths, bitwise against Forward and Backward
-	# (TestAccumulate*, TestGraph*). Then the speed stage's run with the exact paths, with lt
-	# added and with logits16 too, and the last training loss of each.
-	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT,lt,logits16 timeout 240 "$WORK/cuda.test" -test.v -test.run 'TestLt|TestLogits16|TestAccumulate|TestGraph' -test.timeout 230s) >"$OUT/lt-unit.log" 2>&1
+	# the products on cuBLASLt (SFSWEEP_CUDA_FAST=lt) and their outputs in bfloat16 where
+	# autocast keeps them so (logits16: the logits; act16: the MLP's gu and dh; their kernels
+	# from the ptx stage's PTX): each product shape against float64 and GemmEx, twice
+	# bitwise (TestLtProducts); the new kernels bitwise their float32 twins on the widened
+	# inputs (TestLogits16Kernels, TestAct16Kernels); engines against float32 and the paths
+	# without them, twice bitwise (TestLtEngine, TestLogits16Engine, TestAct16Engine);
+	# Accumulate and the micro-batch graph with all of them and the exact paths, bitwise
+	# against Forward and Backward (TestAccumulate*, TestGraph*). Then the speed stage's run
+	# with the exact paths, adding lt, logits16 and act16 in turn, and the last training
+	# loss of each.
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT,lt,logits16,act16 timeout 280 "$WORK/cuda.test" -test.v -test.run 'TestLt|TestLogits16|TestAct16|TestAccumulate|TestGraph' -test.timeout 270s) >"$OUT/lt-unit.log" 2>&1
 	rc=$?
 	same=$(grep -o 'cuBLASLt and GemmEx differ in [0-9]* of [0-9]*' "$OUT/lt-unit.log" | awk '{ d += $6; n += $8 } END { printf "%d of %d elements", d, n }')
 	train_cfg lt bf16 512 16 524288 6 0
-	train_paths lt "$EXACT" "$EXACT,lt" "$EXACT,lt,logits16"
-	speeds=$(for p in "$EXACT" "$EXACT,lt" "$EXACT,lt,logits16"; do echo -n "$p $(tok_s lt "$p"); "; done)
-	losses=$(last_losses "$WORK/lt-$EXACT" "$WORK/lt-$EXACT,lt" "$WORK/lt-$EXACT,lt,logits16")
+	runs=("$EXACT" "$EXACT,lt" "$EXACT,lt,logits16" "$EXACT,lt,logits16,act16")
+	train_paths lt "${runs[@]}"
+	speeds=$(for p in "${runs[@]}"; do echo -n "$p $(tok_s lt "$p"); "; done)
+	losses=$(last_losses "${runs[@]/#/$WORK/lt-}")
 	verdict lt "unit exit $rc ($(grep -c '^--- PASS' "$OUT/lt-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/lt-unit.log") failed); products differing from GemmEx: ${same:-?}; speed ${speeds%; }; last train loss $losses"
 fi
 

@@ -10,6 +10,11 @@
 // (crossentropy_online_test.go, the Go mirror). The logits16 path
 // (SFSWEEP_CUDA_FAST=logits16) runs the same loss, and the gradient, on bfloat16 logits.
 
+// widen reads a value as float32: bfloat16 widens exactly, so a kernel on bfloat16 inputs
+// computes what its float32 twin computes on the same values widened.
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+
 // softmaxCombine merges two partial (max, sum) pairs of a row. It is commutative bit for
 // bit (each term depends on its own pair and the common max), so both lanes of a shuffle
 // get the same pair, and a pair with no columns (m = −∞, s = 0) adds nothing.
@@ -29,10 +34,6 @@ __device__ __forceinline__ void warpSoftmax(float &m, float &s) {
     }
 }
 
-// logit reads a logit as float32: bfloat16 widens exactly, so a kernel on bfloat16 logits
-// computes what its float32 twin computes on the same values widened.
-__device__ __forceinline__ float logit(float x) { return x; }
-__device__ __forceinline__ float logit(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 __device__ __forceinline__ void storeGrad(float *p, float g) { *p = g; }
 __device__ __forceinline__ void storeGrad(__nv_bfloat16 *p, float g) { *p = __float2bfloat16_rn(g); }
@@ -49,7 +50,7 @@ __device__ void crossEntropyGrad(T *out, const L *logits, const float *stats, co
     float mx = stats[2 * r], rs = stats[2 * r + 1];
     int y = targets[r];
     for (int j = threadIdx.x; j < v; j += blockDim.x) {
-        float p = expf(logit(z[j]) - mx) * rs;
+        float p = expf(widen(z[j]) - mx) * rs;
         float g = p * inv;
         if (j == y) g -= inv;
         storeGrad(o + j, g);
@@ -65,7 +66,7 @@ __device__ __forceinline__ void ceLossOnline(const T *logits, double *losses, fl
     const T *z = logits + (long)r * v;
     float m = -INFINITY, s = 0.0f;
     for (int j = threadIdx.x; j < v; j += blockDim.x) {
-        float x = logit(z[j]);
+        float x = widen(z[j]);
         if (x > m) {
             s = s * expf(m - x) + 1.0f;
             m = x;
@@ -86,7 +87,7 @@ __device__ __forceinline__ void ceLossOnline(const T *logits, double *losses, fl
     if (threadIdx.x == 0) {
         stats[2 * r] = m;
         stats[2 * r + 1] = 1.0f / s;
-        losses[r] = log((double)s) + (double)m - (double)logit(z[targets[r]]);
+        losses[r] = log((double)s) + (double)m - (double)widen(z[targets[r]]);
     }
 }
 

@@ -8,11 +8,11 @@ import (
 
 // FastEnv names an environment variable that turns on, by name, the engine's fast paths
 // that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash, ce1,
-// lt and logits16 gives bitwise the results of the default path (the arithmetic stays that
-// of the backend's name); flash computes attention in another order and rounds it
-// elsewhere, ce1 sums the softmax's denominator in another order, lt may run other GEMM
-// kernels, and logits16 rounds the logits to bfloat16, so their bits differ within a
-// tolerance, and they make a new arithmetic once signed off;
+// lt, logits16 and act16 gives bitwise the results of the default path (the arithmetic
+// stays that of the backend's name); flash computes attention in another order and rounds
+// it elsewhere, ce1 sums the softmax's denominator in another order, lt may run other GEMM
+// kernels, and logits16 and act16 round product outputs to bfloat16, so their bits differ
+// within a tolerance, and they make a new arithmetic once signed off;
 // until then an engine that runs them says so in its provenance (variant). Unset or empty,
 // the engine runs the default path.
 const FastEnv = "SFSWEEP_CUDA_FAST"
@@ -85,6 +85,13 @@ const (
 	// activation, written once and read twice. The loss is that of the logits rounded to
 	// bfloat16, so it changes the bits (not in exactFast).
 	fastLogits16
+	// fastAct16 has LLaMA's MLP keep its product outputs in bfloat16, as torch.autocast
+	// does, in bf16 mode with fastRound and fastSwiGLU: the product of W13 writes gu, and
+	// that of W2's transpose in the backward pass writes dh, in bfloat16 (into the first half
+	// of their float32 buffers), and SwiGLU's kernels read them so (kernels.cu). gu is read
+	// again in the backward pass. The values are rounded before SwiGLU, so it changes the
+	// bits (not in exactFast).
+	fastAct16
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -120,7 +127,9 @@ func flashScale() (scale, scaleLog2 float32) {
 }
 
 // exactFast is the set of the fast paths that change no bit.
-func exactFast() fastPaths { return allFast() &^ (fastFlash | fastCE1 | fastLt | fastLogits16) }
+func exactFast() fastPaths {
+	return allFast() &^ (fastFlash | fastCE1 | fastLt | fastLogits16 | fastAct16)
+}
 
 // fastNames are the names FastEnv takes and the kernels each path needs, which a PTX made
 // before the path lacks.
@@ -138,6 +147,7 @@ var fastNames = []fastPath{
 	{"graph", fastGraph, nil},
 	{"lt", fastLt, nil},
 	{"logits16", fastLogits16, []string{"crossentropy_loss_online_bf16", "crossentropy_grad_from_bf16"}},
+	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }
@@ -176,12 +186,16 @@ func parseFast(s string) (fastPaths, error) {
 
 // variant is what the fast paths of FastEnv's value s add to the arithmetic of an engine
 // (in bf16 mode or not): "+" and the paths that change its bits, or "" (exactly the
-// catalog's arithmetic). flash, ce1, lt and logits16 change bits in bf16 only; other precisions keep the
-// default kernels. A value parseFast refuses adds nothing: such an engine is never made.
+// catalog's arithmetic). flash, ce1, lt, logits16 and act16 change bits in bf16 only; other
+// precisions keep the default kernels, and act16 acts only with round and swiglu. A value
+// parseFast refuses adds nothing: such an engine is never made.
 func variant(s string, bf16 bool) string {
 	f, err := parseFast(s)
 	if err != nil || !bf16 {
 		return ""
+	}
+	if f&(fastRound|fastSwiGLU) != fastRound|fastSwiGLU {
+		f &^= fastAct16
 	}
 	if changed := f &^ exactFast(); changed != 0 {
 		return "+" + changed.String()

@@ -161,6 +161,13 @@ func trainFast(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.P
 	return e, runFast(t, e, f, toks)
 }
 
+// engineShape is an engine test's model and micro-batch.
+type engineShape struct {
+	name          string
+	cfg           model.Config
+	batch, seqLen int
+}
+
 // engineCase is an engine test's inputs and reference: two micro-batches of tokens drawn
 // from seed and seed+1, the parameters initialised from seed 9, and runFast's float32 run
 // of them on the default path.

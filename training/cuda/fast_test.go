@@ -27,7 +27,7 @@ func TestParseFast(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), FastEnv+`="ce,flsh"`) || !strings.Contains(err.Error(), `"flsh"`) {
 		t.Errorf("parseFast(ce,flsh) = %v, want an error naming %s, its value and the unknown name", err, FastEnv)
 	}
-	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU|fastCE1|fastGraph|fastLt|fastLogits16 || exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU|fastGraph {
+	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU|fastCE1|fastGraph|fastLt|fastLogits16|fastAct16 || exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU|fastGraph {
 		t.Errorf("allFast() = %b, exactFast() = %b", allFast(), exactFast())
 	}
 	if f, err := parseFast("flash,round,ce"); err != nil || f.String() != "ce,round,flash" {
@@ -120,6 +120,8 @@ func TestVariant(t *testing.T) {
 		{"flash,ce1", false, ""},
 		{"lt,graph,ce", true, "+lt"},
 		{"logits16,ce1,round", true, "+ce1,logits16"},
+		{"act16,round,swiglu", true, "+act16"},
+		{"act16,round", true, ""}, // act16 acts only with round and swiglu
 		{"lt,flash", false, ""},
 		{"bogus,flash", true, ""},
 	} {

@@ -31,6 +31,15 @@ func toBF16(x []float32) []uint16 {
 	return h
 }
 
+// widened is bfloat16 values as float32, exactly.
+func widened(h []uint16) []float32 {
+	w := make([]float32, len(h))
+	for i, x := range h {
+		w[i] = bf(x)
+	}
+	return w
+}
+
 // mexp2 is the mirror's exp2f (ex2.approx on the GPU).
 func mexp2(x float32) float32 { return float32(math.Exp2(float64(x))) }
 

@@ -20,6 +20,10 @@
 
 #define WARP 32
 
+// widen (bfloat16 to float32, exactly), the cross-entropy's gradient and its online kernels
+// (crossentropy.cu).
+#include "crossentropy.cu"
+
 __device__ __forceinline__ float warpSum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -76,13 +80,14 @@ __device__ __forceinline__ void rmsnormForward(float *out, __nv_bfloat16 *out16,
     }
 }
 
-template <bool keep32 = true>
-__device__ __forceinline__ void swigluForward(float *out, __nv_bfloat16 *out16, const float *gu, int n, int f) {
+// swigluForward on gu of type G (float32, or bfloat16 on the act16 path).
+template <bool keep32 = true, typename G>
+__device__ __forceinline__ void swigluForward(float *out, __nv_bfloat16 *out16, const G *gu, int n, int f) {
     long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long)n * f) return;
     long r = idx / f;
     int i = idx % f;
-    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+    float g = widen(gu[r * 2 * f + i]), u = widen(gu[r * 2 * f + f + i]);
     float s = 1.0f / (1.0f + expf(-g));
     float y = g * s * u;
     if (keep32) out[idx] = y;
@@ -106,15 +111,17 @@ __device__ __forceinline__ void rmsnormBackwardDx(float *dx, __nv_bfloat16 *dx16
     }
 }
 
-template <bool keep32 = true>
-__device__ __forceinline__ void swigluBackward(float *dgu, __nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
+// swigluBackward on dout of type D and gu of type G (float32, or bfloat16 on the act16
+// path).
+template <bool keep32 = true, typename D, typename G>
+__device__ __forceinline__ void swigluBackward(float *dgu, __nv_bfloat16 *dgu16, const D *dout, const G *gu, int n, int f) {
     long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long)n * f) return;
     long r = idx / f;
     int i = idx % f;
-    float g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+    float g = widen(gu[r * 2 * f + i]), u = widen(gu[r * 2 * f + f + i]);
     float s = 1.0f / (1.0f + expf(-g));
-    float d = dout[idx];
+    float d = widen(dout[idx]);
     float dg = d * u * s * (1.0f + g * (1.0f - s)), du = d * (g * s);
     if (keep32) {
         dgu[r * 2 * f + i] = dg;
@@ -202,9 +209,6 @@ __device__ __forceinline__ void unpermuteHeads(float *out, __nv_bfloat16 *out16,
     out[o] = x;
     if (out16) out16[o] = __float2bfloat16_rn(x);
 }
-
-// The cross-entropy's shared parts and its online kernels (crossentropy.cu).
-#include "crossentropy.cu"
 
 extern "C" {
 
@@ -435,6 +439,19 @@ __global__ void swiglu_forward_to_bf16(__nv_bfloat16 *out16, const float *gu, in
 // swiglu_backward_to_bf16 is swiglu_backward_bf16 without the float32 gradient (SFSWEEP_CUDA_FAST=swiglu): dgu16
 // (N,2F) bfloat16 from dout (N,F) and gu (N,2F).
 __global__ void swiglu_backward_to_bf16(__nv_bfloat16 *dgu16, const float *dout, const float *gu, int n, int f) {
+    swigluBackward<false>(nullptr, dgu16, dout, gu, n, f);
+}
+
+// swiglu_forward_from_bf16 is swiglu_forward_to_bf16 on bfloat16 gu (N,2F), as the act16
+// path's product writes it (SFSWEEP_CUDA_FAST=act16): bitwise that kernel on the same
+// values in float32.
+__global__ void swiglu_forward_from_bf16(__nv_bfloat16 *out16, const __nv_bfloat16 *gu, int n, int f) {
+    swigluForward<false>(nullptr, out16, gu, n, f);
+}
+
+// swiglu_backward_from_bf16 is swiglu_backward_to_bf16 on bfloat16 dout (N,F) and gu
+// (N,2F) (SFSWEEP_CUDA_FAST=act16): bitwise that kernel on the same values in float32.
+__global__ void swiglu_backward_from_bf16(__nv_bfloat16 *dgu16, const __nv_bfloat16 *dout, const __nv_bfloat16 *gu, int n, int f) {
     swigluBackward<false>(nullptr, dgu16, dout, gu, n, f);
 }
 

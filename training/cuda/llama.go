@@ -31,8 +31,7 @@ func (e *Engine) forward() error {
 		r.gemmAdd(false, true, n, c, c, la.y, c, w.wo, c, x, mid)
 		// MLP: out = mid + W2·swiglu(W13·n2(mid))
 		e.rmsnormForward(r, la.n2Out, la.n2Out16, la.n2Rstd, mid, w.n2)
-		r.gemm(false, true, n, 2*f, c, 1, la.n2Out, c, w.w13, c, 0, la.gu, 2*f)
-		e.swigluForward(r, la.h, la.h16, la.gu)
+		e.mlpUp(r, la, w.w13)
 		r.gemmAdd(false, true, n, c, f, la.h, f, w.w2, f, mid, out)
 	}
 	e.rmsnormForward(r, s.nfOut, s.nfOut16, s.nfRstd, s.resid[2*e.cfg.Layers], e.p.norm)
@@ -162,8 +161,7 @@ func (e *Engine) backward() error {
 		x, mid := s.resid[2*l], s.resid[2*l+1]
 		// MLP
 		r.gemm(true, false, c, f, n, 1, s.dresid, c, la.h, f, 1, gw.w2, f)
-		r.gemm(false, false, n, f, c, 1, s.dresid, c, w.w2, f, 0, s.dh, f)
-		e.swigluBackward(r, la)
+		e.mlpDown(r, la, w.w2)
 		r.gemm(true, false, 2*f, c, n, 1, s.dgu, 2*f, la.n2Out, c, 1, gw.w13, c)
 		r.gemm(false, false, n, c, 2*f, 1, s.dgu, 2*f, w.w13, c, 0, s.dnorm, c)
 		e.rmsnormBackward(r, s.dresid, gw.n2, s.dnorm, mid, w.n2, la.n2Rstd)

@@ -9,7 +9,6 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/sfsweep/sfsweep/training/backend"
-	"github.com/sfsweep/sfsweep/training/model"
 )
 
 // The lt path's products against float64 and against cublasGemmEx on the same bfloat16
@@ -119,11 +118,7 @@ func TestLtProducts(t *testing.T) {
 // of order one. Whether its bits are the default path's is logged.
 func TestLtEngine(t *testing.T) {
 	needFast(t, exactFast())
-	for _, tc := range []struct {
-		name          string
-		cfg           model.Config
-		batch, seqLen int
-	}{
+	for _, tc := range []engineShape{
 		{"micro-llama", preset(t, "micro-llama"), 2, 8},
 		{"odd", oddConfig(), 3, 7},
 		{"tiny-gpt2", preset(t, "tiny-gpt2"), 4, 100},

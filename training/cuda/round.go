@@ -63,6 +63,40 @@ func (e *Engine) rmsnormForward(r *run, out, out16, rstd, x, w cu.DevicePtr) {
 	r.launch("rmsnorm_forward", rows(n), blk, out, rstd, x, w, n, c, eps)
 }
 
+// act16 reports whether the run's MLP keeps gu and dh in bfloat16 (FastEnv "act16"): bf16
+// mode with the round and swiglu paths, whose SwiGLU kernels write only the bfloat16
+// operands.
+func (e *Engine) act16() bool {
+	return e.roundFused && e.fast.has(fastSwiGLU) && e.fast.has(fastAct16)
+}
+
+// mlpUp is the MLP's first product, gu = n2·W13ᵀ, and SwiGLU of it into h; on the act16
+// path gu is written in bfloat16, into the first half of la.gu, and SwiGLU reads it so.
+func (e *Engine) mlpUp(r *run, la *layerActs, w13 cu.DevicePtr) {
+	n, c, f := e.n, e.cfg.Dim, e.cfg.Hidden
+	if e.act16() {
+		r.gemmOut16(false, true, n, 2*f, c, la.n2Out, c, w13, c, la.gu)
+		r.launch("swiglu_forward_from_bf16", lin(n*f), blk, la.h16, la.gu, n, f)
+		return
+	}
+	r.gemm(false, true, n, 2*f, c, 1, la.n2Out, c, w13, c, 0, la.gu, 2*f)
+	e.swigluForward(r, la.h, la.h16, la.gu)
+}
+
+// mlpDown is the MLP's input gradient through W2, dh = dresid·W2, and SwiGLU's backward
+// pass of it into dgu; on the act16 path dh is written in bfloat16, into the first half of
+// s.dh, and SwiGLU's backward pass reads it and gu so.
+func (e *Engine) mlpDown(r *run, la *layerActs, w2 cu.DevicePtr) {
+	n, c, f, s := e.n, e.cfg.Dim, e.cfg.Hidden, &e.act
+	if e.act16() {
+		r.gemmOut16(false, false, n, f, c, s.dresid, c, w2, f, s.dh)
+		r.launch("swiglu_backward_from_bf16", lin(n*f), blk, s.dgu16, s.dh, la.gu, n, f)
+		return
+	}
+	r.gemm(false, false, n, f, c, 1, s.dresid, c, w2, f, 0, s.dh, f)
+	e.swigluBackward(r, la)
+}
+
 // swigluForward is SwiGLU of gu (N,2F) into out (N,F), and into out16 on the round path;
 // with the swiglu path too, into out16 alone.
 func (e *Engine) swigluForward(r *run, out, out16, gu cu.DevicePtr) {

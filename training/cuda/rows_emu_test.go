@@ -69,11 +69,7 @@ func TestRowKernelsEmulated(t *testing.T) {
 		sameCE(t, fmt.Sprintf("%+v", tc), logits, targets, tc.v, losses, stats, nil)
 		// the logits16 kernels on the logits rounded to bfloat16: the mirror of the float32
 		// kernels on the same values, bit for bit
-		widened := make([]float32, len(logits))
-		for i, h := range toBF16(logits) {
-			widened[i] = bf(h)
-		}
-		sameCE(t, fmt.Sprintf("%+v, bfloat16 logits", tc), widened, targets, tc.v, losses16, stats16, grad16)
+		sameCE(t, fmt.Sprintf("%+v, bfloat16 logits", tc), widened(toBF16(logits)), targets, tc.v, losses16, stats16, grad16)
 	}
 }
 

@@ -10,6 +10,9 @@ import (
 	"github.com/sfsweep/sfsweep/training/model"
 )
 
+// The paths that keep product outputs in bfloat16: logits16 (the logits) and act16 (the
+// MLP's gu and dh).
+
 // The logits16 kernels on bfloat16 logits against their float32 twins on the same values
 // widened: the same losses, stats and bfloat16 gradient, bit for bit, the gradient written
 // apart or over the logits.
@@ -21,10 +24,7 @@ func TestLogits16Kernels(t *testing.T) {
 		m := devMem{t, st}
 		logits, targets := ceCase(n, v, uint64(v))
 		l16 := toBF16(logits)
-		wide := make([]float32, len(l16))
-		for i, h := range l16 {
-			wide[i] = bf(h)
-		}
+		wide := widened(l16)
 		z32, z16, tg := up(m, wide, 4), up(m, l16, 2), up(m, targets, 4)
 		inv := float32(1 / float64(n))
 		r := &run{st: st}
@@ -62,11 +62,7 @@ func TestLogits16Kernels(t *testing.T) {
 // head (ce, ce1) and with every path. In float32 the path changes nothing.
 func TestLogits16Engine(t *testing.T) {
 	needFast(t, allFast())
-	for _, tc := range []struct {
-		name          string
-		cfg           model.Config
-		batch, seqLen int
-	}{
+	for _, tc := range []engineShape{
 		{"odd", oddConfig(), 3, 7},
 		{"odd-vocab", model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 64, Layers: 2, Heads: 4, Context: 40, Hidden: 96, Batch: 3}.WithDefaults(), 3, 37},
 		{"tiny-gpt2", preset(t, "tiny-gpt2"), 4, 100},
@@ -86,6 +82,75 @@ func TestLogits16Engine(t *testing.T) {
 					t.Fatalf("%s: the engine does not run the logits16 path", f)
 				}
 				nearFloat32(t, f, tc.cfg, got, runFast(t, e, f, toks), exact, old, 2e-3, 1e-2)
+			}
+		})
+	}
+}
+
+// The act16 kernels on bfloat16 gu and dh against their float32 twins on the same values
+// widened: the same bfloat16 h and dgu, bit for bit; rows and widths not multiples of the
+// block.
+func TestAct16Kernels(t *testing.T) {
+	st := testStream(t, needFast(t, fastRound|fastSwiGLU|fastAct16))
+	defer st.lock()()
+	for _, sh := range []struct{ n, f int }{{1, 1}, {7, 20}, {33, 344}, {512, 2048}} {
+		n, f := sh.n, sh.f
+		m := devMem{t, st}
+		gu16, dh16 := toBF16(randn(n*2*f, 71)), toBF16(randn(n*f, 72))
+		gu32, dh32 := up(m, widened(gu16), 4), up(m, widened(dh16), 4)
+		gu, dh := up(m, gu16, 2), up(m, dh16, 2)
+		h32, h, g32, g := m.alloc(n*f, 2), m.alloc(n*f, 2), m.alloc(n*2*f, 2), m.alloc(n*2*f, 2)
+		r := &run{st: st}
+		r.launch("swiglu_forward_to_bf16", lin(n*f), blk, h32, gu32, n, f)
+		r.launch("swiglu_forward_from_bf16", lin(n*f), blk, h, gu, n, f)
+		r.launch("swiglu_backward_to_bf16", lin(n*f), blk, g32, dh32, gu32, n, f)
+		r.launch("swiglu_backward_from_bf16", lin(n*f), blk, g, dh, gu, n, f)
+		r.do(st.sync)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if i := firstDiff(down[uint16](m, h, n*f), down[uint16](m, h32, n*f)); i >= 0 {
+			t.Errorf("N=%d F=%d: h[%d] differs from swiglu_forward_to_bf16's", n, f, i)
+		}
+		if i := firstDiff(down[uint16](m, g, n*2*f), down[uint16](m, g32, n*2*f)); i >= 0 {
+			t.Errorf("N=%d F=%d: dgu[%d] differs from swiglu_backward_to_bf16's", n, f, i)
+		}
+	}
+}
+
+// LLaMA engines on the act16 path (with round and swiglu, which it needs) stay as close
+// to float32 as the path without it (the losses within twice its distance plus 10⁻³,
+// each tensor's gradient within twice its distance plus 10⁻²: gu and dh round to bfloat16
+// before SwiGLU, as under torch.autocast) and give the same bits run to run; with the
+// exact paths and with every path. Without round and swiglu, and in float32, it changes
+// nothing.
+func TestAct16Engine(t *testing.T) {
+	needFast(t, allFast())
+	for _, tc := range []engineShape{
+		{"odd", oddConfig(), 3, 7},
+		{"tiny-llama", preset(t, "tiny-llama"), 4, 128},
+		{"llama-124m", preset(t, "llama-124m"), 2, 512},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			toks, p, exact := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 81)
+			for _, base := range []fastPaths{exactFast(), allFast() &^ fastAct16} {
+				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
+				f := base | fastAct16
+				e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, f, p, toks)
+				if !e.act16() {
+					t.Fatalf("%s: the engine does not run the act16 path", f)
+				}
+				nearFloat32(t, f, tc.cfg, got, runFast(t, e, f, toks), exact, old, 1e-3, 1e-2)
+			}
+			for _, c := range []struct {
+				prec backend.Precision
+				f    fastPaths
+			}{{backend.BF16, fastCE}, {backend.FP32, exactFast()}} {
+				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, c.prec, c.f, p, toks)
+				_, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, c.prec, c.f|fastAct16, p, toks)
+				if !slices.Equal(got.losses, old.losses) || firstDiff(bits32(got.grads), bits32(old.grads)) >= 0 {
+					t.Errorf("%s, %s: act16 changed the results", c.prec, c.f)
+				}
 			}
 		})
 	}
