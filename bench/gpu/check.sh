@@ -31,6 +31,8 @@ sfsweep() { SFSWEEP_TEST_RUN_MAIN=1 "$WORK/sfsweep.test" "$@"; }
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 # the fast paths that change no bit (SFSWEEP_CUDA_FAST), all together
 EXACT=ce,round,norm,swiglu
+# every fast path: the fastest engine these stages can sign off
+ALL=$EXACT,rope,graph,flash,ce1,lt,logits16,act16
 verdict() { echo "== $1: $2"; }
 # train_paths NAME PATHS...: sfsweep train on $WORK/NAME.yaml (train_cfg) once per value of
 # SFSWEEP_CUDA_FAST, into $WORK/NAME-PATHS, logged to $OUT/NAME-speed-PATHS.log; tok_s NAME
@@ -43,6 +45,22 @@ train_paths() {
 	done
 }
 tok_s() { grep -o '[0-9]* tok/s' "$OUT/$1-speed-$2.log" | tail -1; }
+# same_results A B: whether the sfsweep train runs in A and B have the same results but
+# for the wall-clock time
+same_results() {
+	python3 -c '
+import json, sys, glob
+def load(d):
+    f = glob.glob(d + "/**/result.json", recursive=True)
+    if not f:
+        return None
+    r = json.load(open(f[0]))
+    r.pop("seconds", None)
+    return r
+a, b = load(sys.argv[1]), load(sys.argv[2])
+print("no result" if a is None or b is None else "same results" if a == b else "RESULTS DIFFER")
+' "$@"
+}
 # last_losses DIR...: the last training loss of the sfsweep train run in each DIR
 last_losses() {
 	python3 -c '
@@ -137,24 +155,10 @@ if has fast; then
 		[ -z "$paths" ] && continue
 		# each exact run's results must be bitwise those of the run without the paths but
 		# for the wall-clock time; ce1's last training loss should agree to about 1e-4
-		same="$same, ${paths}: $(python3 -c '
-import json, sys, glob
-def load(d):
-    f = glob.glob(d + "/**/result.json", recursive=True)
-    if not f:
-        return None
-    r = json.load(open(f[0]))
-    r.pop("seconds", None)
-    return r
-a, b = load(sys.argv[1]), load(sys.argv[2])
-if a is None or b is None:
-    print("no result")
-elif sys.argv[3].endswith("ce1"):
-    last = lambda r: "%.5f" % r["curves"][-1]["train_loss"] if r.get("curves") else "none"
-    print("last train loss %s, without %s" % (last(b), last(a)))
-else:
-    print("same results" if a == b else "RESULTS DIFFER")
-' "$WORK/fast-off" "$WORK/fast-$paths" "$paths")"
+		case $paths in
+		*ce1) same="$same, ${paths}: last train loss $(last_losses "$WORK/fast-$paths" "$WORK/fast-off" | sed 's/ and /, without /')" ;;
+		*) same="$same, ${paths}: $(same_results "$WORK/fast-off" "$WORK/fast-$paths")" ;;
+		esac
 	done
 	verdict fast "unit exit $rc ($(grep -c '^--- PASS' "$OUT/fast-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/fast-unit.log") failed); speed${speeds#,}$same"
 fi
@@ -165,8 +169,10 @@ if has flash; then
 	# multiple of the tile included (TestFlashKernels); engines against float32 and today's
 	# bf16 path, twice bitwise (TestFlashEngine); NeedBytes; the exact paths still bitwise
 	# (TestFastPathsBitwise). Then compute-sanitizer's memcheck and racecheck on the kernels'
-	# test, and the speed stage's run with the exact fast paths, without and with flash.
-	(cd "$ROOT/training/cuda" && timeout 240 "$WORK/cuda.test" -test.v -test.run 'Flash|FastPaths' -test.timeout 230s) >"$OUT/flash-unit.log" 2>&1
+	# test, and the speed stage's run with the exact fast paths, without and with flash,
+	# and with RoPE inside flash's permutation (rope: TestRopeInPermute, bitwise flash's
+	# results, which the two runs' results must show too).
+	(cd "$ROOT/training/cuda" && timeout 270 "$WORK/cuda.test" -test.v -test.run 'Flash|FastPaths|RopeInPermute' -test.timeout 260s) >"$OUT/flash-unit.log" 2>&1
 	rc=$?
 	san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 	sanitized=
@@ -175,11 +181,12 @@ if has flash; then
 		sanitized="$sanitized, $tool exit $? ($(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$OUT/flash-$tool.log" || echo 'no summary'))"
 	done
 	train_cfg flash bf16 512 16 524288 6 0
-	train_paths flash "$EXACT" "$EXACT,flash"
-	off=$(tok_s flash "$EXACT") on=$(tok_s flash "$EXACT,flash")
+	train_paths flash "$EXACT" "$EXACT,flash" "$EXACT,flash,rope"
+	off=$(tok_s flash "$EXACT") on=$(tok_s flash "$EXACT,flash") rope=$(tok_s flash "$EXACT,flash,rope")
 	# the last training loss of each: flash changes the bits, not the model
 	losses=$(last_losses "$WORK/flash-$EXACT" "$WORK/flash-$EXACT,flash")
-	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed $EXACT ${off:-?}, +flash ${on:-?}; last train loss $losses"
+	same=$(same_results "$WORK/flash-$EXACT,flash" "$WORK/flash-$EXACT,flash,rope")
+	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed $EXACT ${off:-?}, +flash ${on:-?}, +rope ${rope:-?} ($same); last train loss $losses"
 fi
 
 if has pack; then
@@ -304,13 +311,14 @@ if has lt; then
 	# without them, twice bitwise (TestLtEngine, TestLogits16Engine, TestAct16Engine);
 	# Accumulate and the micro-batch graph with all of them and the exact paths, bitwise
 	# against Forward and Backward (TestAccumulate*, TestGraph*). Then the speed stage's run
-	# with the exact paths, adding lt, logits16 and act16 in turn, and the last training
-	# loss of each.
+	# with the exact paths, adding lt, logits16 and act16 in turn, then with every path
+	# ($ALL: the speed against the peer that the speed stage measures), and the last
+	# training loss of each.
 	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT,lt,logits16,act16 timeout 280 "$WORK/cuda.test" -test.v -test.run 'TestLt|TestLogits16|TestAct16|TestAccumulate|TestGraph' -test.timeout 270s) >"$OUT/lt-unit.log" 2>&1
 	rc=$?
 	same=$(grep -o 'cuBLASLt and GemmEx differ in [0-9]* of [0-9]*' "$OUT/lt-unit.log" | awk '{ d += $6; n += $8 } END { printf "%d of %d elements", d, n }')
 	train_cfg lt bf16 512 16 524288 6 0
-	runs=("$EXACT" "$EXACT,lt" "$EXACT,lt,logits16" "$EXACT,lt,logits16,act16")
+	runs=("$EXACT" "$EXACT,lt" "$EXACT,lt,logits16" "$EXACT,lt,logits16,act16" "$ALL")
 	train_paths lt "${runs[@]}"
 	speeds=$(for p in "${runs[@]}"; do echo -n "$p $(tok_s lt "$p"); "; done)
 	losses=$(last_losses "${runs[@]/#/$WORK/lt-}")

@@ -85,13 +85,19 @@ const (
 	// activation, written once and read twice. The loss is that of the logits rounded to
 	// bfloat16, so it changes the bits (not in exactFast).
 	fastLogits16
-	// fastAct16 has LLaMA's MLP keep its product outputs in bfloat16, as torch.autocast
-	// does, in bf16 mode with fastRound and fastSwiGLU: the product of W13 writes gu, and
-	// that of W2's transpose in the backward pass writes dh, in bfloat16 (into the first half
-	// of their float32 buffers), and SwiGLU's kernels read them so (kernels.cu). gu is read
-	// again in the backward pass. The values are rounded before SwiGLU, so it changes the
-	// bits (not in exactFast).
+	// fastAct16 has LLaMA keep product outputs in bfloat16, as torch.autocast does, in bf16
+	// mode with fastRound and fastSwiGLU: the product of W13 writes gu, and that of W2's
+	// transpose in the backward pass writes dh, in bfloat16 (into the first half of their
+	// float32 buffers), and SwiGLU's kernels read them so (kernels.cu); gu is read again in
+	// the backward pass. With fastFlash and fastRope too, the product of Wqkv writes qkv in
+	// bfloat16, which flash_permute_rope_from_bf16 reads. The values are rounded before
+	// SwiGLU and RoPE, so it changes the bits (not in exactFast).
 	fastAct16
+	// fastRope applies LLaMA's RoPE inside the flash path's permutation of q, k, v
+	// (flash_permute_rope, flash.cu) instead of in a pass of its own over qkv: the same
+	// float32 expressions, so the same bits as rope then flash_permute. It acts only with
+	// fastFlash; with fastAct16 too, qkv is written in bfloat16 and read so.
+	fastRope
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -147,7 +153,8 @@ var fastNames = []fastPath{
 	{"graph", fastGraph, nil},
 	{"lt", fastLt, nil},
 	{"logits16", fastLogits16, []string{"crossentropy_loss_online_bf16", "crossentropy_grad_from_bf16"}},
-	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16"}},
+	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16", "flash_permute_rope_from_bf16"}},
+	{"rope", fastRope, []string{"flash_permute_rope"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

@@ -27,7 +27,8 @@ func TestParseFast(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), FastEnv+`="ce,flsh"`) || !strings.Contains(err.Error(), `"flsh"`) {
 		t.Errorf("parseFast(ce,flsh) = %v, want an error naming %s, its value and the unknown name", err, FastEnv)
 	}
-	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU|fastCE1|fastGraph|fastLt|fastLogits16|fastAct16 || exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU|fastGraph {
+	if allFast() != fastCE|fastRound|fastFlash|fastNorm|fastSwiGLU|fastCE1|fastGraph|fastLt|fastLogits16|fastAct16|fastRope ||
+		exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU|fastGraph|fastRope {
 		t.Errorf("allFast() = %b, exactFast() = %b", allFast(), exactFast())
 	}
 	if f, err := parseFast("flash,round,ce"); err != nil || f.String() != "ce,round,flash" {

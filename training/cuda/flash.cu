@@ -149,6 +149,29 @@ __device__ __forceinline__ void storeRows(float *out, const float g[FLASH_D / 8]
     }
 }
 
+// flashPermuteRope is flash_permute_rope on qkv of type T (float32, or bfloat16 on the
+// act16 path).
+template <typename T>
+__device__ __forceinline__ void flashPermuteRope(__nv_bfloat16 *qkv16, const T *qkv, const float *cos, const float *sin, int b, int nt, int nh) {
+    const int hd = FLASH_D / 2;
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x, n = (long)b * nh * nt * FLASH_D;
+    if (idx >= n / 4) return;
+    int part = blockIdx.y, i = (int)(idx % (hd / 2)) * 2;
+    long r = idx / (hd / 2);
+    int t = (int)(r % nt), bh = (int)(r / nt), h = bh % nh, bb = bh / nh;
+    const T *x = qkv + ((long)bb * nt + t) * 3 * nh * FLASH_D + (long)(part * nh + h) * FLASH_D;
+    float a0 = widen(x[i]), a1 = widen(x[i + 1]), b0 = widen(x[i + hd]), b1 = widen(x[i + hd + 1]);
+    if (part < 2) {
+        float c0 = cos[t * hd + i], s0 = sin[t * hd + i], c1 = cos[t * hd + i + 1], s1 = sin[t * hd + i + 1];
+        float x0 = a0 * c0 - b0 * s0, y0 = a0 * s0 + b0 * c0;
+        float x1 = a1 * c1 - b1 * s1, y1 = a1 * s1 + b1 * c1;
+        a0 = x0, b0 = y0, a1 = x1, b1 = y1;
+    }
+    __nv_bfloat16 *o = qkv16 + part * n + r * FLASH_D;
+    *(__nv_bfloat162 *)&o[i] = __floats2bfloat162_rn(a0, a1);
+    *(__nv_bfloat162 *)&o[i + hd] = __floats2bfloat162_rn(b0, b1);
+}
+
 extern "C" {
 
 // flash_permute writes q, k and v of qkv (B,T,3C), rounded to bfloat16, into the heads'
@@ -163,6 +186,20 @@ __global__ void flash_permute(__nv_bfloat16 *qkv16, const float *qkv, int b, int
     long src = ((long)bb * nt + i) * 3 * nh * FLASH_D + (long)(part * nh + h) * FLASH_D + d;
     float2 x = *(const float2 *)&qkv[src];
     *(__nv_bfloat162 *)&qkv16[part * n + 2 * idx] = __floats2bfloat162_rn(x.x, x.y);
+}
+
+// flash_permute_rope is flash_permute with RoPE applied to q and k on the way, as the rope
+// kernel applies it (the same float32 expressions, so bitwise rope then flash_permute):
+// cos and sin (T, D/2). A thread per pair (i, i+1) of the first half of a head and their
+// partners (i + D/2, i + 1 + D/2); qkv is left as it is (SFSWEEP_CUDA_FAST=rope).
+__global__ void flash_permute_rope(__nv_bfloat16 *qkv16, const float *qkv, const float *cos, const float *sin, int b, int nt, int nh) {
+    flashPermuteRope(qkv16, qkv, cos, sin, b, nt, nh);
+}
+
+// flash_permute_rope_from_bf16 is flash_permute_rope on bfloat16 qkv (B,T,3C), as the
+// act16 path's product writes it: bitwise that kernel on the same values in float32.
+__global__ void flash_permute_rope_from_bf16(__nv_bfloat16 *qkv16, const __nv_bfloat16 *qkv, const float *cos, const float *sin, int b, int nt, int nh) {
+    flashPermuteRope(qkv16, qkv, cos, sin, b, nt, nh);
 }
 
 __global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bfloat16 *y16, float *lse,

@@ -19,6 +19,15 @@ func (e *Engine) flashAttention() bool {
 	return e.bf.on && e.cfg.HeadDim() == flashD && e.fast.has(fastFlash)
 }
 
+// ropeInPermute reports whether LLaMA's RoPE runs inside the flash path's permutation
+// (FastEnv "rope"): the forward pass then leaves la.qkv unrotated, which nothing reads
+// again, since the backward pass reads the permuted copy.
+func (e *Engine) ropeInPermute() bool { return e.flash && !e.gpt2 && e.fast.has(fastRope) }
+
+// qkv16 reports whether the product of Wqkv writes qkv in bfloat16 (FastEnv "act16" with
+// the rope path), which flash_permute_rope_from_bf16 reads.
+func (e *Engine) qkv16() bool { return e.ropeInPermute() && e.act16() }
+
 func (e *Engine) flashGrid() dim {
 	return dim{x: blocks(e.t, flashBR), y: e.b * e.cfg.Heads}
 }
@@ -30,13 +39,20 @@ func (e *Engine) flashHeads(la *layerActs) (q, k, v cu.DevicePtr) {
 }
 
 // flashForward writes la.y (and la.y16, where the run keeps it), la.lse and la.qkv16 from
-// la.qkv.
+// la.qkv, rotating q and k on the rope path.
 func (e *Engine) flashForward(r *run, la *layerActs) {
 	b, t, nh := e.b, e.t, e.cfg.Heads
 	_, scaleLog2 := flashScale()
 	q, k, v := e.flashHeads(la)
 	defer r.within(Attention)()
-	r.launch("flash_permute", dim{x: blocks(e.n*e.cfg.Dim/2, threads), y: 3}, blk, la.qkv16, la.qkv, b, t, nh)
+	switch {
+	case e.qkv16():
+		r.launch("flash_permute_rope_from_bf16", dim{x: blocks(e.n*e.cfg.Dim/4, threads), y: 3}, blk, la.qkv16, la.qkv, e.cos, e.sin, b, t, nh)
+	case e.ropeInPermute():
+		r.launch("flash_permute_rope", dim{x: blocks(e.n*e.cfg.Dim/4, threads), y: 3}, blk, la.qkv16, la.qkv, e.cos, e.sin, b, t, nh)
+	default:
+		r.launch("flash_permute", dim{x: blocks(e.n*e.cfg.Dim/2, threads), y: 3}, blk, la.qkv16, la.qkv, b, t, nh)
+	}
 	r.launch("flash_forward", e.flashGrid(), dim{x: flashThreads}, la.y, r.pre[la.y], la.lse, q, k, v, t, nh, scaleLog2)
 }
 

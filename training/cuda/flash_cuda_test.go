@@ -118,8 +118,8 @@ func TestFlashEngine(t *testing.T) {
 				return trainFast(t, tc.cfg, tc.batch, tc.seqLen, prec, f, p, toks)
 			}
 			_, old := train(backend.BF16, 0)
-			// every path but logits16, whose own test runs it with flash
-			for _, f := range []fastPaths{fastFlash, allFast() &^ fastLogits16} {
+			// with the exact paths and ce1 too; the other paths' own tests run them with flash
+			for _, f := range []fastPaths{fastFlash, exactFast() | fastFlash | fastCE1} {
 				e, got := train(backend.BF16, f)
 				if !e.flash {
 					t.Fatalf("%s: the engine does not run the flash path", f)
@@ -166,5 +166,67 @@ func TestFlashNeedBytes(t *testing.T) {
 	saved := (nl+1)*bht*512*4 - nl*(3*nc*2+bht*4) - (nc*2 + bht*4)
 	if on, off := needBytes(big, 16, 512, backend.BF16, fastFlash), needBytes(big, 16, 512, backend.BF16, 0); off-on != saved {
 		t.Errorf("llama-124m at 16×512: NeedBytes %d with flash, %d without; want %d less", on, off, saved)
+	}
+}
+
+// RoPE inside the flash path's permutation (the rope path): flash_permute_rope is bitwise
+// rope then flash_permute, and flash_permute_rope_from_bf16 bitwise flash_permute_rope on
+// the same values widened; T not a multiple of anything. Engines with flash and rope give
+// the same bits as with flash alone, LLaMA and GPT-2 (which has no RoPE).
+func TestRopeInPermute(t *testing.T) {
+	st := testStream(t, needFast(t, fastFlash|fastRope|fastAct16))
+	func() {
+		defer st.lock()()
+		const b, nh = 2, 3
+		for _, nt := range []int{1, 37, 100} {
+			m := devMem{t, st}
+			n := b * nh * nt * flashD
+			qkv, cos, sin := randn(3*n, uint64(nt)), randn(nt*flashD/2, 5), randn(nt*flashD/2, 6)
+			q16 := toBF16(qkv)
+			dq, dqr, dq16 := up(m, qkv, 4), up(m, qkv, 4), up(m, q16, 2)
+			dw := up(m, widened(q16), 4)
+			dcos, dsin := up(m, cos, 4), up(m, sin, 4)
+			old, fused, from16, wide := m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2)
+			r := &run{st: st}
+			grid := dim{x: blocks(n/4, threads), y: 3}
+			r.launch("rope", lin(b*nt*2*nh*flashD/2), blk, dqr, dcos, dsin, b*nt, nt, nh*flashD, nh)
+			r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, old, dqr, b, nt, nh)
+			r.launch("flash_permute_rope", grid, blk, fused, dq, dcos, dsin, b, nt, nh)
+			r.launch("flash_permute_rope_from_bf16", grid, blk, from16, dq16, dcos, dsin, b, nt, nh)
+			r.launch("flash_permute_rope", grid, blk, wide, dw, dcos, dsin, b, nt, nh)
+			r.do(st.sync)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if i := firstDiff(down[uint16](m, fused, 3*n), down[uint16](m, old, 3*n)); i >= 0 {
+				t.Errorf("T=%d: flash_permute_rope's element %d is not rope then flash_permute", nt, i)
+			}
+			if i := firstDiff(down[uint16](m, from16, 3*n), down[uint16](m, wide, 3*n)); i >= 0 {
+				t.Errorf("T=%d: flash_permute_rope_from_bf16's element %d is not flash_permute_rope on the widened qkv", nt, i)
+			}
+			if i := firstDiff(down[uint16](m, fused, 3*n), ropeHeads(qkv, cos, sin, b, nt, nh)); i >= 0 {
+				t.Errorf("T=%d: flash_permute_rope's element %d is not the Go mirror's", nt, i)
+			}
+		}
+	}()
+	d64 := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 128, Layers: 2, Heads: 2, Context: 160, Hidden: 256, Batch: 2}.WithDefaults()
+	for _, tc := range []engineShape{
+		{"D64/T100", d64, 3, 100},
+		{"llama-124m", preset(t, "llama-124m"), 2, 512},
+		{"gpt2/D64/T100", model.Config{Arch: model.GPT2, Vocab: 1000, Dim: 128, Layers: 2, Heads: 2, Context: 160, Hidden: 512, Batch: 2}.WithDefaults(), 3, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			toks, p, _ := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 91)
+			for _, base := range []fastPaths{fastFlash, exactFast()&^fastRope | fastFlash} {
+				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
+				e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base|fastRope, p, toks)
+				if e.ropeInPermute() == e.gpt2 {
+					t.Fatalf("%s: ropeInPermute %v for GPT-2 %v", base|fastRope, e.ropeInPermute(), e.gpt2)
+				}
+				if !slices.Equal(got.losses, old.losses) || firstDiff(bits32(got.grads), bits32(old.grads)) >= 0 {
+					t.Errorf("%s: the results differ from %s's", base|fastRope, base)
+				}
+			}
+		})
 	}
 }

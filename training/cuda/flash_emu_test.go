@@ -23,9 +23,10 @@ func TestFlashEmulated(t *testing.T) {
 		a := newFlashArgs(bh, tc.nt, q, k, v)
 		runFlash(a, do, inOrder)
 		qkv, dy := qkvRows(q, k, v, tc.b, tc.nt, tc.nh), headsToRows(do, tc.b, tc.nt, tc.nh)
+		cos, sin := randn(tc.nt*flashD/2, 5), randn(tc.nt*flashD/2, 6)
 		var want map[string][]float32
 		for _, reverse := range []bool{false, true} {
-			got := emulateFlash(t, bin, a, qkv, dy, tc.b, tc.nh, reverse)
+			got := emulateFlash(t, bin, a, qkv, dy, cos, sin, tc.b, tc.nh, reverse)
 			if want == nil {
 				want = got
 				if i := firstDiff(toBF16(got["y"]), toBF16Bits(got["y16"])); i >= 0 {
@@ -33,6 +34,13 @@ func TestFlashEmulated(t *testing.T) {
 				}
 				if i := firstDiff(toBF16Bits(got["qkv16"]), slices.Concat(a.q, a.k, a.v)); i >= 0 {
 					t.Errorf("T=%d: flash_permute's element %d is not q, k, v rounded into the heads' layout", tc.nt, i)
+				}
+				// RoPE inside the permutation: bitwise rope, then flash_permute
+				if i := firstDiff(toBF16Bits(got["rope16"]), ropeHeads(qkv, cos, sin, tc.b, tc.nt, tc.nh)); i >= 0 {
+					t.Errorf("T=%d: flash_permute_rope's element %d is not rope then flash_permute", tc.nt, i)
+				}
+				if i := firstDiff(toBF16Bits(got["ropeBF16"]), ropeHeads(widened(toBF16(qkv)), cos, sin, tc.b, tc.nt, tc.nh)); i >= 0 {
+					t.Errorf("T=%d: flash_permute_rope_from_bf16's element %d is not rope then flash_permute of the rounded qkv", tc.nt, i)
 				}
 			} else {
 				for name := range want {
@@ -103,18 +111,20 @@ func flag(b bool) int32 {
 	return 0
 }
 
-// emulateFlash runs the emulator on qkv (B,T,3C) and dy (B,T,C) with a's shape and scale;
+// emulateFlash runs the emulator on qkv (B,T,3C) and dy (B,T,C) with a's shape and scale,
+// and RoPE's tables cos and sin (T,32);
 // the bfloat16 outputs come back widened to float32 (toBF16Bits undoes it).
-func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy []float32, b, nh int, reverse bool) map[string][]float32 {
+func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy, cos, sin []float32, b, nh int, reverse bool) map[string][]float32 {
 	t.Helper()
 	scale, _ := flashScale()
-	out := runEmulator(t, bin, []int32{int32(b), int32(nh), int32(a.t), flag(reverse)}, []float32{a.scaleLog2, scale}, qkv, dy)
+	out := runEmulator(t, bin, []int32{int32(b), int32(nh), int32(a.t), flag(reverse)}, []float32{a.scaleLog2, scale}, qkv, dy, cos, sin)
 	n, rows := len(a.q), a.bh*a.t
 	res := map[string][]float32{}
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"qkv16", 3 * n}, {"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n}} {
+	}{{"qkv16", 3 * n}, {"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n},
+		{"rope16", 3 * n}, {"ropeBF16", 3 * n}} {
 		if strings.HasSuffix(f.name, "16") {
 			h := make([]uint16, f.n)
 			if err := binary.Read(out, binary.LittleEndian, h); err != nil {
@@ -135,6 +145,34 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy []float32, b, 
 		t.Fatalf("emulator wrote %d bytes more than expected", out.Len())
 	}
 	return res
+}
+
+// ropeHeads is the rope kernel on qkv (B,T,3C), rotating each head of q and k by cos and
+// sin (T,32), then flash_permute: q, k, v rounded to bfloat16 into the heads' layout, one
+// after another. The conversions keep Go from fusing a multiply and an add, as
+// -fmad=false keeps nvcc.
+func ropeHeads(qkv, cos, sin []float32, b, nt, nh int) []uint16 {
+	c, h, n := nh*flashD, flashD/2, b*nh*nt*flashD
+	out := make([]uint16, 3*n)
+	for bb := range b {
+		for t := range nt {
+			for part := range 3 {
+				for hh := range nh {
+					x := qkv[(bb*nt+t)*3*c+part*c+hh*flashD:]
+					o := out[part*n+((bb*nh+hh)*nt+t)*flashD:]
+					for i := range h {
+						a, bv := x[i], x[i+h]
+						if part < 2 {
+							co, si := cos[t*h+i], sin[t*h+i]
+							a, bv = float32(a*co)-float32(bv*si), float32(a*si)+float32(bv*co)
+						}
+						o[i], o[i+h] = roundBF16(a), roundBF16(bv)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 func toBF16Bits(x []float32) []uint16 {

@@ -25,8 +25,14 @@ func (e *Engine) forward() error {
 		x, mid, out := s.resid[2*l], s.resid[2*l+1], s.resid[2*l+2]
 		// attention: mid = x + Wo·Attn(RoPE(Wqkv·n1(x)))
 		e.rmsnormForward(r, la.n1Out, la.n1Out16, la.n1Rstd, x, w.n1)
-		r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
-		e.rope(r, la.qkv, e.sin)
+		if e.qkv16() {
+			r.gemmOut16(false, true, n, 3*c, c, la.n1Out, c, w.qkv, c, la.qkv)
+		} else {
+			r.gemm(false, true, n, 3*c, c, 1, la.n1Out, c, w.qkv, c, 0, la.qkv, 3*c)
+		}
+		if !e.ropeInPermute() {
+			e.rope(r, la.qkv, e.sin)
+		}
 		e.attentionForward(r, la)
 		r.gemmAdd(false, true, n, c, c, la.y, c, w.wo, c, x, mid)
 		// MLP: out = mid + W2·swiglu(W13·n2(mid))

@@ -63,9 +63,9 @@ func (e *Engine) rmsnormForward(r *run, out, out16, rstd, x, w cu.DevicePtr) {
 	r.launch("rmsnorm_forward", rows(n), blk, out, rstd, x, w, n, c, eps)
 }
 
-// act16 reports whether the run's MLP keeps gu and dh in bfloat16 (FastEnv "act16"): bf16
-// mode with the round and swiglu paths, whose SwiGLU kernels write only the bfloat16
-// operands.
+// act16 reports whether the run keeps product outputs in bfloat16 (FastEnv "act16"): the
+// MLP's gu and dh, and qkv on the rope path (qkv16). It needs bf16 mode with the round and
+// swiglu paths, whose SwiGLU kernels write only the bfloat16 operands.
 func (e *Engine) act16() bool {
 	return e.roundFused && e.fast.has(fastSwiGLU) && e.fast.has(fastAct16)
 }

@@ -9,9 +9,11 @@
 // runs it; it is no part of any build.
 //
 // Input on stdin: int32 B, H, T, reverse (run the blocks in reverse order); float32
-// scaleLog2, scale; qkv (B,T,3C) and dy (B,T,C) float32, C = H·64. Output on stdout: q, k,
-// v (B,H,T,64) bfloat16, y (B,T,C) float32, y16 bfloat16, lse (B,H,T), dvec (B,H,T), dq,
-// dk, dv (B,H,T,64) float32.
+// scaleLog2, scale; qkv (B,T,3C) and dy (B,T,C) float32, C = H·64; RoPE's cos and sin
+// (T,32) float32. Output on stdout: q, k, v (B,H,T,64) bfloat16, y (B,T,C) float32, y16
+// bfloat16, lse (B,H,T), dvec (B,H,T), dq, dk, dv (B,H,T,64) float32; then q, k, v of
+// flash_permute_rope on qkv, and of flash_permute_rope_from_bf16 on qkv rounded to
+// bfloat16.
 #define FLASH_EMULATE 1
 #include "emu.h"
 
@@ -77,6 +79,10 @@ static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
     }
 }
 
+// widen as crossentropy.cu defines it for the GPU build, which includes it before flash.cu
+static float widen(float x) { return x; }
+static float widen(__nv_bfloat16 h) { return __bfloat162float(h); }
+
 #include "../flash.cu"
 
 int main() {
@@ -86,6 +92,7 @@ int main() {
     bool rev = hdr[3] != 0;
     size_t n = (size_t)b * nh * nt * FLASH_D, rows = (size_t)b * nh * nt;
     auto qkv = get<float>(3 * n), dy = get<float>(n);
+    auto cos = get<float>((size_t)nt * FLASH_D / 2), sin = get<float>((size_t)nt * FLASH_D / 2);
     std::vector<float> y(n), lse(rows), dvec(rows), dq(n), dk(n), dv(n);
     std::vector<__nv_bfloat16> qkv16(3 * n), y16(n), do16(n);
     const __nv_bfloat16 *q = qkv16.data(), *k = q + n, *v = k + n;
@@ -101,6 +108,12 @@ int main() {
     launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev, [&] {
         flash_backward_dq(dq.data(), q, k, v, do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
     });
-    put(qkv16), put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv);
+    std::vector<__nv_bfloat16> rope16(3 * n), rope16b(3 * n), qkvb(3 * n);
+    for (size_t i = 0; i < qkvb.size(); i++) qkvb[i] = __float2bfloat16_rn(qkv[i]);
+    launch(flash_tiles((int)(n / 4), 256), 3, 256, rev,
+           [&] { flash_permute_rope(rope16.data(), qkv.data(), cos.data(), sin.data(), b, nt, nh); });
+    launch(flash_tiles((int)(n / 4), 256), 3, 256, rev,
+           [&] { flash_permute_rope_from_bf16(rope16b.data(), qkvb.data(), cos.data(), sin.data(), b, nt, nh); });
+    put(qkv16), put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv), put(rope16), put(rope16b);
     return 0;
 }
