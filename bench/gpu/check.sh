@@ -11,8 +11,8 @@
 #   .gpubin/data/go-byte     sfsweep data default -max-bytes 400000
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
-# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile unit fast flash
-# pack host lt loop kill sweep curve program; default all, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile prove unit fast
+# flash pack host lt loop kill sweep curve program; default all but prove, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
 STAGES=${2:-ptx speed profile unit fast flash pack host lt loop kill sweep curve program}
@@ -132,6 +132,32 @@ if has profile; then
 	rate=$(grep -o '[0-9]* tok/s' "$OUT/speed-sfsweep.log" 2>/dev/null | tail -1 | cut -d' ' -f1)
 	wall=${rate:+; the speed stage: $(awk -v r="$rate" 'BEGIN { printf "%.1f", 16 * 512 * 1000 / r }') ms of wall time}
 	verdict profile "exit $rc; ${total:-no} ms of device time per micro-batch$wall: $top"
+fi
+
+if has prove; then
+	# one call that fits a session's device time (about 8 minutes on an H100; run as
+	# "ptx prove"): first the issue's figure, llama-124m's steady-state tokens/s through
+	# sfsweep train on the default path and with every fast path ($ALL), against one run of
+	# the PyTorch peer; then the fast paths' correctness in three groups of tests, each
+	# under its own timeout: the exact paths and the default path against the cpu backend,
+	# flash and rope, and the paths that change the bits (lt, logits16, act16, ce1)
+	train_cfg prove bf16 512 16 524288 5 0
+	train_paths prove "" "$ALL"
+	timeout 150 python3 "$ROOT/bench/torch/torch_llama_cuda.py" --batch 16 --seq 512 --accum 64 --steps 3 --warmup 1 --bf16 --sdpa --compile >"$OUT/prove-torch.json" 2>"$OUT/prove-torch.log"
+	ratios=
+	for p in "" "$ALL"; do
+		r=$(python3 "$ROOT/bench/gpu/speed_table.py" "$OUT/prove-speed-$p.log" "$OUT/prove-torch.json" | tee -a "$OUT/prove-speed.txt" | grep -o '= [0-9.]*$')
+		ratios="$ratios, ${p:-default} $(tok_s prove "$p") (${r#= }x the peer)"
+	done
+	losses=$(last_losses "$WORK/prove-" "$WORK/prove-$ALL")
+	units=
+	for g in "exact:TestFastPathsBitwise|TestRoundKernels|TestNormKernels|TestFusedCrossEntropyKernels|TestMatchesCPU|TestDeterministic" \
+		"flash:TestFlashKernels|TestFlashEngine|TestRopeInPermute" \
+		"bits:TestLtProducts|TestLtEngine|TestLogits16|TestAct16|TestOnlineCrossEntropy"; do
+		(cd "$ROOT/training/cuda" && timeout 100 "$WORK/cuda.test" -test.v -test.run "${g#*:}" -test.timeout 95s) >"$OUT/prove-${g%%:*}.log" 2>&1
+		units="$units, ${g%%:*} exit $? ($(grep -c '^--- PASS' "$OUT/prove-${g%%:*}.log") passed, $(grep -c '^--- FAIL' "$OUT/prove-${g%%:*}.log") failed)"
+	done
+	verdict prove "speed${ratios#,}; last train loss $losses; unit${units#,}"
 fi
 
 if has unit; then
