@@ -172,6 +172,23 @@ __device__ __forceinline__ void flashPermuteRope(__nv_bfloat16 *qkv16, const T *
     *(__nv_bfloat162 *)&o[i + hd] = __floats2bfloat162_rn(b0, b1);
 }
 
+// flashBackwardPre is flash_backward_pre on dy of type T (float32, or bfloat16 on the
+// act16 path).
+template <typename T>
+__device__ __forceinline__ void flashBackwardPre(__nv_bfloat16 *do16, float *dvec, const T *dy, const float *y, int rows, int nt, int nh) {
+    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    if (r >= rows) return;
+    int bh = r / nt, i = r % nt, b = bh / nh, h = bh % nh;
+    long src = ((long)(b * nt + i) * nh + h) * FLASH_D, dst = (long)r * FLASH_D;
+    __nv_bfloat16 d0 = __float2bfloat16_rn(widen(dy[src + lane])), d1 = __float2bfloat16_rn(widen(dy[src + lane + WARP]));
+    do16[dst + lane] = d0;
+    do16[dst + lane + WARP] = d1;
+    float s = __bfloat162float(d0) * y[src + lane];
+    s += __bfloat162float(d1) * y[src + lane + WARP];
+    s = warpSum(s);
+    if (lane == 0) dvec[r] = s;
+}
+
 extern "C" {
 
 // flash_permute writes q, k and v of qkv (B,T,3C), rounded to bfloat16, into the heads'
@@ -287,17 +304,14 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bf
 // flash_backward_pre: a warp per row of (B,H,T): dO rounded into the heads' layout, and
 // D = rowsum(dO∘O) on the rounded dO, lane l taking elements l and l+32.
 __global__ void flash_backward_pre(__nv_bfloat16 *do16, float *dvec, const float *dy, const float *y, int rows, int nt, int nh) {
-    int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP, lane = threadIdx.x % WARP;
-    if (r >= rows) return;
-    int bh = r / nt, i = r % nt, b = bh / nh, h = bh % nh;
-    long src = ((long)(b * nt + i) * nh + h) * FLASH_D, dst = (long)r * FLASH_D;
-    __nv_bfloat16 d0 = __float2bfloat16_rn(dy[src + lane]), d1 = __float2bfloat16_rn(dy[src + lane + WARP]);
-    do16[dst + lane] = d0;
-    do16[dst + lane + WARP] = d1;
-    float s = __bfloat162float(d0) * y[src + lane];
-    s += __bfloat162float(d1) * y[src + lane + WARP];
-    s = warpSum(s);
-    if (lane == 0) dvec[r] = s;
+    flashBackwardPre(do16, dvec, dy, y, rows, nt, nh);
+}
+
+// flash_backward_pre_from_bf16 is flash_backward_pre on bfloat16 dy (B,T,C), as the act16
+// path's product writes it: bitwise that kernel on the same values in float32, which the
+// rounding leaves as they are.
+__global__ void flash_backward_pre_from_bf16(__nv_bfloat16 *do16, float *dvec, const __nv_bfloat16 *dy, const float *y, int rows, int nt, int nh) {
+    flashBackwardPre(do16, dvec, dy, y, rows, nt, nh);
 }
 
 // flash_backward_dkdv: a block per key tile (blockIdx.x) of a head; warp w owns keys

@@ -24,6 +24,10 @@ func (e *Engine) flashAttention() bool {
 // again, since the backward pass reads the permuted copy.
 func (e *Engine) ropeInPermute() bool { return e.flash && !e.gpt2 && e.fast.has(fastRope) }
 
+// dy16 reports whether the backward product through Wo writes dy in bfloat16 (FastEnv
+// "act16" on the flash path), which flash_backward_pre_from_bf16 reads.
+func (e *Engine) dy16() bool { return e.flash && e.act16() }
+
 // qkv16 reports whether the product of Wqkv writes qkv in bfloat16 (FastEnv "act16" with
 // the rope path), which flash_permute_rope_from_bf16 reads.
 func (e *Engine) qkv16() bool { return e.ropeInPermute() && e.act16() }
@@ -56,14 +60,19 @@ func (e *Engine) flashForward(r *run, la *layerActs) {
 	r.launch("flash_forward", e.flashGrid(), dim{x: flashThreads}, la.y, r.pre[la.y], la.lse, q, k, v, t, nh, scaleLog2)
 }
 
-// flashBackward writes the gradients of q, k and v into s.dq, s.dk, s.dv from s.dy.
+// flashBackward writes the gradients of q, k and v into s.dq, s.dk, s.dv from s.dy (in
+// bfloat16 on the act16 path).
 func (e *Engine) flashBackward(r *run, la *layerActs) {
 	s, b, t, nh := &e.act, e.b, e.t, e.cfg.Heads
 	scale, scaleLog2 := flashScale()
 	q, k, v := e.flashHeads(la)
 	bht := b * nh * t
 	defer r.within(Attention)()
-	r.launch("flash_backward_pre", rows(bht), blk, s.do16, s.dvec, s.dy, la.y, bht, t, nh)
+	pre := "flash_backward_pre"
+	if e.dy16() {
+		pre = "flash_backward_pre_from_bf16"
+	}
+	r.launch(pre, rows(bht), blk, s.do16, s.dvec, s.dy, la.y, bht, t, nh)
 	r.launch("flash_backward_dkdv", dim{x: blocks(t, flashBC), y: b * nh}, dim{x: flashThreads},
 		s.dk, s.dv, q, k, v, s.do16, la.lse, s.dvec, t, scaleLog2, scale)
 	r.launch("flash_backward_dq", e.flashGrid(), dim{x: flashThreads},

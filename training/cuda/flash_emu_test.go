@@ -42,6 +42,13 @@ func TestFlashEmulated(t *testing.T) {
 				if i := firstDiff(toBF16Bits(got["ropeBF16"]), ropeHeads(widened(toBF16(qkv)), cos, sin, tc.b, tc.nt, tc.nh)); i >= 0 {
 					t.Errorf("T=%d: flash_permute_rope_from_bf16's element %d is not rope then flash_permute of the rounded qkv", tc.nt, i)
 				}
+				// flash_backward_pre on bfloat16 dy: bitwise the float32 kernel on it widened,
+				// which is the kernel on dy itself, since it rounds dy first
+				for _, p := range [][2]string{{"preB16", "preW16"}, {"preBvec", "preWvec"}, {"preWvec", "dvec"}} {
+					if i := firstDiff(bits32(got[p[0]]), bits32(got[p[1]])); i >= 0 {
+						t.Errorf("T=%d: flash_backward_pre_from_bf16's %s[%d] = %v, flash_backward_pre's %v", tc.nt, p[0], i, got[p[0]][i], got[p[1]][i])
+					}
+				}
 			} else {
 				for name := range want {
 					if i := firstDiff(bits32(got[name]), bits32(want[name])); i >= 0 {
@@ -124,7 +131,7 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy, cos, sin []fl
 		name string
 		n    int
 	}{{"qkv16", 3 * n}, {"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n},
-		{"rope16", 3 * n}, {"ropeBF16", 3 * n}} {
+		{"rope16", 3 * n}, {"ropeBF16", 3 * n}, {"preW16", n}, {"preWvec", rows}, {"preB16", n}, {"preBvec", rows}} {
 		if strings.HasSuffix(f.name, "16") {
 			h := make([]uint16, f.n)
 			if err := binary.Read(out, binary.LittleEndian, h); err != nil {

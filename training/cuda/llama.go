@@ -173,7 +173,11 @@ func (e *Engine) backward() error {
 		e.rmsnormBackward(r, s.dresid, gw.n2, s.dnorm, mid, w.n2, la.n2Rstd)
 		// attention
 		r.gemm(true, false, c, c, n, 1, s.dresid, c, la.y, c, 1, gw.wo, c)
-		r.gemm(false, false, n, c, c, 1, s.dresid, c, w.wo, c, 0, s.dy, c)
+		if e.dy16() {
+			r.gemmOut16(false, false, n, c, c, s.dresid, c, w.wo, c, s.dy)
+		} else {
+			r.gemm(false, false, n, c, c, 1, s.dresid, c, w.wo, c, 0, s.dy, c)
+		}
 		e.attentionBackward(r, la)
 		e.gatherDQKV(r, true)
 		r.gemm(true, false, 3*c, c, n, 1, s.dqkv, 3*c, la.n1Out, c, 1, gw.qkv, c)

@@ -87,11 +87,11 @@ func TestLogits16Engine(t *testing.T) {
 	}
 }
 
-// The act16 kernels on bfloat16 gu and dh against their float32 twins on the same values
-// widened: the same bfloat16 h and dgu, bit for bit; rows and widths not multiples of the
-// block.
+// The act16 kernels on bfloat16 gu, dh and dy against their float32 twins on the same
+// values widened: the same bfloat16 h and dgu, dO and D, bit for bit; rows and widths not
+// multiples of the block.
 func TestAct16Kernels(t *testing.T) {
-	st := testStream(t, needFast(t, fastRound|fastSwiGLU|fastAct16))
+	st := testStream(t, needFast(t, fastRound|fastSwiGLU|fastFlash|fastAct16))
 	defer st.lock()()
 	for _, sh := range []struct{ n, f int }{{1, 1}, {7, 20}, {33, 344}, {512, 2048}} {
 		n, f := sh.n, sh.f
@@ -114,6 +114,28 @@ func TestAct16Kernels(t *testing.T) {
 		}
 		if i := firstDiff(down[uint16](m, g, n*2*f), down[uint16](m, g32, n*2*f)); i >= 0 {
 			t.Errorf("N=%d F=%d: dgu[%d] differs from swiglu_backward_to_bf16's", n, f, i)
+		}
+	}
+	// flash_backward_pre on bfloat16 dy (B,T,C), C = 3 heads of 64
+	for _, nt := range []int{1, 37, 130} {
+		const b, nh = 2, 3
+		m := devMem{t, st}
+		n, nr := b*nt*nh*flashD, b*nh*nt
+		dy16 := toBF16(randn(n, uint64(nt)+73))
+		dyw, dyb, y := up(m, widened(dy16), 4), up(m, dy16, 2), up(m, randn(n, uint64(nt)+74), 4)
+		o32, o16, v32, v16 := m.alloc(n, 2), m.alloc(n, 2), m.alloc(nr, 4), m.alloc(nr, 4)
+		r := &run{st: st}
+		r.launch("flash_backward_pre", rows(nr), blk, o32, v32, dyw, y, nr, nt, nh)
+		r.launch("flash_backward_pre_from_bf16", rows(nr), blk, o16, v16, dyb, y, nr, nt, nh)
+		r.do(st.sync)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if i := firstDiff(down[uint16](m, o16, n), down[uint16](m, o32, n)); i >= 0 {
+			t.Errorf("T=%d: dO[%d] differs from flash_backward_pre's", nt, i)
+		}
+		if i := firstDiff(bits32(down[float32](m, v16, nr)), bits32(down[float32](m, v32, nr))); i >= 0 {
+			t.Errorf("T=%d: D[%d] differs from flash_backward_pre's", nt, i)
 		}
 	}
 }

@@ -13,7 +13,8 @@
 // (T,32) float32. Output on stdout: q, k, v (B,H,T,64) bfloat16, y (B,T,C) float32, y16
 // bfloat16, lse (B,H,T), dvec (B,H,T), dq, dk, dv (B,H,T,64) float32; then q, k, v of
 // flash_permute_rope on qkv, and of flash_permute_rope_from_bf16 on qkv rounded to
-// bfloat16.
+// bfloat16; then dO (B,H,T,64) bfloat16 and D (B,H,T) float32 of flash_backward_pre on dy
+// rounded to bfloat16 and widened, and of flash_backward_pre_from_bf16 on the rounded dy.
 #define FLASH_EMULATE 1
 #include "emu.h"
 
@@ -114,6 +115,14 @@ int main() {
            [&] { flash_permute_rope(rope16.data(), qkv.data(), cos.data(), sin.data(), b, nt, nh); });
     launch(flash_tiles((int)(n / 4), 256), 3, 256, rev,
            [&] { flash_permute_rope_from_bf16(rope16b.data(), qkvb.data(), cos.data(), sin.data(), b, nt, nh); });
+    std::vector<__nv_bfloat16> dyb(n), preW16(n), preB16(n);
+    std::vector<float> dyw(n), preWvec(rows), preBvec(rows);
+    for (size_t i = 0; i < n; i++) dyb[i] = __float2bfloat16_rn(dy[i]), dyw[i] = bf(dyb[i].x);
+    launch(flash_tiles((int)rows, 8), 1, 256, rev,
+           [&] { flash_backward_pre(preW16.data(), preWvec.data(), dyw.data(), y.data(), (int)rows, nt, nh); });
+    launch(flash_tiles((int)rows, 8), 1, 256, rev,
+           [&] { flash_backward_pre_from_bf16(preB16.data(), preBvec.data(), dyb.data(), y.data(), (int)rows, nt, nh); });
     put(qkv16), put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv), put(rope16), put(rope16b);
+    put(preW16), put(preWvec), put(preB16), put(preBvec);
     return 0;
 }
