@@ -14,9 +14,10 @@ import (
 // The lt path's products against float64 and against cublasGemmEx on the same bfloat16
 // operands, for the shapes of the engine's products: a linear layer, its input and weight
 // gradients (the last accumulating into C), a residual read apart from D, and attention's
-// strided batches; B a view at a 2-byte offset, as the parameters' views are. Each within
-// float32's accumulation error of float64, and the same bits on a second run; whether they
-// are GemmEx's bits is logged, for signing the path off.
+// strided batches; B a view at a 2-byte offset, as the parameters' views are, and a C read
+// apart from D at a 4-byte offset. Each within float32's accumulation error of float64,
+// and the same bits on a second run; whether they are GemmEx's bits is logged, for
+// signing the path off.
 func TestLtProducts(t *testing.T) {
 	st := testStream(t, needFast(t, 0))
 	defer st.lock()()
@@ -31,7 +32,7 @@ func TestLtProducts(t *testing.T) {
 		{"linear", ltProduct{tB: true, m: 100, n: 96, k: 64, lda: 64, ldb: 64, ldc: 96, ldd: 96, count: 1}, 0, false, 1, 0},
 		{"input-grad", ltProduct{m: 100, n: 64, k: 96, lda: 96, ldb: 64, ldc: 64, ldd: 64, count: 1}, 0, false, 3, 0},
 		{"weight-grad", ltProduct{tA: true, m: 96, n: 64, k: 100, lda: 96, ldb: 64, ldc: 64, ldd: 64, count: 1}, 1, false, 0, 1},
-		{"residual", ltProduct{tB: true, m: 100, n: 64, k: 96, lda: 96, ldb: 96, ldc: 64, ldd: 64, count: 1}, 1, true, 1, 0},
+		{"residual", ltProduct{tB: true, m: 100, n: 64, k: 96, lda: 96, ldb: 96, ldc: 64, ldd: 64, count: 1}, 1, true, 1, 1},
 		{"scores", ltProduct{tB: true, m: 37, n: 37, k: 16, lda: 16, ldb: 16, ldc: 37, ldd: 37, sa: 37 * 16, sb: 37 * 16, sc: 37 * 37, sd: 37 * 37, count: 6}, 0, false, 0, 0},
 		{"scores-grad", ltProduct{tA: true, m: 37, n: 16, k: 37, lda: 37, ldb: 16, ldc: 16, ldd: 16, sa: 37 * 37, sb: 37 * 16, sc: 37 * 16, sd: 37 * 16, count: 6}, 0, false, 0, 0},
 	} {
