@@ -397,13 +397,19 @@ fi
 
 if has curve; then
 	# 200 steps of llama-124m in bf16 and in fp32 from the same initialisation and data,
-	# and in fp32 from another seed: the yardstick
-	for run in fp32:1 bf16:1 fp32:2; do
-		p=${run%:*} seed=${run#*:}
-		train_cfg "curve-$p-$seed" $p 512 16 8192 200 20 $seed
-		(cd "$WORK" && timeout 100 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -json -out '$WORK/curve' '$WORK/curve-$p-$seed.yaml'") >"$OUT/curve-$p-$seed.json" 2>"$OUT/curve-$p-$seed.log"
+	# and in fp32 from another seed: the yardstick; then bf16 with every fast path ($ALL,
+	# the arithmetic they would make, with its kernels from the ptx stage's PTX) against the
+	# same yardstick, in a state of its own (a result is reused by its trial's ID, which
+	# does not hold the fast paths)
+	for run in fp32:1: bf16:1: fp32:2: bf16:1:all; do
+		IFS=: read -r p seed all <<<"$run"
+		name=curve-$p-$seed${all:+-all}
+		train_cfg "$name" $p 512 16 8192 200 20 $seed
+		(cd "$WORK" && timeout 100 bash -c "SFSWEEP_CUDA_FAST='${all:+$ALL}' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -json -out '$WORK/curve${all:+-all}' '$WORK/$name.yaml'") >"$OUT/$name.json" 2>"$OUT/$name.log"
 	done
 	python3 "$ROOT/bench/gpu/compare_curves.py" "$OUT/curve-fp32-1.json" "$OUT/curve-bf16-1.json" "$OUT/curve-fp32-2.json" | tee "$OUT/curve.txt"
+	echo "with every fast path ($ALL):" | tee -a "$OUT/curve.txt"
+	python3 "$ROOT/bench/gpu/compare_curves.py" "$OUT/curve-fp32-1.json" "$OUT/curve-bf16-1-all.json" "$OUT/curve-fp32-2.json" | tee -a "$OUT/curve.txt"
 fi
 
 
