@@ -31,8 +31,11 @@ sfsweep() { SFSWEEP_TEST_RUN_MAIN=1 "$WORK/sfsweep.test" "$@"; }
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 # the fast paths that change no bit (SFSWEEP_CUDA_FAST), all together
 EXACT=ce,round,norm,swiglu
-# every fast path: the fastest engine these stages can sign off
-ALL=$EXACT,rope,graph,flash,ce1,lt,logits16,act16
+# stages 1, 2 and 4 of the speed work (the kernels' fusions, flash attention, the host side)
+STAGED=$EXACT,rope,graph,flash,ce1
+# every fast path, stage 3's cuBLASLt and bfloat16 outputs too: the fastest engine these
+# stages can sign off
+ALL=$STAGED,lt,logits16,act16
 verdict() { echo "== $1: $2"; }
 # train_paths NAME PATHS...: sfsweep train on $WORK/NAME.yaml (train_cfg) once per value of
 # SFSWEEP_CUDA_FAST, into $WORK/NAME-PATHS, logged to $OUT/NAME-speed-PATHS.log; tok_s NAME
@@ -137,19 +140,19 @@ fi
 if has prove; then
 	# one call that fits a session's device time (about 8 minutes on an H100; run as
 	# "ptx prove"): first the issue's figure, llama-124m's steady-state tokens/s through
-	# sfsweep train on the default path and with every fast path ($ALL), against one run of
-	# the PyTorch peer; then the fast paths' correctness in three groups of tests, each
+	# sfsweep train on the default path, with stages 1, 2 and 4's paths ($STAGED) and with
+	# every fast path ($ALL), each against one run of the PyTorch peer; then the fast paths' correctness in three groups of tests, each
 	# under its own timeout: the exact paths and the default path against the cpu backend,
 	# flash and rope, and the paths that change the bits (lt, logits16, act16, ce1)
 	train_cfg prove bf16 512 16 524288 5 0
-	train_paths prove "" "$ALL"
+	train_paths prove "" "$STAGED" "$ALL"
 	timeout 150 python3 "$ROOT/bench/torch/torch_llama_cuda.py" --batch 16 --seq 512 --accum 64 --steps 3 --warmup 1 --bf16 --sdpa --compile >"$OUT/prove-torch.json" 2>"$OUT/prove-torch.log"
 	ratios=
-	for p in "" "$ALL"; do
+	for p in "" "$STAGED" "$ALL"; do
 		r=$(python3 "$ROOT/bench/gpu/speed_table.py" "$OUT/prove-speed-$p.log" "$OUT/prove-torch.json" | tee -a "$OUT/prove-speed.txt" | grep -o '= [0-9.]*$')
 		ratios="$ratios, ${p:-default} $(tok_s prove "$p") (${r#= }x the peer)"
 	done
-	losses=$(last_losses "$WORK/prove-" "$WORK/prove-$ALL")
+	losses=$(last_losses "$WORK/prove-" "$WORK/prove-$STAGED" "$WORK/prove-$ALL")
 	units=
 	for g in "exact:TestFastPathsBitwise|TestRoundKernels|TestNormKernels|TestFusedCrossEntropyKernels|TestMatchesCPU|TestDeterministic" \
 		"flash:TestFlashKernels|TestFlashEngine|TestRopeInPermute" \
