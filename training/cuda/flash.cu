@@ -149,6 +149,16 @@ __device__ __forceinline__ void storeRows(float *out, const float g[FLASH_D / 8]
     }
 }
 
+// load2 reads two adjacent values, 8- or 4-byte aligned, as float32.
+__device__ __forceinline__ void load2(const float *p, float &a, float &b) {
+    float2 v = *(const float2 *)p;
+    a = v.x, b = v.y;
+}
+__device__ __forceinline__ void load2(const __nv_bfloat16 *p, float &a, float &b) {
+    __nv_bfloat162 v = *(const __nv_bfloat162 *)p;
+    a = __bfloat162float(v.x), b = __bfloat162float(v.y);
+}
+
 // flashPermuteRope is flash_permute_rope on qkv of type T (float32, or bfloat16 on the
 // act16 path).
 template <typename T>
@@ -160,9 +170,13 @@ __device__ __forceinline__ void flashPermuteRope(__nv_bfloat16 *qkv16, const T *
     long r = idx / (hd / 2);
     int t = (int)(r % nt), bh = (int)(r / nt), h = bh % nh, bb = bh / nh;
     const T *x = qkv + ((long)bb * nt + t) * 3 * nh * FLASH_D + (long)(part * nh + h) * FLASH_D;
-    float a0 = widen(x[i]), a1 = widen(x[i + 1]), b0 = widen(x[i + hd]), b1 = widen(x[i + hd + 1]);
+    float a0, a1, b0, b1;
+    load2(x + i, a0, a1);
+    load2(x + i + hd, b0, b1);
     if (part < 2) {
-        float c0 = cos[t * hd + i], s0 = sin[t * hd + i], c1 = cos[t * hd + i + 1], s1 = sin[t * hd + i + 1];
+        float c0, c1, s0, s1;
+        load2(cos + t * hd + i, c0, c1);
+        load2(sin + t * hd + i, s0, s1);
         float x0 = a0 * c0 - b0 * s0, y0 = a0 * s0 + b0 * c0;
         float x1 = a1 * c1 - b1 * s1, y1 = a1 * s1 + b1 * c1;
         a0 = x0, b0 = y0, a1 = x1, b1 = y1;
