@@ -131,3 +131,36 @@ func TestVariant(t *testing.T) {
 		}
 	}
 }
+
+// The fast-path sets bench/gpu/check.sh passes to a GPU run parse, and mean what its
+// stages say: EXACT changes no bit, STAGED holds no path of stage 3 (cuBLASLt and the
+// bfloat16 outputs), and ALL is every path. A misspelt name would cost a GPU call.
+func TestCheckScriptPaths(t *testing.T) {
+	b, err := os.ReadFile("../../bench/gpu/check.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^(EXACT|STAGED|ALL)=(\S+)$`).FindAllStringSubmatch(string(b), -1) {
+		sets[m[1]] = os.Expand(m[2], func(k string) string { return sets[k] })
+	}
+	parsed := map[string]fastPaths{}
+	for _, name := range []string{"EXACT", "STAGED", "ALL"} {
+		v, ok := sets[name]
+		if !ok {
+			t.Fatalf("check.sh defines no %s", name)
+		}
+		if parsed[name], err = parseFast(v); err != nil {
+			t.Errorf("check.sh's %s: %v", name, err)
+		}
+	}
+	if f := parsed["EXACT"]; f&^exactFast() != 0 {
+		t.Errorf("EXACT = %s changes bits: %s", f, f&^exactFast())
+	}
+	if f := parsed["STAGED"]; f&(fastLt|fastLogits16|fastAct16) != 0 {
+		t.Errorf("STAGED = %s holds stage 3's paths", f)
+	}
+	if f := parsed["ALL"]; f != allFast() {
+		t.Errorf("ALL = %s, want every path: %s", f, allFast())
+	}
+}
