@@ -1,8 +1,11 @@
 package cuda
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,5 +165,55 @@ func TestCheckScriptPaths(t *testing.T) {
 	}
 	if f := parsed["ALL"]; f != allFast() {
 		t.Errorf("ALL = %s, want every path: %s", f, allFast())
+	}
+}
+
+// Every test pattern bench/gpu/check.sh runs on a GPU names tests that exist: each
+// alternative of a -test.run pattern, and of a prove group, matches a test function of
+// the repository. A misspelt or renamed test would otherwise run nothing there, and pass.
+func TestCheckScriptTests(t *testing.T) {
+	b, err := os.ReadFile("../../bench/gpu/check.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests []string
+	def := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
+	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "../.." && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		for _, m := range def.FindAllStringSubmatch(string(src), -1) {
+			tests = append(tests, m[1])
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for _, m := range regexp.MustCompile(`-test\.run '([^']+)'|"[a-z0-9]+:(Test[^"]+)"`).FindAllStringSubmatch(string(b), -1) {
+		patterns = append(patterns, m[1]+m[2])
+	}
+	if len(patterns) < 10 {
+		t.Fatalf("found %d test patterns in check.sh: %q", len(patterns), patterns)
+	}
+	for _, p := range patterns {
+		for _, alt := range strings.Split(p, "|") {
+			re, err := regexp.Compile(alt)
+			if err != nil {
+				t.Errorf("check.sh: pattern %q: %v", alt, err)
+				continue
+			}
+			if !slices.ContainsFunc(tests, re.MatchString) {
+				t.Errorf("check.sh: -test.run alternative %q (of %q) matches no test", alt, p)
+			}
+		}
 	}
 }
