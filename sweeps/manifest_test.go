@@ -197,6 +197,7 @@ func TestHugeGridRefused(t *testing.T) {
 // setup (paper_test.go) changes its sum in the same commit.
 var stableTrials = map[string]string{
 	"c-sensitivity-2M-tiny.yaml":           "adcb2424207aeb7d255061f24277ad96368cb43757f7be96200a535ecc12c0ea",
+	"c-sensitivity-lr-tiny.yaml":           "b157a30b1b9427addf9b2cfdb9c942e71a316145a87148515bed5737372d169c",
 	"c-sensitivity-quick.yaml":             "751e09befce452bd0c89c6c73b61bcdb0ca9498154ba0e117353355eb7913a4a",
 	"c-sensitivity-tiny.yaml":              "f87bc4c6ab9d6b682d86dbcc9e47a559cd860cc8bc0fc9cb671249425ee1e6da",
 	"c-sweep-05M-gpu.yaml":                 "307d81188f40993c8e9dec1df0bac7e5cbfbc0dc3340654b92112251358e8c2c",

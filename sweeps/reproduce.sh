@@ -4,7 +4,7 @@
 # paper's findings checked: docs/reproduction/report.md and its plots (docs/reproduction.md
 # says what they show).
 #
-#   sh sweeps/reproduce.sh            # from the repository root; about 2 hours on 2 cores
+#   sh sweeps/reproduce.sh            # from the repository root; about 2 h 10 min on 2 cores
 #   SFSWEEP_DIR=.sfsweep/suite sh sweeps/reproduce.sh    # into another state directory
 #
 # Trials are content-addressed: the twins share many (the same settings and grid point), each
@@ -22,6 +22,7 @@ sweeps/examples/fig-ema-y-tiny.yaml
 sweeps/examples/fig-decay-adamw-betas-tiny.yaml
 sweeps/examples/fig-river-profile-tiny.yaml
 sweeps/examples/fig-modified-tiny.yaml
+sweeps/examples/c-sensitivity-lr-tiny.yaml
 sweeps/examples/hyperparameter-largeBS-tiny.yaml
 sweeps/examples/fig-modified-largeBS-tiny.yaml
 sweeps/examples/c-sensitivity-tiny.yaml
