@@ -17,25 +17,27 @@ import (
 )
 
 // paperCTable is one of the paper's C-sensitivity tables: test perplexity by β1 (row) and
-// column ("vanilla", then C), NaN where the paper ran nothing ("--").
+// column ("vanilla", then C), NaN where the paper ran nothing ("--"), at one LR and β2.
 type paperCTable struct {
-	label string
-	rows  []float64
-	cols  []string
-	ppl   [][]float64
+	label     string
+	lr, beta2 float64
+	rows      []float64
+	cols      []string
+	ppl       [][]float64
 }
 
 var nan = math.NaN()
 
-// paperCTables are tab:c_sweep_05M and tab:c_sweep_2M as the paper prints them.
+// paperCTables are tab:c_sweep_05M and tab:c_sweep_2M as the paper prints them, both at
+// LR 2e-3 and β2 0.99 (their captions).
 var paperCTables = []paperCTable{
-	{"tab:c_sweep_05M", []float64{0.1, 0.5, 0.9, 0.95}, []string{"vanilla", "5", "10", "20", "50", "100", "200", "500"}, [][]float64{
+	{"tab:c_sweep_05M", 2e-3, 0.99, []float64{0.1, 0.5, 0.9, 0.95}, []string{"vanilla", "5", "10", "20", "50", "100", "200", "500"}, [][]float64{
 		{67.20, 37.06, 35.80, 36.62, 36.15, 37.27, nan, nan},
 		{41.01, nan, nan, 29.32, 30.87, 29.96, 29.57, nan},
 		{27.70, nan, 27.70, nan, 23.97, 24.64, 24.93, 25.11},
 		{25.12, nan, nan, 25.12, 23.98, 23.60, 24.37, 24.83},
 	}},
-	{"tab:c_sweep_2M", []float64{0.1, 0.5, 0.9, 0.95, 0.98}, []string{"vanilla", "5", "10", "20", "50", "100", "200", "500", "1000"}, [][]float64{
+	{"tab:c_sweep_2M", 2e-3, 0.99, []float64{0.1, 0.5, 0.9, 0.95, 0.98}, []string{"vanilla", "5", "10", "20", "50", "100", "200", "500", "1000"}, [][]float64{
 		{110.8, 54.80, 47.37, 44.31, 43.80, nan, nan, nan, nan},
 		{54.24, 47.80, 38.42, 38.86, 38.49, 42.97, nan, nan, nan},
 		{31.34, nan, 31.34, 29.86, 27.68, 28.16, 27.02, 27.88, nan},
@@ -168,6 +170,17 @@ func twinBest(t *Table, r int) (best string, tied []string) {
 	return cells[b].Col, tied
 }
 
+// settingsNote says, where t's cells ran at another LR or β2 than the paper's table, at
+// which each ran: the comparison is then of the direction of each cell's change, across
+// settings. "" where they agree, or where t's are not one LR and one β2.
+func settingsNote(t *Table, p *paperCTable) string {
+	if t.LR == 0 || (t.LR == p.lr && t.Beta2 == p.beta2) {
+		return ""
+	}
+	return fmt.Sprintf("; the paper's cells at LR %s and β2 %s, this table's at LR %s and β2 %s",
+		formatLR(p.lr), formatG(p.beta2), formatLR(t.LR), formatG(t.Beta2))
+}
+
 // writeCAgainstPaper writes t's cells against the paper's table: the direction of each
 // refined cell both ran against vanilla, then the best C of each row among the columns
 // both ran.
@@ -177,7 +190,7 @@ func writeCAgainstPaper(b *strings.Builder, t *Table) {
 		return
 	}
 	checks := checkCCells(t, p)
-	fmt.Fprintf(b, "**Against the paper's %s**, cell by cell (the paper's table chosen by this table's label, %s):\n\n", p.label, t.Label)
+	fmt.Fprintf(b, "**Against the paper's %s**, cell by cell (the paper's table chosen by this table's label, %s%s):\n\n", p.label, t.Label, settingsNote(t, p))
 	if len(checks) == 0 {
 		b.WriteString("no refined cell of this table is one the paper ran.\n\n")
 	} else {

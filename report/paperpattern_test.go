@@ -150,3 +150,29 @@ func TestHPAgainstPaper(t *testing.T) {
 		t.Error("a table without a label is compared")
 	}
 }
+
+// The heading of the comparison says at which LR and β2 each table ran, where they differ.
+func TestSettingsNote(t *testing.T) {
+	p := paperCFor("tab:c_sweep_tiny")
+	tab := twinCTable(t, "tab:c_sweep_tiny")
+	for _, c := range []struct {
+		lr, b2 float64
+		want   string
+	}{
+		{0, 0, ""},
+		{2e-3, 0.99, ""},
+		{3.2e-2, 0.99, "; the paper's cells at LR 2e-3 and β2 0.99, this table's at LR 3.2e-2 and β2 0.99"},
+		{2e-3, 0.95, "; the paper's cells at LR 2e-3 and β2 0.99, this table's at LR 2e-3 and β2 0.95"},
+	} {
+		tab.LR, tab.Beta2 = c.lr, c.b2
+		if got := settingsNote(tab, p); got != c.want {
+			t.Errorf("LR %v, β2 %v: %q, want %q", c.lr, c.b2, got, c.want)
+		}
+	}
+	var b strings.Builder
+	tab.LR, tab.Beta2 = 8e-3, 0.99
+	writeCAgainstPaper(&b, tab)
+	if !strings.Contains(b.String(), "this table's at LR 8e-3") {
+		t.Errorf("the comparison's heading does not give the table's LR:\n%s", b.String())
+	}
+}

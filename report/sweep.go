@@ -90,11 +90,17 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 	groups := map[key][]SeedOutcome{}
 	var keys []key
 	var rows []float64
-	var colsC []float64
+	var colsC, lrs, beta2s []float64
 	for _, t := range trials {
 		for _, p := range t.Points {
 			if p.Optimizer != opt || (spec.LR != 0 && p.LR != spec.LR) || (spec.Beta2 != 0 && p.Beta2 != spec.Beta2) {
 				continue
+			}
+			if !slices.Contains(lrs, p.LR) {
+				lrs = append(lrs, p.LR)
+			}
+			if !slices.Contains(beta2s, p.Beta2) {
+				beta2s = append(beta2s, p.Beta2)
 			}
 			k := key{p.Beta1, p.CLabel()}
 			if _, seen := groups[k]; !seen {
@@ -123,7 +129,11 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 		s, val := cellOf(spec, groups[k])
 		cells = append(cells, Cell{Row: k.row, Col: k.col, Value: s.Mean, Status: s.Status, Step: s.Step, Reason: s.Reason, Spread: s.Spread, Val: val})
 	}
-	return CSensitivityTable(spec.Title, spec.Label, cells, rows, cols)
+	t, err := CSensitivityTable(spec.Title, spec.Label, cells, rows, cols)
+	if err == nil && len(lrs) == 1 && len(beta2s) == 1 {
+		t.LR, t.Beta2 = lrs[0], beta2s[0]
+	}
+	return t, err
 }
 
 func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]trial.Outcome) (*Table, error) {

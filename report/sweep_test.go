@@ -74,6 +74,29 @@ func TestBuildCSensitivity(t *testing.T) {
 	if err := tb.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "diverged (step 17)") {
 		t.Errorf("markdown (%v):\n%s", err, md.String())
 	}
+	if tb.LR != 2e-3 || tb.Beta2 != 0.99 {
+		t.Errorf("table LR %v, β2 %v; want the grid's 2e-3 and 0.99", tb.LR, tb.Beta2)
+	}
+}
+
+// A C table's LR and β2 are those its cells share (a grid over several would give a cell
+// two results of one seed, which the table refuses).
+func TestCSensitivitySettings(t *testing.T) {
+	m, trials := seedsSweep(t)
+	out := map[string]trial.Outcome{}
+	for i, tr := range trials {
+		out[tr.ID] = finished(20 + float64(i))
+	}
+	for _, lr := range []float64{1e-3, 2e-3} {
+		m.Tables[0].LR = lr
+		tables, err := BuildTables(m, trials, out)
+		if err != nil || len(tables) != 1 {
+			t.Fatalf("%d tables, %v", len(tables), err)
+		}
+		if tb := tables[0].Table; tb.LR != lr || tb.Beta2 != 0.99 {
+			t.Errorf("table at lr %v: LR %v, β2 %v", lr, tb.LR, tb.Beta2)
+		}
+	}
 }
 
 // seedsManifest is a grid of 2 learning rates, 2 β1 and 2 C values over three seeds.

@@ -100,6 +100,10 @@ type Table struct {
 	Grids  []Grid
 	Trials []TrialSummary
 
+	// LR and Beta2 are a C-sensitivity table's learning rate and β2 where every cell shares
+	// them, 0 where they differ or are not known: the paper's C tables fix both.
+	LR, Beta2 float64
+
 	// Engines lists the arithmetics of the engines behind the table's results when they
 	// differ (backend.Info.Arithmetic): the caption says so, as cells of different
 	// arithmetic may differ in their last digits. Nil when one engine produced them all.
