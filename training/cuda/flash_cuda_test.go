@@ -20,42 +20,13 @@ func TestFlashKernels(t *testing.T) {
 	st := testStream(t, needFast(t, fastFlash))
 	defer st.lock()()
 	const b, nh = 2, 3
-	scale, scaleLog2 := flashScale()
 	for _, nt := range []int{1, 37, 64, 100, 130} {
-		bh, n := b*nh, b*nh*nt*flashD
+		bh := b * nh
 		q, k, v, do := flashInputs(bh, nt, uint64(nt))
 		a := newFlashArgs(bh, nt, q, k, v)
 		runFlash(a, do, inOrder)
 		o, dq, dk, dv := flashRef(a, do)
-		m := devMem{t, st}
-		qkv, qkv16 := up(m, qkvRows(q, k, v, b, nt, nh), 4), m.alloc(3*n, 2)
-		q16, k16, v16 := qkv16, qkv16+cu.DevicePtr(2*n), qkv16+cu.DevicePtr(4*n)
-		dy := up(m, headsToRows(do, b, nt, nh), 4)
-		y, y16, lse := m.alloc(n, 4), m.alloc(n, 2), m.alloc(bh*nt, 4)
-		do16, dvec := m.alloc(n, 2), m.alloc(bh*nt, 4)
-		gq, gk, gv := m.alloc(n, 4), m.alloc(n, 4), m.alloc(n, 4)
-		r := &run{st: st}
-		block := dim{x: flashThreads}
-		pass := func() map[string][]float32 {
-			r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, qkv16, qkv, b, nt, nh)
-			r.launch("flash_forward", dim{x: blocks(nt, flashBR), y: bh}, block, y, y16, lse, q16, k16, v16, nt, nh, scaleLog2)
-			r.launch("flash_backward_pre", rows(bh*nt), blk, do16, dvec, dy, y, bh*nt, nt, nh)
-			r.launch("flash_backward_dkdv", dim{x: blocks(nt, flashBC), y: bh}, block, gk, gv, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
-			r.launch("flash_backward_dq", dim{x: blocks(nt, flashBR), y: bh}, block, gq, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
-			r.do(st.sync)
-			if r.err != nil {
-				t.Fatalf("T=%d: %v", nt, r.err)
-			}
-			if i := firstDiff(down[uint16](m, qkv16, 3*n), slices.Concat(a.q, a.k, a.v)); i >= 0 {
-				t.Errorf("T=%d: flash_permute's element %d is not q, k, v rounded into the heads' layout", nt, i)
-			}
-			yr := down[float32](m, y, n)
-			if i := firstDiff(toBF16(yr), down[uint16](m, y16, n)); i >= 0 {
-				t.Errorf("T=%d: y16[%d] is not y rounded", nt, i)
-			}
-			return map[string][]float32{"O": rowsToHeads(yr, b, nt, nh), "lse": down[float32](m, lse, bh*nt),
-				"dQ": down[float32](m, gq, n), "dK": down[float32](m, gk, n), "dV": down[float32](m, gv, n)}
-		}
+		pass := func() map[string][]float32 { return flashOnDevice(t, st, a, q, k, v, do, b, nh) }
 		got := pass()
 		for name, x := range pass() {
 			if i := firstDiff(bits32(x), bits32(got[name])); i >= 0 {
@@ -82,6 +53,44 @@ func TestFlashKernels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// flashOnDevice runs the flash kernels of an engine's layer on q, k, v and dO (head-major,
+// float32; a holds them rounded) laid out as the engine holds them: flash_permute, the
+// forward pass, the backward's three kernels. On the way it checks the permutation's bits
+// and y16's; it returns O and the gradients head-major, and the log-sum-exp (base 2).
+func flashOnDevice(t *testing.T, st *stream, a *flashArgs, q, k, v, do []float32, b, nh int) map[string][]float32 {
+	t.Helper()
+	nt, bh := a.t, a.bh
+	scale, scaleLog2 := flashScale()
+	n := bh * nt * flashD
+	m := devMem{t, st}
+	qkv, qkv16 := up(m, qkvRows(q, k, v, b, nt, nh), 4), m.alloc(3*n, 2)
+	q16, k16, v16 := qkv16, qkv16+cu.DevicePtr(2*n), qkv16+cu.DevicePtr(4*n)
+	dy := up(m, headsToRows(do, b, nt, nh), 4)
+	y, y16, lse := m.alloc(n, 4), m.alloc(n, 2), m.alloc(bh*nt, 4)
+	do16, dvec := m.alloc(n, 2), m.alloc(bh*nt, 4)
+	gq, gk, gv := m.alloc(n, 4), m.alloc(n, 4), m.alloc(n, 4)
+	r := &run{st: st}
+	block := dim{x: flashThreads}
+	r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, qkv16, qkv, b, nt, nh)
+	r.launch("flash_forward", dim{x: blocks(nt, flashBR), y: bh}, block, y, y16, lse, q16, k16, v16, nt, nh, scaleLog2)
+	r.launch("flash_backward_pre", rows(bh*nt), blk, do16, dvec, dy, y, bh*nt, nt, nh)
+	r.launch("flash_backward_dkdv", dim{x: blocks(nt, flashBC), y: bh}, block, gk, gv, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
+	r.launch("flash_backward_dq", dim{x: blocks(nt, flashBR), y: bh}, block, gq, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
+	r.do(st.sync)
+	if r.err != nil {
+		t.Fatalf("T=%d: %v", nt, r.err)
+	}
+	if i := firstDiff(down[uint16](m, qkv16, 3*n), slices.Concat(a.q, a.k, a.v)); i >= 0 {
+		t.Errorf("T=%d: flash_permute's element %d is not q, k, v rounded into the heads' layout", nt, i)
+	}
+	yr := down[float32](m, y, n)
+	if i := firstDiff(toBF16(yr), down[uint16](m, y16, n)); i >= 0 {
+		t.Errorf("T=%d: y16[%d] is not y rounded", nt, i)
+	}
+	return map[string][]float32{"O": rowsToHeads(yr, b, nt, nh), "lse": down[float32](m, lse, bh*nt),
+		"dQ": down[float32](m, gq, n), "dK": down[float32](m, gk, n), "dV": down[float32](m, gv, n)}
 }
 
 // gradErrs returns, per tensor of the layout, relErr of grads against ref.
