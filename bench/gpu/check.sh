@@ -141,9 +141,11 @@ if has prove; then
 	# one call that fits a session's device time (about 8 minutes on an H100; run as
 	# "ptx prove"): first the issue's figure, llama-124m's steady-state tokens/s through
 	# sfsweep train on the default path, with stages 1, 2 and 4's paths ($STAGED) and with
-	# every fast path ($ALL), each against one run of the PyTorch peer; then the fast paths' correctness in three groups of tests, each
-	# under its own timeout: the exact paths and the default path against the cpu backend,
-	# flash and rope, and the paths that change the bits (lt, logits16, act16, ce1)
+	# every fast path ($ALL), each against one run of the PyTorch peer; then the fast
+	# paths' correctness in five groups of tests, each under its own timeout: the exact
+	# paths and the default path against the cpu backend, flash and rope, the paths that
+	# change the bits (lt, logits16, act16, ce1; two groups), and the attention and
+	# cross-entropy kernels against PyTorch (bench/gpu/torch_ref.py)
 	train_cfg prove bf16 512 16 524288 5 0
 	train_paths prove "" "$STAGED" "$ALL"
 	timeout 150 python3 "$ROOT/bench/torch/torch_llama_cuda.py" --batch 16 --seq 512 --accum 64 --steps 3 --warmup 1 --bf16 --sdpa --compile >"$OUT/prove-torch.json" 2>"$OUT/prove-torch.log"
@@ -157,9 +159,10 @@ if has prove; then
 	verdict "prove speed" "${ratios#, }; last train loss $losses"
 	for g in "exact:TestFastPathsBitwise|TestRoundKernels|TestNormKernels|TestFusedCrossEntropyKernels|TestMatchesCPU|TestDeterministic" \
 		"flash:TestFlashKernels|TestFlashEngine|TestRopeInPermute" \
-		"lt:TestLtProducts|TestLtEngine|TestOnlineCrossEntropy" "out16:TestLogits16|TestAct16"; do
+		"lt:TestLtProducts|TestLtEngine|TestOnlineCrossEntropy" "out16:TestLogits16|TestAct16" \
+		"torch:TestKernelsAgainstTorch"; do
 		(cd "$ROOT/training/cuda" && timeout 90 "$WORK/cuda.test" -test.v -test.run "${g#*:}" -test.timeout 85s) >"$OUT/prove-${g%%:*}.log" 2>&1
-		verdict "prove ${g%%:*}" "exit $? ($(grep -c '^--- PASS' "$OUT/prove-${g%%:*}.log") passed, $(grep -c '^--- FAIL' "$OUT/prove-${g%%:*}.log") failed: $(grep -o '^--- FAIL: [A-Za-z0-9_]*' "$OUT/prove-${g%%:*}.log" | cut -d' ' -f3 | paste -sd ' '))"
+		verdict "prove ${g%%:*}" "exit $? ($(grep -c '^--- PASS' "$OUT/prove-${g%%:*}.log") passed, $(grep -c '^--- FAIL' "$OUT/prove-${g%%:*}.log") failed: $(grep -o '^--- FAIL: [A-Za-z0-9_]*' "$OUT/prove-${g%%:*}.log" | cut -d' ' -f3 | paste -sd ' '))$(grep -m1 -o '== torch: .*' "$OUT/prove-${g%%:*}.log" | sed 's/^== /; /')"
 	done
 fi
 
@@ -197,11 +200,12 @@ if has flash; then
 	# stage's PTX): the kernels against the Go mirror and float64 and twice bitwise, T not a
 	# multiple of the tile included (TestFlashKernels); engines against float32 and today's
 	# bf16 path, twice bitwise (TestFlashEngine); NeedBytes; the exact paths still bitwise
-	# (TestFastPathsBitwise). Then compute-sanitizer's memcheck and racecheck on the kernels'
+	# (TestFastPathsBitwise); the kernels against PyTorch's float64 and its own flash
+	# attention on the same inputs (TestKernelsAgainstTorch). Then compute-sanitizer's memcheck and racecheck on the kernels'
 	# test, and the speed stage's run with the exact fast paths, without and with flash,
 	# and with RoPE inside flash's permutation (rope: TestRopeInPermute, bitwise flash's
 	# results, which the two runs' results must show too).
-	(cd "$ROOT/training/cuda" && timeout 270 "$WORK/cuda.test" -test.v -test.run 'Flash|FastPaths|RopeInPermute' -test.timeout 260s) >"$OUT/flash-unit.log" 2>&1
+	(cd "$ROOT/training/cuda" && timeout 270 "$WORK/cuda.test" -test.v -test.run 'Flash|FastPaths|RopeInPermute|AgainstTorch' -test.timeout 260s) >"$OUT/flash-unit.log" 2>&1
 	rc=$?
 	san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 	sanitized=
