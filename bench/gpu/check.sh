@@ -118,23 +118,30 @@ if has speed; then
 	python3 "$ROOT/bench/gpu/speed_table.py" "$OUT/speed-sfsweep.log" "$OUT"/speed-torch-[12].json | tee "$OUT/speed.txt"
 fi
 
-if has profile; then
-	# the speed stage's model and micro-batch, one micro-batch per step, its device time by
-	# category (attention, head/CE, norms, ...) from CUDA events: SFSWEEP_CUDA_PROFILE; the
-	# first step is left out as warm-up
-	train_cfg profile bf16 512 16 8192 8 0
-	rm -f "$OUT/profile.txt"
-	(cd "$WORK" && timeout 120 bash -c "SFSWEEP_CUDA_PROFILE='$OUT/profile.txt' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/profile' '$WORK/profile.yaml'") >"$OUT/profile.log" 2>&1
+# profile_run NAME PATHS RATE: the speed stage's model and micro-batch, one micro-batch
+# per step, with SFSWEEP_CUDA_FAST=PATHS, its device time by category (attention, head/CE,
+# norms, ...) from CUDA events (SFSWEEP_CUDA_PROFILE) into $OUT/NAME.txt, the first step
+# left out as warm-up; prints the table and returns the verdict's figures in $profiled,
+# against the wall time of a micro-batch at RATE tokens/s (a speed run's, the timing mode
+# off) if given
+profile_run() {
+	local name=$1 paths=$2 rate=$3 rc total top wall
+	train_cfg "$name" bf16 512 16 8192 8 0
+	rm -f "$OUT/$name.txt"
+	(cd "$WORK" && timeout 120 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_CUDA_PROFILE='$OUT/$name.txt' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/$name' '$WORK/$name.yaml'") >"$OUT/$name.log" 2>&1
 	rc=$?
-	cat "$OUT/profile.txt" 2>/dev/null
+	cat "$OUT/$name.txt" 2>/dev/null
 	# the last table's device time per micro-batch, and its five largest categories
-	total=$(awk '$1 == "total" { t = $4 } END { print t }' "$OUT/profile.txt" 2>/dev/null)
+	total=$(awk '$1 == "total" { t = $4 } END { print t }' "$OUT/$name.txt" 2>/dev/null)
 	top=$(awk '$1 == "category" { n = 0; on = 1; next } $1 == "total" { on = 0 } on { row[++n] = $1 " " $5 }
-		END { for (i = 1; i <= n; i++) print row[i] }' "$OUT/profile.txt" 2>/dev/null | sort -k2 -rn | head -5 | paste -sd ' ')
-	# against the wall time of a micro-batch in the speed stage (the timing mode off), if run
-	rate=$(grep -o '[0-9]* tok/s' "$OUT/speed-sfsweep.log" 2>/dev/null | tail -1 | cut -d' ' -f1)
-	wall=${rate:+; the speed stage: $(awk -v r="$rate" 'BEGIN { printf "%.1f", 16 * 512 * 1000 / r }') ms of wall time}
-	verdict profile "exit $rc; ${total:-no} ms of device time per micro-batch$wall: $top"
+		END { for (i = 1; i <= n; i++) print row[i] }' "$OUT/$name.txt" 2>/dev/null | sort -k2 -rn | head -5 | paste -sd ' ')
+	wall=${rate:+; the speed run: $(awk -v r="$rate" 'BEGIN { printf "%.1f", 16 * 512 * 1000 / r }') ms of wall time}
+	profiled="exit $rc; ${total:-no} ms of device time per micro-batch$wall: $top"
+}
+
+if has profile; then
+	profile_run profile "" "$(grep -o '[0-9]* tok/s' "$OUT/speed-sfsweep.log" 2>/dev/null | tail -1 | cut -d' ' -f1)"
+	verdict profile "$profiled"
 fi
 
 if has prove; then
@@ -145,7 +152,8 @@ if has prove; then
 	# paths' correctness in five groups of tests, each under its own timeout: the exact
 	# paths and the default path against the cpu backend, flash and rope, the paths that
 	# change the bits (lt, logits16, act16, ce1; two groups), and the attention and
-	# cross-entropy kernels against PyTorch (bench/gpu/torch_ref.py)
+	# cross-entropy kernels against PyTorch (bench/gpu/torch_ref.py); last, the device
+	# time by category with every path on (profile_run)
 	train_cfg prove bf16 512 16 524288 5 0
 	train_paths prove "" "$STAGED" "$ALL"
 	timeout 150 python3 "$ROOT/bench/torch/torch_llama_cuda.py" --batch 16 --seq 512 --accum 64 --steps 3 --warmup 1 --bf16 --sdpa --compile >"$OUT/prove-torch.json" 2>"$OUT/prove-torch.log"
@@ -164,6 +172,9 @@ if has prove; then
 		(cd "$ROOT/training/cuda" && timeout 90 "$WORK/cuda.test" -test.v -test.run "${g#*:}" -test.timeout 85s) >"$OUT/prove-${g%%:*}.log" 2>&1
 		verdict "prove ${g%%:*}" "exit $? ($(grep -c '^--- PASS' "$OUT/prove-${g%%:*}.log") passed, $(grep -c '^--- FAIL' "$OUT/prove-${g%%:*}.log") failed: $(grep -o '^--- FAIL: [A-Za-z0-9_]*' "$OUT/prove-${g%%:*}.log" | cut -d' ' -f3 | paste -sd ' '))$(grep -m1 -o '== torch: .*' "$OUT/prove-${g%%:*}.log" | sed 's/^== /; /')"
 	done
+	# where the time goes with every path on, for the work after this call
+	profile_run prove-profile "$ALL" "$(tok_s prove "$ALL" | cut -d' ' -f1)" >/dev/null
+	verdict "prove profile" "$profiled"
 fi
 
 if has unit; then
