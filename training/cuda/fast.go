@@ -97,7 +97,11 @@ const (
 	// fastRope applies LLaMA's RoPE inside the flash path's permutation of q, k, v
 	// (flash_permute_rope, flash.cu) instead of in a pass of its own over qkv: the same
 	// float32 expressions, so the same bits as rope then flash_permute. It acts only with
-	// fastFlash; with fastAct16 too, qkv is written in bfloat16 and read so.
+	// fastFlash; with fastAct16 too, qkv is written in bfloat16 and read so. With
+	// fastRound as well, the backward kernels undo the rotation themselves and write the
+	// gradients of q, k, v straight into dqkv's bfloat16 copy (flash_backward_*_rope16):
+	// the gather's expressions on the same values, so the same bits, and no float32 dq, dk,
+	// dv or dqkv in memory.
 	fastRope
 )
 
@@ -155,7 +159,7 @@ var fastNames = []fastPath{
 	{"lt", fastLt, nil},
 	{"logits16", fastLogits16, []string{"crossentropy_loss_online_bf16", "crossentropy_grad_from_bf16"}},
 	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16", "flash_permute_rope_from_bf16", "flash_backward_pre_from_bf16"}},
-	{"rope", fastRope, []string{"flash_permute_rope"}},
+	{"rope", fastRope, []string{"flash_permute_rope", "flash_backward_dkdv_rope16", "flash_backward_dq_rope16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

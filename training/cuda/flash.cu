@@ -159,6 +159,58 @@ __device__ __forceinline__ void load2(const __nv_bfloat16 *p, float &a, float &b
     a = __bfloat162float(v.x), b = __bfloat162float(v.y);
 }
 
+// The backward kernels write a warp's rows of a gradient with one of two stores.
+// headRows: into a head's (T,D) float32 matrix, which the gather (permute_backward_rope_*)
+// then moves into (B,T,3C). ropeRows16 (the rope path): straight into the bfloat16 dqkv
+// (B,T,3C) that the products read, with the inverse RoPE rotation of q's and k's
+// gradients on the way, in the gather kernel's float32 expressions on the same values
+// (each gradient times its scale, as headRows stores it), so the same bits, without the
+// float32 gradients' round trip through memory. A thread holds columns d and d + D/2 of
+// its rows (n-tiles d8 and d8 + D/16), so the rotation needs no exchange.
+struct headRows {
+    float *out; // the head's (T,D) matrix
+    __device__ __forceinline__ void operator()(const float g[FLASH_D / 8][4], int row0, int t, float s, int lane) const {
+        storeRows(out, g, row0, t, s, lane);
+    }
+};
+
+struct ropeRows16 {
+    __nv_bfloat16 *out;     // the head's first column in row 0 of its sequence; rows 3C apart
+    long stride;            // 3C
+    const float *cos, *sin; // (T, D/2), sin = −sin for the inverse; null: no rotation (v)
+    __device__ __forceinline__ void operator()(const float g[FLASH_D / 8][4], int row0, int t, float s, int lane) const {
+        const int hd = FLASH_D / 2;
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int row = row0 + flash_c_row(lane, 2 * half);
+            if (row >= t) continue;
+            __nv_bfloat16 *o = out + (long)row * stride;
+#pragma unroll
+            for (int d8 = 0; d8 < FLASH_D / 16; d8++) {
+                int d = d8 * 8 + flash_c_col(lane, 2 * half);
+                float a0 = g[d8][2 * half] * s, a1 = g[d8][2 * half + 1] * s;
+                float b0 = g[d8 + FLASH_D / 16][2 * half] * s, b1 = g[d8 + FLASH_D / 16][2 * half + 1] * s;
+                if (cos) {
+                    float c0 = cos[row * hd + d], c1 = cos[row * hd + d + 1];
+                    float s0 = sin[row * hd + d], s1 = sin[row * hd + d + 1];
+                    float x0 = a0 * c0 - b0 * s0, y0 = a0 * s0 + b0 * c0;
+                    float x1 = a1 * c1 - b1 * s1, y1 = a1 * s1 + b1 * c1;
+                    a0 = x0, b0 = y0, a1 = x1, b1 = y1;
+                }
+                *(__nv_bfloat162 *)&o[d] = __floats2bfloat162_rn(a0, a1);
+                *(__nv_bfloat162 *)&o[d + hd] = __floats2bfloat162_rn(b0, b1);
+            }
+        }
+    }
+};
+
+// ropeRowsAt is the ropeRows16 of part (0 q, 1 k, 2 v) of head bh (of nh) in dqkv16.
+__device__ __forceinline__ ropeRows16 ropeRowsAt(__nv_bfloat16 *dqkv16, int part, int bh, int nh, int nt, const float *cos, const float *sin) {
+    long c = (long)nh * FLASH_D;
+    int bb = bh / nh, h = bh % nh;
+    return ropeRows16{dqkv16 + (long)bb * nt * 3 * c + part * c + (long)h * FLASH_D, 3 * c, part < 2 ? cos : nullptr, part < 2 ? sin : nullptr};
+}
+
 // flashPermuteRope is flash_permute_rope on qkv of type T (float32, or bfloat16 on the
 // act16 path).
 template <typename T>
@@ -328,9 +380,12 @@ __global__ void flash_backward_pre_from_bf16(__nv_bfloat16 *do16, float *dvec, c
     flashBackwardPre(do16, dvec, dy, y, rows, nt, nh);
 }
 
-// flash_backward_dkdv: a block per key tile (blockIdx.x) of a head; warp w owns keys
-// 16w .. 16w+15 of it and their rows of dK and dV.
-__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv(float *dk, float *dv,
+} // extern "C"
+
+// flashBackwardDkdv is flash_backward_dkdv's block, its rows of dK and dV written by
+// storeK and storeV.
+template <class Store>
+__device__ __forceinline__ void flashBackwardDkdv(Store storeK, Store storeV,
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
     __shared__ __align__(16) flash_tile sq[FLASH_BR], sdo[FLASH_BR], skv[FLASH_BC];
@@ -377,13 +432,13 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv(float *dk, 
         times(gv, st, sdo, lane);
         times(gk, dpt, sq, lane);
     }
-    storeRows(dk + head, gk, j0, nt, scale, lane);
-    storeRows(dv + head, gv, j0, nt, 1.0f, lane);
+    storeK(gk, j0, nt, scale, lane);
+    storeV(gv, j0, nt, 1.0f, lane);
 }
 
-// flash_backward_dq: a block per query tile (the last first) of a head; warp w owns queries
-// 16w .. 16w+15 of it and their rows of dQ.
-__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq(float *dq,
+// flashBackwardDq is flash_backward_dq's block, its rows of dQ written by store.
+template <class Store>
+__device__ __forceinline__ void flashBackwardDq(Store store,
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
     __shared__ __align__(16) flash_tile sk[FLASH_BC], sv[FLASH_BC];
@@ -426,7 +481,46 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq(float *dq,
             }
         times(g, s, sk, lane);
     }
-    storeRows(dq + head, g, r0, nt, scale, lane);
+    store(g, r0, nt, scale, lane);
+}
+
+extern "C" {
+
+// flash_backward_dkdv: a block per key tile (blockIdx.x) of a head; warp w owns keys
+// 16w .. 16w+15 of it and their rows of dK and dV.
+__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv(float *dk, float *dv,
+        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
+        const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
+    long head = (long)blockIdx.y * nt * FLASH_D;
+    flashBackwardDkdv(headRows{dk + head}, headRows{dv + head}, q, k, v, do16, lse, dvec, nt, scaleLog2, scale);
+}
+
+// flash_backward_dq: a block per query tile (the last first) of a head; warp w owns queries
+// 16w .. 16w+15 of it and their rows of dQ.
+__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq(float *dq,
+        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
+        const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
+    flashBackwardDq(headRows{dq + (long)blockIdx.y * nt * FLASH_D}, q, k, v, do16, lse, dvec, nt, scaleLog2, scale);
+}
+
+// flash_backward_dkdv_rope16 is flash_backward_dkdv writing dK and dV as the rope path's
+// gather would from its output: into k's and v's columns of the bfloat16 dqkv16
+// (B,T,3C), k's rotated back by RoPE with cos and nsin = −sin (T, D/2). Bitwise
+// flash_backward_dkdv then permute_backward_rope_bf16's bfloat16 output.
+__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv_rope16(__nv_bfloat16 *dqkv16, const float *cos, const float *nsin, int nh,
+        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
+        const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
+    int bh = blockIdx.y;
+    flashBackwardDkdv(ropeRowsAt(dqkv16, 1, bh, nh, nt, cos, nsin), ropeRowsAt(dqkv16, 2, bh, nh, nt, cos, nsin),
+                      q, k, v, do16, lse, dvec, nt, scaleLog2, scale);
+}
+
+// flash_backward_dq_rope16 is flash_backward_dq writing dQ into q's columns of dqkv16,
+// rotated back, as flash_backward_dkdv_rope16 writes dK.
+__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq_rope16(__nv_bfloat16 *dqkv16, const float *cos, const float *nsin, int nh,
+        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
+        const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
+    flashBackwardDq(ropeRowsAt(dqkv16, 0, blockIdx.y, nh, nt, cos, nsin), q, k, v, do16, lse, dvec, nt, scaleLog2, scale);
 }
 
 } // extern "C"

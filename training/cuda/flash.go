@@ -9,7 +9,8 @@ import "gorgonia.org/cu"
 // bfloat16 copy in the heads' layout kept per layer (flash_permute), writes y straight into
 // (B,T,C) and keeps each row's log-sum-exp per layer instead of the T×T probabilities; the
 // backward pass reads that copy and dy as it is, recomputes the probabilities and writes
-// dq, dk, dv, which gatherDQKV gathers as on the materialised path. Whether an engine runs
+// dq, dk, dv, which gatherDQKV gathers as on the materialised path (or, on the rope path
+// with the round path's copies, writes dqkv's bfloat16 copy itself). Whether an engine runs
 // it is fixed when the engine is made, since its buffers differ: it has no scores,
 // probabilities or their gradients.
 
@@ -23,6 +24,15 @@ func (e *Engine) flashAttention() bool {
 // (FastEnv "rope"): the forward pass then leaves la.qkv unrotated, which nothing reads
 // again, since the backward pass reads the permuted copy.
 func (e *Engine) ropeInPermute() bool { return e.flash && !e.gpt2 && e.fast.has(fastRope) }
+
+// flashGradsInRows reports whether the run's flash backward kernels write the gradients
+// of q, k, v rotated back and rounded, straight into dqkv's bfloat16 copy (FastEnv "rope"
+// with the round path's copies): then no gather runs, and nothing writes the float32 dq,
+// dk, dv or dqkv, which no product reads.
+func (e *Engine) flashGradsInRows(r *run) bool {
+	_, copied := r.pre[e.act.dqkv]
+	return e.ropeInPermute() && copied
+}
 
 // dy16 reports whether the backward product through Wo writes dy in bfloat16 (FastEnv
 // "act16" on the flash path), which flash_backward_pre_from_bf16 reads.
@@ -61,7 +71,7 @@ func (e *Engine) flashForward(r *run, la *layerActs) {
 }
 
 // flashBackward writes the gradients of q, k and v into s.dq, s.dk, s.dv from s.dy (in
-// bfloat16 on the act16 path).
+// bfloat16 on the act16 path), or, where flashGradsInRows, into dqkv's bfloat16 copy.
 func (e *Engine) flashBackward(r *run, la *layerActs) {
 	s, b, t, nh := &e.act, e.b, e.t, e.cfg.Heads
 	scale, scaleLog2 := flashScale()
@@ -73,6 +83,14 @@ func (e *Engine) flashBackward(r *run, la *layerActs) {
 		pre = "flash_backward_pre_from_bf16"
 	}
 	r.launch(pre, rows(bht), blk, s.do16, s.dvec, s.dy, la.y, bht, t, nh)
+	if e.flashGradsInRows(r) {
+		dqkv16 := r.pre[s.dqkv]
+		r.launch("flash_backward_dkdv_rope16", dim{x: blocks(t, flashBC), y: b * nh}, dim{x: flashThreads},
+			dqkv16, e.cos, e.nsin, nh, q, k, v, s.do16, la.lse, s.dvec, t, scaleLog2, scale)
+		r.launch("flash_backward_dq_rope16", e.flashGrid(), dim{x: flashThreads},
+			dqkv16, e.cos, e.nsin, nh, q, k, v, s.do16, la.lse, s.dvec, t, scaleLog2, scale)
+		return
+	}
 	r.launch("flash_backward_dkdv", dim{x: blocks(t, flashBC), y: b * nh}, dim{x: flashThreads},
 		s.dk, s.dv, q, k, v, s.do16, la.lse, s.dvec, t, scaleLog2, scale)
 	r.launch("flash_backward_dq", e.flashGrid(), dim{x: flashThreads},

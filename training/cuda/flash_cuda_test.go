@@ -58,8 +58,10 @@ func TestFlashKernels(t *testing.T) {
 // flashOnDevice runs the flash kernels of an engine's layer on q, k, v and dO (head-major,
 // float32; a holds them rounded) laid out as the engine holds them: flash_permute, the
 // forward pass, the backward's three kernels. On the way it checks the permutation's bits
-// and y16's; it returns O and the gradients head-major, and the log-sum-exp (base 2).
-func flashOnDevice(t *testing.T, st *stream, a *flashArgs, q, k, v, do []float32, b, nh int) map[string][]float32 {
+// and y16's; it returns O and the gradients head-major, and the log-sum-exp (base 2). Given
+// RoPE's tables cos and nsin (T, D/2), it also runs the rope path's backward kernels and
+// returns their dqkv16 (B,T,3C), widened.
+func flashOnDevice(t *testing.T, st *stream, a *flashArgs, q, k, v, do []float32, b, nh int, rope ...[]float32) map[string][]float32 {
 	t.Helper()
 	nt, bh := a.t, a.bh
 	scale, scaleLog2 := flashScale()
@@ -78,6 +80,13 @@ func flashOnDevice(t *testing.T, st *stream, a *flashArgs, q, k, v, do []float32
 	r.launch("flash_backward_pre", rows(bh*nt), blk, do16, dvec, dy, y, bh*nt, nt, nh)
 	r.launch("flash_backward_dkdv", dim{x: blocks(nt, flashBC), y: bh}, block, gk, gv, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
 	r.launch("flash_backward_dq", dim{x: blocks(nt, flashBR), y: bh}, block, gq, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
+	var dqkv16 cu.DevicePtr
+	if len(rope) == 2 {
+		dqkv16 = m.alloc(3*n, 2)
+		cos, nsin := up(m, rope[0], 4), up(m, rope[1], 4)
+		r.launch("flash_backward_dkdv_rope16", dim{x: blocks(nt, flashBC), y: bh}, block, dqkv16, cos, nsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
+		r.launch("flash_backward_dq_rope16", dim{x: blocks(nt, flashBR), y: bh}, block, dqkv16, cos, nsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
+	}
 	r.do(st.sync)
 	if r.err != nil {
 		t.Fatalf("T=%d: %v", nt, r.err)
@@ -89,8 +98,12 @@ func flashOnDevice(t *testing.T, st *stream, a *flashArgs, q, k, v, do []float32
 	if i := firstDiff(toBF16(yr), down[uint16](m, y16, n)); i >= 0 {
 		t.Errorf("T=%d: y16[%d] is not y rounded", nt, i)
 	}
-	return map[string][]float32{"O": rowsToHeads(yr, b, nt, nh), "lse": down[float32](m, lse, bh*nt),
+	out := map[string][]float32{"O": rowsToHeads(yr, b, nt, nh), "lse": down[float32](m, lse, bh*nt),
 		"dQ": down[float32](m, gq, n), "dK": down[float32](m, gk, n), "dV": down[float32](m, gv, n)}
+	if dqkv16 != 0 {
+		out["dqkv16"] = widened(down[uint16](m, dqkv16, 3*n))
+	}
+	return out
 }
 
 // gradErrs returns, per tensor of the layout, relErr of grads against ref.
@@ -180,7 +193,8 @@ func TestFlashNeedBytes(t *testing.T) {
 
 // RoPE inside the flash path's permutation (the rope path): flash_permute_rope is bitwise
 // rope then flash_permute, and flash_permute_rope_from_bf16 bitwise flash_permute_rope on
-// the same values widened; T not a multiple of anything. Engines with flash and rope give
+// the same values widened; the backward kernels that write dqkv16 themselves bitwise the
+// default ones followed by the gather; T not a multiple of anything. Engines with flash and rope give
 // the same bits as with flash alone, LLaMA and GPT-2 (which has no RoPE).
 func TestRopeInPermute(t *testing.T) {
 	st := testStream(t, needFast(t, fastFlash|fastRope|fastAct16))
@@ -215,6 +229,18 @@ func TestRopeInPermute(t *testing.T) {
 			}
 			if i := firstDiff(down[uint16](m, fused, 3*n), ropeHeads(qkv, cos, sin, b, nt, nh)); i >= 0 {
 				t.Errorf("T=%d: flash_permute_rope's element %d is not the Go mirror's", nt, i)
+			}
+			// the backward kernels that write dqkv16 themselves: bitwise the default ones,
+			// then the gather with the inverse rotation and the rounding
+			q, k, v, do := flashInputs(b*nh, nt, uint64(nt)+3)
+			nsin := make([]float32, len(sin))
+			for i, s := range sin {
+				nsin[i] = -s
+			}
+			got := flashOnDevice(t, st, newFlashArgs(b*nh, nt, q, k, v), q, k, v, do, b, nh, cos, nsin)
+			_, gathered := gatherRopeFused(got["dQ"], got["dK"], got["dV"], cos, nsin, b, nt, nh, flashD)
+			if i := firstDiff(toBF16Bits(got["dqkv16"]), gathered); i >= 0 {
+				t.Errorf("T=%d: dqkv16[%d] of flash_backward_*_rope16 is not flash_backward_* then the gather", nt, i)
 			}
 		}
 	}()

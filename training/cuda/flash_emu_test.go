@@ -42,6 +42,12 @@ func TestFlashEmulated(t *testing.T) {
 				if i := firstDiff(toBF16Bits(got["ropeBF16"]), ropeHeads(widened(toBF16(qkv)), cos, sin, tc.b, tc.nt, tc.nh)); i >= 0 {
 					t.Errorf("T=%d: flash_permute_rope_from_bf16's element %d is not rope then flash_permute of the rounded qkv", tc.nt, i)
 				}
+				// the rope path's backward kernels: bitwise the default ones, then the gather
+				// with the inverse rotation and the rounding (sin standing for −sin)
+				_, gathered := gatherRopeFused(got["dq"], got["dk"], got["dv"], cos, sin, tc.b, tc.nt, tc.nh, flashD)
+				if i := firstDiff(toBF16Bits(got["dqkv16"]), gathered); i >= 0 {
+					t.Errorf("T=%d: dqkv16[%d] of the rope16 backward kernels is %#04x, the gather's %#04x", tc.nt, i, toBF16Bits(got["dqkv16"])[i], gathered[i])
+				}
 				// flash_backward_pre on bfloat16 dy: bitwise the float32 kernel on it widened,
 				// which is the kernel on dy itself, since it rounds dy first
 				for _, p := range [][2]string{{"preB16", "preW16"}, {"preBvec", "preWvec"}, {"preWvec", "dvec"}} {
@@ -131,7 +137,8 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy, cos, sin []fl
 		name string
 		n    int
 	}{{"qkv16", 3 * n}, {"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n},
-		{"rope16", 3 * n}, {"ropeBF16", 3 * n}, {"preW16", n}, {"preWvec", rows}, {"preB16", n}, {"preBvec", rows}} {
+		{"rope16", 3 * n}, {"ropeBF16", 3 * n}, {"preW16", n}, {"preWvec", rows}, {"preB16", n}, {"preBvec", rows},
+		{"dqkv16", 3 * n}} {
 		if strings.HasSuffix(f.name, "16") {
 			h := make([]uint16, f.n)
 			if err := binary.Read(out, binary.LittleEndian, h); err != nil {

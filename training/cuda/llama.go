@@ -179,7 +179,9 @@ func (e *Engine) backward() error {
 			r.gemm(false, false, n, c, c, 1, s.dresid, c, w.wo, c, 0, s.dy, c)
 		}
 		e.attentionBackward(r, la)
-		e.gatherDQKV(r, true)
+		if !e.flashGradsInRows(r) {
+			e.gatherDQKV(r, true)
+		}
 		r.gemm(true, false, 3*c, c, n, 1, s.dqkv, 3*c, la.n1Out, c, 1, gw.qkv, c)
 		r.gemm(false, false, n, c, 3*c, 1, s.dqkv, 3*c, w.qkv, c, 0, s.dnorm, c)
 		e.rmsnormBackward(r, s.dresid, gw.n1, s.dnorm, x, w.n1, la.n1Rstd)

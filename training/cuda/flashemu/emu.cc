@@ -14,7 +14,9 @@
 // bfloat16, lse (B,H,T), dvec (B,H,T), dq, dk, dv (B,H,T,64) float32; then q, k, v of
 // flash_permute_rope on qkv, and of flash_permute_rope_from_bf16 on qkv rounded to
 // bfloat16; then dO (B,H,T,64) bfloat16 and D (B,H,T) float32 of flash_backward_pre on dy
-// rounded to bfloat16 and widened, and of flash_backward_pre_from_bf16 on the rounded dy.
+// rounded to bfloat16 and widened, and of flash_backward_pre_from_bf16 on the rounded dy;
+// then dqkv (B,T,3C) bfloat16 of flash_backward_dkdv_rope16 and flash_backward_dq_rope16,
+// with sin as the inverse rotation's table.
 #define FLASH_EMULATE 1
 #include "emu.h"
 
@@ -109,6 +111,14 @@ int main() {
     launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev, [&] {
         flash_backward_dq(dq.data(), q, k, v, do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
     });
+    // the rope path's backward kernels, writing dqkv16 (B,T,3C) with sin as the inverse's table
+    std::vector<__nv_bfloat16> dqkv16(3 * n);
+    launch(flash_tiles(nt, FLASH_BC), bh, FLASH_THREADS, rev, [&] {
+        flash_backward_dkdv_rope16(dqkv16.data(), cos.data(), sin.data(), nh, q, k, v, do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
+    });
+    launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev, [&] {
+        flash_backward_dq_rope16(dqkv16.data(), cos.data(), sin.data(), nh, q, k, v, do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
+    });
     std::vector<__nv_bfloat16> rope16(3 * n), rope16b(3 * n), qkvb(3 * n);
     for (size_t i = 0; i < qkvb.size(); i++) qkvb[i] = __float2bfloat16_rn(qkv[i]);
     launch(flash_tiles((int)(n / 4), 256), 3, 256, rev,
@@ -123,6 +133,6 @@ int main() {
     launch(flash_tiles((int)rows, 8), 1, 256, rev,
            [&] { flash_backward_pre_from_bf16(preB16.data(), preBvec.data(), dyb.data(), y.data(), (int)rows, nt, nh); });
     put(qkv16), put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv), put(rope16), put(rope16b);
-    put(preW16), put(preWvec), put(preB16), put(preBvec);
+    put(preW16), put(preWvec), put(preB16), put(preBvec), put(dqkv16);
     return 0;
 }
