@@ -12,10 +12,10 @@
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
 # Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile prove unit fast
-# flash pack host lt loop kill sweep curve program; default all but prove, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# flash attn pack host lt loop kill sweep curve program; default all but prove, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed profile unit fast flash pack host lt loop kill sweep curve program}
+STAGES=${2:-ptx speed profile unit fast flash attn pack host lt loop kill sweep curve program}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -231,6 +231,17 @@ if has flash; then
 	losses=$(last_losses "$WORK/flash-$EXACT" "$WORK/flash-$EXACT,flash")
 	same=$(same_results "$WORK/flash-$EXACT,flash" "$WORK/flash-$EXACT,flash,rope")
 	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed $EXACT ${off:-?}, +flash ${on:-?}, +rope ${rope:-?} ($same); last train loss $losses"
+fi
+
+if has attn; then
+	# the flash kernels alone (BenchmarkFlashAttention, their kernels from the ptx stage's
+	# PTX) against PyTorch's SDPA on the same shapes, in one call: llama-124m's attention at
+	# T = 512, micro-batches of 16 and 32, milliseconds and TFLOP/s of the forward and the
+	# backward pass, and PyTorch's time over ours
+	(cd "$ROOT/training/cuda" && timeout 120 "$WORK/cuda.test" -test.run NONE -test.bench 'FlashAttention' -test.benchtime 20x -test.timeout 110s) >"$OUT/attn-flash.log" 2>&1
+	timeout 120 python3 "$ROOT/bench/gpu/attn_bench.py" >"$OUT/attn-torch.jsonl" 2>"$OUT/attn-torch.log"
+	python3 "$ROOT/bench/gpu/attn_table.py" "$OUT/attn-flash.log" "$OUT/attn-torch.jsonl" | tee "$OUT/attn.txt"
+	verdict attn "$(tail -1 "$OUT/attn.txt")"
 fi
 
 if has pack; then

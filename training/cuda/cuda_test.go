@@ -21,7 +21,7 @@ import (
 
 // testStream returns a stream of its own on d for a test's device work, closed when the
 // test ends.
-func testStream(t *testing.T, d *device) *stream {
+func testStream(t testing.TB, d *device) *stream {
 	t.Helper()
 	st, err := d.newStream()
 	if err != nil {

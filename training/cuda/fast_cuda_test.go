@@ -15,7 +15,7 @@ import (
 // needFast returns the device, after skipping the test when the loaded PTX predates the
 // paths of f (the embedded copy not yet rebuilt), or failing it when a PTX given by PTXEnv
 // lacks them.
-func needFast(t *testing.T, f fastPaths) *device {
+func needFast(t testing.TB, f fastPaths) *device {
 	t.Helper()
 	d, err := getDevice()
 	if err != nil {

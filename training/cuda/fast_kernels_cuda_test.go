@@ -16,7 +16,7 @@ import (
 // devMem allocates device buffers for a test and frees them when it ends; copies go
 // through the test's stream.
 type devMem struct {
-	t  *testing.T
+	t  testing.TB
 	st *stream
 }
 
