@@ -66,7 +66,7 @@ static int sfsweepLtPlanMake(cublasLtHandle_t h, sfsweepLtPlan *p, int ta, int t
 		st = cublasLtMatmulAlgoGetHeuristic(h, p->op, p->l[0], p->l[1], p->l[2], p->l[3], pref, 1, &res, &found);
 	cublasLtMatmulPreferenceDestroy(pref);
 	if (st) return (int)st;
-	if (found < 1) return (int)CUBLAS_STATUS_NOT_SUPPORTED;
+	if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS) return (int)CUBLAS_STATUS_NOT_SUPPORTED;
 	p->algo = res.algo;
 	return 0;
 }

@@ -49,22 +49,29 @@ type ltKey struct {
 const ltMaxAlign = 256
 
 // ptrAlign is the largest power of two, at most ltMaxAlign, that divides p and every
-// stride·size step from it: the alignment every matrix of a batch keeps.
-func ptrAlign(p uint64, stride, size int) uint32 {
+// step of stride·size bytes from it, for each stride given (elements of size bytes): the
+// alignment every row of every matrix of a batch keeps. cuBLASLt's alignment requirement
+// covers the leading dimension as well as the pointer ("buffer pointer, leading
+// dimension, and possibly other strides", cublasLt.h), so a key's alignment counts both.
+func ptrAlign(p uint64, size int, strides ...int) uint32 {
 	a := uint64(ltMaxAlign)
-	for _, v := range []uint64{p, uint64(stride) * uint64(size)} {
-		if v != 0 {
+	for _, st := range strides {
+		if v := uint64(st) * uint64(size); v != 0 {
 			a = min(a, v&-v)
 		}
+	}
+	if p != 0 {
+		a = min(a, p&-p)
 	}
 	return uint32(a)
 }
 
 // key returns the key of the product on pointers a, b, c and d.
 func (p ltProduct) key(a, b, c, d uint64) ltKey {
+	cs := p.cType.size()
 	return ltKey{p: p,
-		alignA: ptrAlign(a, p.sa, 2), alignB: ptrAlign(b, p.sb, 2),
-		alignC: ptrAlign(c, p.sc, p.cType.size()), alignD: ptrAlign(d, p.sd, p.cType.size())}
+		alignA: ptrAlign(a, 2, p.sa, p.lda), alignB: ptrAlign(b, 2, p.sb, p.ldb),
+		alignC: ptrAlign(c, cs, p.sc, p.ldc), alignD: ptrAlign(d, cs, p.sd, p.ldd)}
 }
 
 // ltLayout is a column-major matrix as cuBLASLt's layouts describe it: rows, columns and

@@ -119,8 +119,8 @@ func TestPtrAlign(t *testing.T) {
 		{0x7f0000000000, 12, 4, 16}, // 48-byte stride
 		{0, 0, 4, 256},
 	} {
-		if got := ptrAlign(tc.p, tc.stride, tc.size); got != tc.want {
-			t.Errorf("ptrAlign(%#x, %d, %d) = %d, want %d", tc.p, tc.stride, tc.size, got, tc.want)
+		if got := ptrAlign(tc.p, tc.size, tc.stride); got != tc.want {
+			t.Errorf("ptrAlign(%#x, %d, %d) = %d, want %d", tc.p, tc.size, tc.stride, got, tc.want)
 		}
 	}
 	// a key tells apart products whose pointers differ in alignment only
@@ -130,5 +130,11 @@ func TestPtrAlign(t *testing.T) {
 	}
 	if p.key(256, 256, 256, 256) != p.key(512, 1024, 256, 768) {
 		t.Error("keys of pointers aligned to 256 bytes differ")
+	}
+	// and counts the leading dimensions: rows of 37 bfloat16 values start 2 bytes apart,
+	// rows of 40 float32 values 32 bytes apart, whatever the pointers
+	q := ltProduct{m: 8, n: 37, k: 37, lda: 37, ldb: 37, ldc: 40, ldd: 40, count: 1}
+	if k := q.key(256, 256, 256, 256); k.alignA != 2 || k.alignB != 2 || k.alignC != 32 || k.alignD != 32 {
+		t.Errorf("alignments %d, %d, %d, %d of leading dimensions 37, 37, 40, 40; want 2, 2, 32, 32", k.alignA, k.alignB, k.alignC, k.alignD)
 	}
 }
