@@ -118,13 +118,16 @@ func (e *Engine) gatherDQKV(r *run, rope bool) {
 
 // rmsnormBackward adds the input gradient to dx and the weight gradient to dw; where the
 // run keeps a bfloat16 copy of dx (the round path), the copy follows. On the norm path one
-// kernel does what the first two of the default path's three do.
+// kernel does what the first two of the default path's three do, reading dout in
+// bfloat16 where dnorm16.
 func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) {
 	n, c := e.n, e.cfg.Dim
 	chunks := blocks(n, normRows)
 	dx16, copy16 := r.pre[dx]
 	fused := e.fast.has(fastNorm)
 	switch {
+	case fused && copy16 && e.dnorm16(): // dout in bfloat16 (intoNorm)
+		r.launch("rmsnorm_backward_fused_from_bf16", dim{x: chunks}, dim{x: normThreads(c)}, dx, dx16, e.act.dwPart, dout, x, w, rstd, n, c)
 	case fused && copy16:
 		r.launch("rmsnorm_backward_fused_bf16", dim{x: chunks}, dim{x: normThreads(c)}, dx, dx16, e.act.dwPart, dout, x, w, rstd, n, c)
 	case fused:
@@ -150,7 +153,7 @@ func (e *Engine) headBackward(r *run) {
 	r.do(func() error { return e.st.setTF32(e.prec == backend.TF32) })
 	e.lossBackward(r)
 	r.gemm(true, false, v, c, n, 1, s.logits, v, s.nfOut, c, 1, e.g.head, c)
-	r.gemm(false, false, n, c, v, 1, s.logits, v, e.p.head, c, 0, s.dnorm, c)
+	e.intoNorm(r, n, c, v, s.logits, v, e.p.head, c)
 	r.release(s.logits)
 	r.doAs(Elementwise, func() error { return e.st.zero(s.dresid, n*c) })
 }
@@ -169,7 +172,7 @@ func (e *Engine) backward() error {
 		r.gemm(true, false, c, f, n, 1, s.dresid, c, la.h, f, 1, gw.w2, f)
 		e.mlpDown(r, la, w.w2)
 		r.gemm(true, false, 2*f, c, n, 1, s.dgu, 2*f, la.n2Out, c, 1, gw.w13, c)
-		r.gemm(false, false, n, c, 2*f, 1, s.dgu, 2*f, w.w13, c, 0, s.dnorm, c)
+		e.intoNorm(r, n, c, 2*f, s.dgu, 2*f, w.w13, c)
 		e.rmsnormBackward(r, s.dresid, gw.n2, s.dnorm, mid, w.n2, la.n2Rstd)
 		// attention
 		r.gemm(true, false, c, c, n, 1, s.dresid, c, la.y, c, 1, gw.wo, c)
@@ -183,7 +186,7 @@ func (e *Engine) backward() error {
 			e.gatherDQKV(r, true)
 		}
 		r.gemm(true, false, 3*c, c, n, 1, s.dqkv, 3*c, la.n1Out, c, 1, gw.qkv, c)
-		r.gemm(false, false, n, c, 3*c, 1, s.dqkv, 3*c, w.qkv, c, 0, s.dnorm, c)
+		e.intoNorm(r, n, c, 3*c, s.dqkv, 3*c, w.qkv, c)
 		e.rmsnormBackward(r, s.dresid, gw.n1, s.dnorm, x, w.n1, la.n1Rstd)
 	}
 	r.launch("encoder_backward", lin(c*embBuckets), blk, e.g.emb, s.dresid, e.tokens, n, c, embBuckets)

@@ -73,7 +73,7 @@ var kernelCategory = map[string]Category{
 	"permute_bf16": Attention, "permute_backward_rope_bf16": Attention, "unpermute_bf16": Attention,
 	"softmax_causal_bf16": Attention, "softmax_causal_backward_bf16": Attention,
 	"swiglu_forward_bf16": Elementwise, "swiglu_backward_bf16": Elementwise,
-	"rmsnorm_forward_to_bf16": Norms, "rmsnorm_backward_fused": Norms, "rmsnorm_backward_fused_bf16": Norms,
+	"rmsnorm_forward_to_bf16": Norms, "rmsnorm_backward_fused": Norms, "rmsnorm_backward_fused_bf16": Norms, "rmsnorm_backward_fused_from_bf16": Norms,
 	"swiglu_forward_to_bf16": Elementwise, "swiglu_backward_to_bf16": Elementwise, "crossentropy_loss_online": Head,
 	"crossentropy_loss_online_bf16": Head, "crossentropy_grad_from_bf16": Head,
 	"swiglu_forward_from_bf16": Elementwise, "swiglu_backward_from_bf16": Elementwise,

@@ -12,17 +12,20 @@
 // normRows (a test reads it here): the chunks fix the order of the sum.
 #define NORM_ROWS 32
 
-template <bool copy16>
-__device__ __forceinline__ void rmsnormBackwardFused(float *dx, __nv_bfloat16 *dx16, float *part, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+// dout is float32, or bfloat16 on the act16 path, read through widen (crossentropy.cu):
+// the same values, so the same bits as on dout widened.
+template <bool copy16, typename D>
+__device__ __forceinline__ void rmsnormBackwardFused(float *dx, __nv_bfloat16 *dx16, float *part, const D *dout, const float *x, const float *w, const float *rstd, int n, int c) {
     __shared__ float dots[NORM_ROWS];
     int chunk = blockIdx.x, r0 = chunk * NORM_ROWS, rows = min(NORM_ROWS, n - r0);
     int lane = threadIdx.x % WARP, nw = blockDim.x / WARP;
     for (int k = threadIdx.x / WARP; k < rows; k += nw) {
         long r = r0 + k;
-        const float *d = dout + r * c, *xr = x + r * c;
+        const D *d = dout + r * c;
+        const float *xr = x + r * c;
         float rs = rstd[r];
         float dot = 0.0f;
-        for (int i = lane; i < c; i += WARP) dot += d[i] * w[i] * (xr[i] * rs);
+        for (int i = lane; i < c; i += WARP) dot += widen(d[i]) * w[i] * (xr[i] * rs);
         dot = warpSum(dot) / c;
         if (lane == 0) dots[k] = dot;
     }
@@ -33,7 +36,7 @@ __device__ __forceinline__ void rmsnormBackwardFused(float *dx, __nv_bfloat16 *d
 #pragma unroll 4
         for (int k = 0; k < rows; k++) {
             long i = (long)(r0 + k) * c + j;
-            float d = dout[i], xv = x[i], rs = rstd[r0 + k];
+            float d = widen(dout[i]), xv = x[i], rs = rstd[r0 + k];
             float y = dx[i] + rs * (d * wj - xv * rs * dots[k]);
             dx[i] = y;
             if (copy16) dx16[i] = __float2bfloat16_rn(y);
@@ -55,6 +58,13 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_fused(float *dx, float 
 // rmsnorm_backward_fused_bf16 is rmsnorm_backward_fused that also writes the new dx rounded
 // to bfloat16 into dx16 (N,C), as rmsnorm_backward_dx_bf16 does.
 __global__ void __launch_bounds__(1024) rmsnorm_backward_fused_bf16(float *dx, __nv_bfloat16 *dx16, float *part, const float *dout, const float *x, const float *w, const float *rstd, int n, int c) {
+    rmsnormBackwardFused<true>(dx, dx16, part, dout, x, w, rstd, n, c);
+}
+
+// rmsnorm_backward_fused_from_bf16 is rmsnorm_backward_fused_bf16 on dout (N,C) in
+// bfloat16, as the act16 path's products write the gradient at a norm's output: bitwise
+// that kernel on the same values widened.
+__global__ void __launch_bounds__(1024) rmsnorm_backward_fused_from_bf16(float *dx, __nv_bfloat16 *dx16, float *part, const __nv_bfloat16 *dout, const float *x, const float *w, const float *rstd, int n, int c) {
     rmsnormBackwardFused<true>(dx, dx16, part, dout, x, w, rstd, n, c);
 }
 

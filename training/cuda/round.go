@@ -70,6 +70,21 @@ func (e *Engine) act16() bool {
 	return e.roundFused && e.fast.has(fastSwiGLU) && e.fast.has(fastAct16)
 }
 
+// dnorm16 reports whether the products that give the gradient at a norm's output write it
+// in bfloat16 (FastEnv "act16" with "norm"), into the first half of s.dnorm, as
+// torch.autocast's linear layers leave it, and RMSNorm's backward kernel reads it so.
+func (e *Engine) dnorm16() bool { return e.act16() && e.fast.has(fastNorm) }
+
+// intoNorm is dnorm = A·B (m×n, leading dimension n, no transposes), the gradient at a
+// norm's output from the product after it; in bfloat16 where dnorm16.
+func (e *Engine) intoNorm(r *run, m, n, k int, a cu.DevicePtr, lda int, b cu.DevicePtr, ldb int) {
+	if e.dnorm16() {
+		r.gemmOut16(false, false, m, n, k, a, lda, b, ldb, e.act.dnorm)
+		return
+	}
+	r.gemm(false, false, m, n, k, 1, a, lda, b, ldb, 0, e.act.dnorm, n)
+}
+
 // mlpUp is the MLP's first product, gu = n2·W13ᵀ, and SwiGLU of it into h; on the act16
 // path gu is written in bfloat16, into the first half of la.gu, and SwiGLU reads it so.
 func (e *Engine) mlpUp(r *run, la *layerActs, w13 cu.DevicePtr) {

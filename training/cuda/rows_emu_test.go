@@ -36,7 +36,9 @@ func TestRowKernelsEmulated(t *testing.T) {
 		dx16, part2 := make([]uint16, n*c), make([]float32, chunks*c)
 		losses, stats := make([]float64, tc.nce), make([]float32, 2*tc.nce)
 		losses16, stats16, grad16 := make([]float64, tc.nce), make([]float32, 2*tc.nce), make([]uint16, tc.nce*tc.v)
-		for _, a := range []any{dx1, part1, dx2, dx16, part2, losses, stats, losses16, stats16, grad16} {
+		dx3, dx3h, part3 := make([]float32, n*c), make([]uint16, n*c), make([]float32, chunks*c)
+		dx4, dx4h, part4 := make([]float32, n*c), make([]uint16, n*c), make([]float32, chunks*c)
+		for _, a := range []any{dx1, part1, dx2, dx16, part2, losses, stats, losses16, stats16, grad16, dx3, dx3h, part3, dx4, dx4h, part4} {
 			if err := binary.Read(out, binary.LittleEndian, a); err != nil {
 				t.Fatalf("emulator output: %v", err)
 			}
@@ -51,25 +53,42 @@ func TestRowKernelsEmulated(t *testing.T) {
 		}
 		mdx := slices.Clone(dx)
 		mdx16, mpart := rmsnormBackwardFusedMirror(mdx, dout, x, w, rstd, c, tc.threads, order)
-		for _, g := range []struct {
-			name      string
-			got, want []uint32
-		}{
-			{"dx", bits32(dx1), bits32(mdx)}, {"partial sum", bits32(part1), bits32(mpart)},
-			{"dx (bf16 kernel)", bits32(dx2), bits32(mdx)}, {"partial sum (bf16 kernel)", bits32(part2), bits32(mpart)},
-		} {
-			if i := firstDiff(g.got, g.want); i >= 0 {
-				t.Errorf("%+v: %s[%d] = %#08x, the mirror's %#08x", tc, g.name, i, g.got[i], g.want[i])
-			}
-		}
-		if i := firstDiff(dx16, mdx16); i >= 0 {
-			t.Errorf("%+v: dx16[%d] = %#04x, the mirror's %#04x", tc, i, dx16[i], mdx16[i])
+		what := fmt.Sprintf("%+v", tc)
+		sameNorm(t, what, dx1, part1, dx2, dx16, part2, mdx, mpart, mdx16)
+		// on dout in bfloat16 (the act16 path): rmsnorm_backward_fused_from_bf16, and the
+		// bf16 kernel on the values widened, against the mirror on them
+		wdx := slices.Clone(dx)
+		wdx16, wpart := rmsnormBackwardFusedMirror(wdx, widened(toBF16(dout)), x, w, rstd, c, tc.threads, order)
+		sameNorm(t, what+", bfloat16 dout", dx4, part4, dx3, dx3h, part3, wdx, wpart, wdx16)
+		if i := firstDiff(dx4h, wdx16); i >= 0 {
+			t.Errorf("%s, bfloat16 dout: dx16[%d] of the bf16 kernel = %#04x, the mirror's %#04x", what, i, dx4h[i], wdx16[i])
 		}
 
 		sameCE(t, fmt.Sprintf("%+v", tc), logits, targets, tc.v, losses, stats, nil)
 		// the logits16 kernels on the logits rounded to bfloat16: the mirror of the float32
 		// kernels on the same values, bit for bit
 		sameCE(t, fmt.Sprintf("%+v, bfloat16 logits", tc), widened(toBF16(logits)), targets, tc.v, losses16, stats16, grad16)
+	}
+}
+
+// sameNorm checks the emulated RMSNorm backward kernels' outputs against the Go mirror's,
+// bit for bit: dx and part of a float32-only kernel, dx, dx16 and part of a kernel that
+// writes the copy.
+func sameNorm(t *testing.T, what string, dx, part, dxc []float32, dxc16 []uint16, partc, mdx, mpart []float32, mdx16 []uint16) {
+	t.Helper()
+	for _, g := range []struct {
+		name      string
+		got, want []uint32
+	}{
+		{"dx", bits32(dx), bits32(mdx)}, {"partial sum", bits32(part), bits32(mpart)},
+		{"dx (with the copy)", bits32(dxc), bits32(mdx)}, {"partial sum (with the copy)", bits32(partc), bits32(mpart)},
+	} {
+		if i := firstDiff(g.got, g.want); i >= 0 {
+			t.Errorf("%s: %s[%d] = %#08x, the mirror's %#08x", what, g.name, i, g.got[i], g.want[i])
+		}
+	}
+	if i := firstDiff(dxc16, mdx16); i >= 0 {
+		t.Errorf("%s: dx16[%d] = %#04x, the mirror's %#04x", what, i, dxc16[i], mdx16[i])
 	}
 }
 

@@ -11,7 +11,9 @@
 // dx (N,C) float32, dx16 (N,C) bfloat16 and part of rmsnorm_backward_fused_bf16; losses
 // (NCE) float64 and stats (NCE,2) float32 of crossentropy_loss_online; then the logits
 // rounded to bfloat16: losses and stats of crossentropy_loss_online_bf16 and the gradient
-// (NCE,V) bfloat16 of crossentropy_grad_from_bf16, written over the logits.
+// (NCE,V) bfloat16 of crossentropy_grad_from_bf16, written over the logits; then dx, dx16
+// and part of rmsnorm_backward_fused_from_bf16 on dout rounded to bfloat16, and of
+// rmsnorm_backward_fused_bf16 on those values widened.
 #include "emu.h"
 
 using std::min;
@@ -41,6 +43,20 @@ int main() {
         rmsnorm_backward_fused_bf16(dx2.data(), dx16.data(), part2.data(), dout.data(), x.data(), w.data(), rstd.data(), n, c);
     });
 
+    // on dout rounded to bfloat16: rmsnorm_backward_fused_from_bf16, and
+    // rmsnorm_backward_fused_bf16 on the same values widened
+    std::vector<__nv_bfloat16> dout16(nc);
+    std::vector<float> doutw(nc);
+    for (size_t i = 0; i < nc; i++) dout16[i] = __float2bfloat16_rn(dout[i]), doutw[i] = bf(dout16[i].x);
+    std::vector<float> dx3 = dx, part3((size_t)chunks * c), dx4 = dx, part4((size_t)chunks * c);
+    std::vector<__nv_bfloat16> dx3h(nc), dx4h(nc);
+    launch(chunks, 1, threads, rev, [&] {
+        rmsnorm_backward_fused_from_bf16(dx3.data(), dx3h.data(), part3.data(), dout16.data(), x.data(), w.data(), rstd.data(), n, c);
+    });
+    launch(chunks, 1, threads, rev, [&] {
+        rmsnorm_backward_fused_bf16(dx4.data(), dx4h.data(), part4.data(), doutw.data(), x.data(), w.data(), rstd.data(), n, c);
+    });
+
     std::vector<double> losses(nce);
     std::vector<float> stats(2 * (size_t)nce);
     launch(nce, 1, 512, rev, [&] {
@@ -59,5 +75,6 @@ int main() {
     });
     put(dx1), put(part1), put(dx2), put(dx16), put(part2), put(losses), put(stats);
     put(losses16), put(stats16), put(logits16);
+    put(dx3), put(dx3h), put(part3), put(dx4), put(dx4h), put(part4);
     return 0;
 }
