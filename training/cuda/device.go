@@ -57,6 +57,16 @@ var (
 	errDev  error
 )
 
+// deviceWide orders the engines' stream captures (graph.go) against what reaches the
+// whole device: making an engine (cuBLAS and cuBLASLt handles, device and page-locked
+// allocations) and closing one (cublasDestroy synchronises the device; cuMemFree and
+// cuMemFreeHost may). Engines share the device, and a capture on one engine's stream is
+// invalidated by a device-wide synchronisation from any thread, whatever the capture mode
+// (CUDA Programming Guide, stream capture, prohibited operations). Captures take it to
+// read, so they run beside each other; New and Close take it to write, so they wait for
+// the captures in flight, which are short (one micro-batch's launches, no waits).
+var deviceWide sync.RWMutex
+
 // getDevice returns the shared device, initialising it on first use.
 func getDevice() (*device, error) {
 	devOnce.Do(func() { theDev, errDev = openDevice() })

@@ -151,6 +151,8 @@ func newEngine(cfg model.Config, batch, seqLen int, p backend.Precision, fast fa
 	}
 	e := &Engine{prec: p, name: name, cfg: cfg, layout: cfg.Layout(), b: batch, t: seqLen, n: batch * seqLen, gpt2: cfg.Arch == model.GPT2,
 		bf: bf16{on: p == backend.BF16, stale: true}, fast: fast}
+	deviceWide.Lock()
+	defer deviceWide.Unlock()
 	st, err := d.newStream()
 	if err != nil {
 		defer d.bind()()
@@ -248,6 +250,8 @@ func (e *Engine) Close() error {
 	}
 	unlock := e.st.lock()
 	defer unlock()
+	deviceWide.Lock()
+	defer deviceWide.Unlock()
 	e.closed = true
 	e.ready = false
 	if err := e.st.sync(); err != nil {

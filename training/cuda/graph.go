@@ -87,6 +87,9 @@ func (e *Engine) eagerPasses() error {
 	return nil
 }
 
+// captureHook, when set (by tests), runs while the stream captures, after the passes.
+var captureHook func()
+
 // capture records the passes into a graph and instantiates it; it runs none of them. A
 // failure leaves the stream out of capture mode and nothing of the graph behind.
 func (e *Engine) capture() error {
@@ -94,16 +97,24 @@ func (e *Engine) capture() error {
 		return r.err
 	}
 	s := streamHandle(e.st.s)
-	if err := cuErr(C.sfsweepBeginCapture(s)); err != nil {
-		return fmt.Errorf("cuStreamBeginCapture: %w", err)
-	}
-	e.capturing = true
-	err := e.eagerPasses()
-	e.capturing = false
 	var g C.CUgraph
-	if endErr := cuErr(C.sfsweepEndCapture(s, &g)); err == nil && endErr != nil {
-		err = fmt.Errorf("cuStreamEndCapture: %w", endErr)
-	}
+	err := func() error {
+		deviceWide.RLock()
+		defer deviceWide.RUnlock()
+		if err := cuErr(C.sfsweepBeginCapture(s)); err != nil {
+			return fmt.Errorf("cuStreamBeginCapture: %w", err)
+		}
+		e.capturing = true
+		err := e.eagerPasses()
+		if captureHook != nil {
+			captureHook()
+		}
+		e.capturing = false
+		if endErr := cuErr(C.sfsweepEndCapture(s, &g)); err == nil && endErr != nil {
+			err = fmt.Errorf("cuStreamEndCapture: %w", endErr)
+		}
+		return err
+	}()
 	if err == nil && g == nil {
 		err = fmt.Errorf("cuStreamEndCapture gave no graph")
 	}

@@ -84,6 +84,46 @@ func TestGraphCaptureFallsBack(t *testing.T) {
 	}
 }
 
+// Engines made and closed while another engine captures its micro-batch, as a sweep's
+// trials start and end beside each other on one GPU, wait for the capture, which
+// completes: closing one destroys a cuBLAS handle, which synchronises the whole device and
+// would invalidate a capture in flight on any stream (deviceWide).
+func TestGraphBesideNewAndClose(t *testing.T) {
+	cfg := preset(t, "micro-llama")
+	toks := tokenSets(cfg, 16, 2, 61)
+	eager := traceSteps(t, hostEngine(t, cfg, 2, 8, backend.BF16), false, toks, 2, 3)
+	e := graphEngine(t, cfg, 2, 8, backend.BF16)
+	other, err := New(cfg, 2, 8, backend.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	t.Cleanup(func() { captureHook = nil })
+	captureHook = func() {
+		go func() { done <- other.Close() }()
+		go func() {
+			o, err := New(cfg, 2, 8, backend.BF16)
+			if err == nil {
+				err = o.Close()
+			}
+			done <- err
+		}()
+		// time for both to reach the device, were they not made to wait
+		time.Sleep(200 * time.Millisecond)
+	}
+	got := traceSteps(t, e, true, toks, 2, 3)
+	captureHook = nil
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Errorf("beside a capture: %v", err)
+		}
+	}
+	if e.graph.err != nil || e.graph.launches == 0 {
+		t.Fatalf("the capture beside New and Close: %v, %d launches", e.graph.err, e.graph.launches)
+	}
+	sameTrace(t, "graph beside New and Close", cfg, got, eager)
+}
+
 // graphEngine is hostEngine with the micro-batch graph on.
 func graphEngine(t *testing.T, cfg model.Config, batch, seqLen int, prec backend.Precision) *Engine {
 	t.Helper()
