@@ -90,11 +90,13 @@ const (
 	// transpose in the backward pass writes dh, in bfloat16 (into the first half of their
 	// float32 buffers), and SwiGLU's kernels read them so (kernels.cu); gu is read again in
 	// the backward pass. With fastFlash too, the backward product through Wo writes dy in
-	// bfloat16, which flash_backward_pre_from_bf16 reads, and with fastRope as well the
+	// bfloat16, and the flash forward pass writes O in bfloat16 only (the copy the product
+	// through Wo reads), which flash_backward_pre_bf16 reads with dy, and with fastRope as well the
 	// product of Wqkv writes qkv in bfloat16, which flash_permute_rope_from_bf16 reads; with
 	// fastNorm, the products that give the gradient at a norm's output write it in
 	// bfloat16, which rmsnorm_backward_fused_from_bf16 reads. The values are rounded before
-	// SwiGLU, RoPE and RMSNorm's backward pass, so it changes the bits (not in exactFast).
+	// SwiGLU, RoPE and RMSNorm's backward pass, and D of flash's backward pass is taken on
+	// O rounded, so it changes the bits (not in exactFast).
 	fastAct16
 	// fastRope applies LLaMA's RoPE inside the flash path's permutation of q, k, v
 	// (flash_permute_rope, flash.cu) instead of in a pass of its own over qkv: the same
@@ -160,7 +162,7 @@ var fastNames = []fastPath{
 	{"graph", fastGraph, nil},
 	{"lt", fastLt, nil},
 	{"logits16", fastLogits16, []string{"crossentropy_loss_online_bf16", "crossentropy_grad_from_bf16"}},
-	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16", "flash_permute_rope_from_bf16", "flash_backward_pre_from_bf16", "rmsnorm_backward_fused_from_bf16"}},
+	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16", "flash_permute_rope_from_bf16", "flash_backward_pre_bf16", "rmsnorm_backward_fused_from_bf16"}},
 	{"rope", fastRope, []string{"flash_permute_rope", "flash_backward_dkdv_rope16", "flash_backward_dq_rope16"}},
 }
 

@@ -11,8 +11,8 @@
 // Forward (flash_forward): a block of 4 warps per 64 query rows of one (batch, head), each
 // warp 16 rows, over the key tiles of 64 that the causal mask leaves; online softmax in
 // float32 registers on scores scaled by log2(e)/√D (exp2), P rounded to bfloat16 for its
-// product with V; O written in float32 (and bfloat16 where asked) straight into (B,T,C),
-// the log-sum-exp (base 2) kept for the backward pass.
+// product with V; O written in float32 and bfloat16, either where asked (a null pointer
+// skips it), straight into (B,T,C), the log-sum-exp (base 2) kept for the backward pass.
 //
 // Backward, with no atomics, so the gradients are the same bits run to run:
 // flash_backward_pre rounds dO to bfloat16 into the heads' layout and takes
@@ -238,10 +238,10 @@ __device__ __forceinline__ void flashPermuteRope(__nv_bfloat16 *qkv16, const T *
     *(__nv_bfloat162 *)&o[i + hd] = __floats2bfloat162_rn(b0, b1);
 }
 
-// flashBackwardPre is flash_backward_pre on dy of type T (float32, or bfloat16 on the
-// act16 path).
-template <typename T>
-__device__ __forceinline__ void flashBackwardPre(__nv_bfloat16 *do16, float *dvec, const T *dy, const float *y, int rows, int nt, int nh) {
+// flashBackwardPre is flash_backward_pre on dy of type T and O of type Y (float32, or
+// bfloat16 on the act16 path).
+template <typename T, typename Y>
+__device__ __forceinline__ void flashBackwardPre(__nv_bfloat16 *do16, float *dvec, const T *dy, const Y *y, int rows, int nt, int nh) {
     int r = blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP, lane = threadIdx.x % WARP;
     if (r >= rows) return;
     int bh = r / nt, i = r % nt, b = bh / nh, h = bh % nh;
@@ -249,8 +249,8 @@ __device__ __forceinline__ void flashBackwardPre(__nv_bfloat16 *do16, float *dve
     __nv_bfloat16 d0 = __float2bfloat16_rn(widen(dy[src + lane])), d1 = __float2bfloat16_rn(widen(dy[src + lane + WARP]));
     do16[dst + lane] = d0;
     do16[dst + lane + WARP] = d1;
-    float s = __bfloat162float(d0) * y[src + lane];
-    s += __bfloat162float(d1) * y[src + lane + WARP];
+    float s = __bfloat162float(d0) * widen(y[src + lane]);
+    s += __bfloat162float(d1) * widen(y[src + lane + WARP]);
     s = warpSum(s);
     if (lane == 0) dvec[r] = s;
 }
@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bf
         for (int d8 = 0; d8 < FLASH_D / 8; d8++) {
             int d = d8 * 8 + flash_c_col(lane, 2 * half);
             float v0 = o[d8][2 * half] * inv, v1 = o[d8][2 * half + 1] * inv;
-            *(float2 *)&y[base + d] = make_float2(v0, v1);
+            if (y) *(float2 *)&y[base + d] = make_float2(v0, v1);
             if (y16) *(__nv_bfloat162 *)&y16[base + d] = __floats2bfloat162_rn(v0, v1);
         }
         if ((lane & 3) == 0) lse[(long)bh * nt + row] = m[half] + log2f(l[half]);
@@ -373,11 +373,13 @@ __global__ void flash_backward_pre(__nv_bfloat16 *do16, float *dvec, const float
     flashBackwardPre(do16, dvec, dy, y, rows, nt, nh);
 }
 
-// flash_backward_pre_from_bf16 is flash_backward_pre on bfloat16 dy (B,T,C), as the act16
-// path's product writes it: bitwise that kernel on the same values in float32, which the
-// rounding leaves as they are.
-__global__ void flash_backward_pre_from_bf16(__nv_bfloat16 *do16, float *dvec, const __nv_bfloat16 *dy, const float *y, int rows, int nt, int nh) {
-    flashBackwardPre(do16, dvec, dy, y, rows, nt, nh);
+// flash_backward_pre_bf16 is flash_backward_pre on the act16 path: dy (B,T,C) in bfloat16,
+// as the backward product through Wo writes it, and O's bfloat16 copy y16 (B,T,C), the
+// output SDPA gives under torch.autocast, for D; bitwise flash_backward_pre on dy and y16
+// widened (dy is rounded to bfloat16 either way). The forward pass then writes only the
+// copy of O.
+__global__ void flash_backward_pre_bf16(__nv_bfloat16 *do16, float *dvec, const __nv_bfloat16 *dy, const __nv_bfloat16 *y16, int rows, int nt, int nh) {
+    flashBackwardPre(do16, dvec, dy, y16, rows, nt, nh);
 }
 
 } // extern "C"

@@ -35,7 +35,8 @@ func (e *Engine) flashGradsInRows(r *run) bool {
 }
 
 // dy16 reports whether the backward product through Wo writes dy in bfloat16 (FastEnv
-// "act16" on the flash path), which flash_backward_pre_from_bf16 reads.
+// "act16" on the flash path), and the forward pass writes O in bfloat16 only (y16, which
+// the product through Wo reads anyway): flash_backward_pre_bf16 reads both.
 func (e *Engine) dy16() bool { return e.flash && e.act16() }
 
 // qkv16 reports whether the product of Wqkv writes qkv in bfloat16 (FastEnv "act16" with
@@ -67,7 +68,11 @@ func (e *Engine) flashForward(r *run, la *layerActs) {
 	default:
 		r.launch("flash_permute", dim{x: blocks(e.n*e.cfg.Dim/2, threads), y: 3}, blk, la.qkv16, la.qkv, b, t, nh)
 	}
-	r.launch("flash_forward", e.flashGrid(), dim{x: flashThreads}, la.y, r.pre[la.y], la.lse, q, k, v, t, nh, scaleLog2)
+	y := la.y
+	if e.dy16() {
+		y = 0 // no float32 O: nothing reads it
+	}
+	r.launch("flash_forward", e.flashGrid(), dim{x: flashThreads}, y, r.pre[la.y], la.lse, q, k, v, t, nh, scaleLog2)
 }
 
 // flashBackward writes the gradients of q, k and v into s.dq, s.dk, s.dv from s.dy (in
@@ -78,11 +83,11 @@ func (e *Engine) flashBackward(r *run, la *layerActs) {
 	q, k, v := e.flashHeads(la)
 	bht := b * nh * t
 	defer r.within(Attention)()
-	pre := "flash_backward_pre"
+	pre, y := "flash_backward_pre", la.y
 	if e.dy16() {
-		pre = "flash_backward_pre_from_bf16"
+		pre, y = "flash_backward_pre_bf16", r.pre[la.y]
 	}
-	r.launch(pre, rows(bht), blk, s.do16, s.dvec, s.dy, la.y, bht, t, nh)
+	r.launch(pre, rows(bht), blk, s.do16, s.dvec, s.dy, y, bht, t, nh)
 	if e.flashGradsInRows(r) {
 		dqkv16 := r.pre[s.dqkv]
 		r.launch("flash_backward_dkdv_rope16", dim{x: blocks(t, flashBC), y: b * nh}, dim{x: flashThreads},

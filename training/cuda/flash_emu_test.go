@@ -48,12 +48,18 @@ func TestFlashEmulated(t *testing.T) {
 				if i := firstDiff(toBF16Bits(got["dqkv16"]), gathered); i >= 0 {
 					t.Errorf("T=%d: dqkv16[%d] of the rope16 backward kernels is %#04x, the gather's %#04x", tc.nt, i, toBF16Bits(got["dqkv16"])[i], gathered[i])
 				}
-				// flash_backward_pre on bfloat16 dy: bitwise the float32 kernel on it widened,
-				// which is the kernel on dy itself, since it rounds dy first
-				for _, p := range [][2]string{{"preB16", "preW16"}, {"preBvec", "preWvec"}, {"preWvec", "dvec"}} {
+				// the act16 path's O: y16 the same without the float32 y, and D from it
+				// bitwise the float32 kernel's on it widened
+				for _, p := range [][2]string{{"yOnly16", "y16"}, {"preO16", "preOW16"}, {"preOvec", "preOWvec"}} {
 					if i := firstDiff(bits32(got[p[0]]), bits32(got[p[1]])); i >= 0 {
-						t.Errorf("T=%d: flash_backward_pre_from_bf16's %s[%d] = %v, flash_backward_pre's %v", tc.nt, p[0], i, got[p[0]][i], got[p[1]][i])
+						t.Errorf("T=%d: %s[%d] = %v, %s's %v", tc.nt, p[0], i, got[p[0]][i], p[1], got[p[1]][i])
 					}
+				}
+				// flash_backward_pre on dy rounded to bfloat16 and widened: the kernel on dy
+				// itself, since it rounds dy first (so the act16 path's bfloat16 dy changes
+				// only the product's rounding)
+				if i := firstDiff(bits32(got["preWvec"]), bits32(got["dvec"])); i >= 0 {
+					t.Errorf("T=%d: D[%d] = %v on the rounded dy, %v on dy", tc.nt, i, got["preWvec"][i], got["dvec"][i])
 				}
 			} else {
 				for name := range want {
@@ -137,8 +143,8 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy, cos, sin []fl
 		name string
 		n    int
 	}{{"qkv16", 3 * n}, {"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n},
-		{"rope16", 3 * n}, {"ropeBF16", 3 * n}, {"preW16", n}, {"preWvec", rows}, {"preB16", n}, {"preBvec", rows},
-		{"dqkv16", 3 * n}} {
+		{"rope16", 3 * n}, {"ropeBF16", 3 * n}, {"preWvec", rows},
+		{"dqkv16", 3 * n}, {"yOnly16", n}, {"preO16", n}, {"preOvec", rows}, {"preOW16", n}, {"preOWvec", rows}} {
 		if strings.HasSuffix(f.name, "16") {
 			h := make([]uint16, f.n)
 			if err := binary.Read(out, binary.LittleEndian, h); err != nil {

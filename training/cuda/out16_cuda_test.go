@@ -87,7 +87,7 @@ func TestLogits16Engine(t *testing.T) {
 	}
 }
 
-// The act16 kernels on bfloat16 gu, dh and dy against their float32 twins on the same
+// The act16 kernels on bfloat16 gu, dh, dy and O against their float32 twins on the same
 // values widened: the same bfloat16 h and dgu, dO and D, bit for bit; rows and widths not
 // multiples of the block.
 func TestAct16Kernels(t *testing.T) {
@@ -116,17 +116,17 @@ func TestAct16Kernels(t *testing.T) {
 			t.Errorf("N=%d F=%d: dgu[%d] differs from swiglu_backward_to_bf16's", n, f, i)
 		}
 	}
-	// flash_backward_pre on bfloat16 dy (B,T,C), C = 3 heads of 64
+	// flash_backward_pre on bfloat16 dy and O (B,T,C), C = 3 heads of 64
 	for _, nt := range []int{1, 37, 130} {
 		const b, nh = 2, 3
 		m := devMem{t, st}
 		n, nr := b*nt*nh*flashD, b*nh*nt
-		dy16 := toBF16(randn(n, uint64(nt)+73))
-		dyw, dyb, y := up(m, widened(dy16), 4), up(m, dy16, 2), up(m, randn(n, uint64(nt)+74), 4)
+		dy16, y16 := toBF16(randn(n, uint64(nt)+73)), toBF16(randn(n, uint64(nt)+74))
+		dyw, dyb, yw, yb := up(m, widened(dy16), 4), up(m, dy16, 2), up(m, widened(y16), 4), up(m, y16, 2)
 		o32, o16, v32, v16 := m.alloc(n, 2), m.alloc(n, 2), m.alloc(nr, 4), m.alloc(nr, 4)
 		r := &run{st: st}
-		r.launch("flash_backward_pre", rows(nr), blk, o32, v32, dyw, y, nr, nt, nh)
-		r.launch("flash_backward_pre_from_bf16", rows(nr), blk, o16, v16, dyb, y, nr, nt, nh)
+		r.launch("flash_backward_pre", rows(nr), blk, o32, v32, dyw, yw, nr, nt, nh)
+		r.launch("flash_backward_pre_bf16", rows(nr), blk, o16, v16, dyb, yb, nr, nt, nh)
 		r.do(st.sync)
 		if r.err != nil {
 			t.Fatal(r.err)

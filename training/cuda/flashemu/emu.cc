@@ -13,10 +13,11 @@
 // (T,32) float32. Output on stdout: q, k, v (B,H,T,64) bfloat16, y (B,T,C) float32, y16
 // bfloat16, lse (B,H,T), dvec (B,H,T), dq, dk, dv (B,H,T,64) float32; then q, k, v of
 // flash_permute_rope on qkv, and of flash_permute_rope_from_bf16 on qkv rounded to
-// bfloat16; then dO (B,H,T,64) bfloat16 and D (B,H,T) float32 of flash_backward_pre on dy
-// rounded to bfloat16 and widened, and of flash_backward_pre_from_bf16 on the rounded dy;
-// then dqkv (B,T,3C) bfloat16 of flash_backward_dkdv_rope16 and flash_backward_dq_rope16,
-// with sin as the inverse rotation's table.
+// bfloat16; then D (B,H,T) float32 of flash_backward_pre on dy rounded to bfloat16 and
+// widened; then dqkv (B,T,3C) bfloat16 of flash_backward_dkdv_rope16 and
+// flash_backward_dq_rope16, with sin as the inverse rotation's table; then y16 of
+// flash_forward writing no float32 y, and dO and D of flash_backward_pre_bf16 on the
+// rounded dy and y16, and of flash_backward_pre on them widened.
 #define FLASH_EMULATE 1
 #include "emu.h"
 
@@ -125,14 +126,24 @@ int main() {
            [&] { flash_permute_rope(rope16.data(), qkv.data(), cos.data(), sin.data(), b, nt, nh); });
     launch(flash_tiles((int)(n / 4), 256), 3, 256, rev,
            [&] { flash_permute_rope_from_bf16(rope16b.data(), qkvb.data(), cos.data(), sin.data(), b, nt, nh); });
-    std::vector<__nv_bfloat16> dyb(n), preW16(n), preB16(n);
-    std::vector<float> dyw(n), preWvec(rows), preBvec(rows);
+    std::vector<__nv_bfloat16> dyb(n), preW16(n);
+    std::vector<float> dyw(n), preWvec(rows);
     for (size_t i = 0; i < n; i++) dyb[i] = __float2bfloat16_rn(dy[i]), dyw[i] = bf(dyb[i].x);
     launch(flash_tiles((int)rows, 8), 1, 256, rev,
            [&] { flash_backward_pre(preW16.data(), preWvec.data(), dyw.data(), y.data(), (int)rows, nt, nh); });
-    launch(flash_tiles((int)rows, 8), 1, 256, rev,
-           [&] { flash_backward_pre_from_bf16(preB16.data(), preBvec.data(), dyb.data(), y.data(), (int)rows, nt, nh); });
     put(qkv16), put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv), put(rope16), put(rope16b);
-    put(preW16), put(preWvec), put(preB16), put(preBvec), put(dqkv16);
+    // the act16 path's O: the forward pass writing only its bfloat16 copy, and
+    // flash_backward_pre_bf16 on it, against flash_backward_pre on dy and the copy widened
+    std::vector<__nv_bfloat16> yOnly16(n), preO16(n), preOW16(n);
+    std::vector<float> y16w(n), preOvec(rows), preOWvec(rows);
+    launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev,
+           [&] { flash_forward(nullptr, yOnly16.data(), lse.data(), q, k, v, nt, nh, sc[0]); });
+    for (size_t i = 0; i < n; i++) y16w[i] = bf(y16[i].x);
+    launch(flash_tiles((int)rows, 8), 1, 256, rev,
+           [&] { flash_backward_pre_bf16(preO16.data(), preOvec.data(), dyb.data(), y16.data(), (int)rows, nt, nh); });
+    launch(flash_tiles((int)rows, 8), 1, 256, rev,
+           [&] { flash_backward_pre(preOW16.data(), preOWvec.data(), dyw.data(), y16w.data(), (int)rows, nt, nh); });
+    put(preWvec), put(dqkv16);
+    put(yOnly16), put(preO16), put(preOvec), put(preOW16), put(preOWvec);
     return 0;
 }
