@@ -92,7 +92,8 @@ const (
 	// the backward pass. With fastFlash too, the backward product through Wo writes dy in
 	// bfloat16, and the flash forward pass writes O in bfloat16 only (the copy the product
 	// through Wo reads), which flash_backward_pre_bf16 reads with dy, and with fastRope as well the
-	// product of Wqkv writes qkv in bfloat16, which flash_permute_rope_from_bf16 reads; with
+	// product of Wqkv writes qkv in bfloat16, which the flash kernels read (rotating q and k
+	// on the way: flash_forward_rows and flash_backward_*_rows); with
 	// fastNorm, the products that give the gradient at a norm's output write it in
 	// bfloat16, which rmsnorm_backward_fused_from_bf16 reads. The values are rounded before
 	// SwiGLU, RoPE and RMSNorm's backward pass, and D of flash's backward pass is taken on
@@ -162,8 +163,9 @@ var fastNames = []fastPath{
 	{"graph", fastGraph, nil},
 	{"lt", fastLt, nil},
 	{"logits16", fastLogits16, []string{"crossentropy_loss_online_bf16", "crossentropy_grad_from_bf16"}},
-	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16", "flash_permute_rope_from_bf16", "flash_backward_pre_bf16", "rmsnorm_backward_fused_from_bf16"}},
-	{"rope", fastRope, []string{"flash_permute_rope", "flash_backward_dkdv_rope16", "flash_backward_dq_rope16"}},
+	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16", "flash_backward_pre_bf16", "rmsnorm_backward_fused_from_bf16"}},
+	{"rope", fastRope, []string{"flash_permute_rope", "flash_backward_dkdv_rope16", "flash_backward_dq_rope16",
+		"flash_forward_rows", "flash_backward_dkdv_rows", "flash_backward_dq_rows"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

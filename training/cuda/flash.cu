@@ -31,13 +31,14 @@
 
 typedef __nv_bfloat16 flash_tile[FLASH_LD];
 
-// flashLoad copies rows row0 .. row0+63 of a head's (T,D) bfloat16 matrix g into s, 16
-// bytes per thread and step; rows at or past t are zero, so padded rows add nothing.
-__device__ __forceinline__ void flashLoad(flash_tile *s, const __nv_bfloat16 *g, int row0, int t) {
+// flashLoad copies rows row0 .. row0+63 of a head's (T,D) bfloat16 matrix g, its rows
+// stride elements apart, into s, 16 bytes per thread and step; rows at or past t are zero,
+// so padded rows add nothing.
+__device__ __forceinline__ void flashLoad(flash_tile *s, const __nv_bfloat16 *g, long stride, int row0, int t) {
     for (int c = threadIdx.x; c < 64 * (FLASH_D / 8); c += FLASH_THREADS) {
         int r = c / (FLASH_D / 8), col = (c % (FLASH_D / 8)) * 8;
         uint4 v = make_uint4(0, 0, 0, 0);
-        if (row0 + r < t) v = *(const uint4 *)(g + (long)(row0 + r) * FLASH_D + col);
+        if (row0 + r < t) v = *(const uint4 *)(g + (long)(row0 + r) * stride + col);
         *(uint4 *)&s[r][col] = v;
     }
 }
@@ -159,6 +160,60 @@ __device__ __forceinline__ void load2(const __nv_bfloat16 *p, float &a, float &b
     a = __bfloat162float(v.x), b = __bfloat162float(v.y);
 }
 
+// ropePair reads the pair (i, i+1) of the first half of a head's row x (of type T) and
+// their partners (i + D/2, i + 1 + D/2), rotated by RoPE at position t with cos and sin
+// (T, D/2): the rope kernel's float32 expressions.
+template <typename T>
+__device__ __forceinline__ void ropePair(const T *x, const float *cos, const float *sin, int t, int i, float &a0, float &a1, float &b0, float &b1) {
+    const int hd = FLASH_D / 2;
+    load2(x + i, a0, a1);
+    load2(x + i + hd, b0, b1);
+    float c0, c1, s0, s1;
+    load2(cos + t * hd + i, c0, c1);
+    load2(sin + t * hd + i, s0, s1);
+    float x0 = a0 * c0 - b0 * s0, y0 = a0 * s0 + b0 * c0;
+    float x1 = a1 * c1 - b1 * s1, y1 = a1 * s1 + b1 * c1;
+    a0 = x0, b0 = y0, a1 = x1, b1 = y1;
+}
+
+// The kernels read a head's q, k, v (and dO) through one of two sources. headSrc: a (T,D)
+// bfloat16 matrix in the heads' layout, as flash_permute writes it. rowSrc (the act16
+// path with rope): a head's columns of one part of qkv (B,T,3C) in bfloat16, as the
+// product of Wqkv writes it, rows 3C apart, with RoPE applied to q and k on the way in
+// flash_permute_rope's expressions (ropePair), so that a tile holds the bits
+// flash_permute_rope writes from those values widened, and no permuted copy is made.
+struct headSrc {
+    const __nv_bfloat16 *g;
+    __device__ __forceinline__ void load(flash_tile *s, int row0, int t) const { flashLoad(s, g, FLASH_D, row0, t); }
+};
+
+struct rowSrc {
+    const __nv_bfloat16 *g; // the head's first column in row 0 of its sequence
+    long stride;            // 3C
+    const float *cos, *sin; // (T, D/2); null: no rotation (v)
+    __device__ __forceinline__ void load(flash_tile *s, int row0, int t) const {
+        if (!cos) {
+            flashLoad(s, g, stride, row0, t);
+            return;
+        }
+        const int hd = FLASH_D / 2;
+        for (int c = threadIdx.x; c < 64 * (hd / 2); c += FLASH_THREADS) {
+            int r = c / (hd / 2), i = (c % (hd / 2)) * 2;
+            float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
+            if (row0 + r < t) ropePair(g + (long)(row0 + r) * stride, cos, sin, row0 + r, i, a0, a1, b0, b1);
+            *(__nv_bfloat162 *)&s[r][i] = __floats2bfloat162_rn(a0, a1);
+            *(__nv_bfloat162 *)&s[r][i + hd] = __floats2bfloat162_rn(b0, b1);
+        }
+    }
+};
+
+// rowSrcAt is the rowSrc of part (0 q, 1 k, 2 v) of head bh (of nh) in qkv (B,T,3C).
+__device__ __forceinline__ rowSrc rowSrcAt(const __nv_bfloat16 *qkv, int part, int bh, int nh, int nt, const float *cos, const float *sin) {
+    long c = (long)nh * FLASH_D;
+    int bb = bh / nh, h = bh % nh;
+    return rowSrc{qkv + (long)bb * nt * 3 * c + part * c + (long)h * FLASH_D, 3 * c, part < 2 ? cos : nullptr, part < 2 ? sin : nullptr};
+}
+
 // The backward kernels write a warp's rows of a gradient with one of two stores.
 // headRows: into a head's (T,D) float32 matrix, which the gather (permute_backward_rope_*)
 // then moves into (B,T,3C). ropeRows16 (the rope path): straight into the bfloat16 dqkv
@@ -223,15 +278,11 @@ __device__ __forceinline__ void flashPermuteRope(__nv_bfloat16 *qkv16, const T *
     int t = (int)(r % nt), bh = (int)(r / nt), h = bh % nh, bb = bh / nh;
     const T *x = qkv + ((long)bb * nt + t) * 3 * nh * FLASH_D + (long)(part * nh + h) * FLASH_D;
     float a0, a1, b0, b1;
-    load2(x + i, a0, a1);
-    load2(x + i + hd, b0, b1);
     if (part < 2) {
-        float c0, c1, s0, s1;
-        load2(cos + t * hd + i, c0, c1);
-        load2(sin + t * hd + i, s0, s1);
-        float x0 = a0 * c0 - b0 * s0, y0 = a0 * s0 + b0 * c0;
-        float x1 = a1 * c1 - b1 * s1, y1 = a1 * s1 + b1 * c1;
-        a0 = x0, b0 = y0, a1 = x1, b1 = y1;
+        ropePair(x, cos, sin, t, i, a0, a1, b0, b1);
+    } else {
+        load2(x + i, a0, a1);
+        load2(x + i + hd, b0, b1);
     }
     __nv_bfloat16 *o = qkv16 + part * n + r * FLASH_D;
     *(__nv_bfloat162 *)&o[i] = __floats2bfloat162_rn(a0, a1);
@@ -255,43 +306,14 @@ __device__ __forceinline__ void flashBackwardPre(__nv_bfloat16 *do16, float *dve
     if (lane == 0) dvec[r] = s;
 }
 
-extern "C" {
-
-// flash_permute writes q, k and v of qkv (B,T,3C), rounded to bfloat16, into the heads'
-// layout: qkv16 holds q, k, v (B,H,T,D) one after another, blockIdx.y choosing which; a
-// thread per pair of elements.
-__global__ void flash_permute(__nv_bfloat16 *qkv16, const float *qkv, int b, int nt, int nh) {
-    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x, n = (long)b * nh * nt * FLASH_D;
-    if (idx >= n / 2) return;
-    int part = blockIdx.y, d = (int)(idx % (FLASH_D / 2)) * 2;
-    long r = idx / (FLASH_D / 2);
-    int i = (int)(r % nt), bh = (int)(r / nt), h = bh % nh, bb = bh / nh;
-    long src = ((long)bb * nt + i) * 3 * nh * FLASH_D + (long)(part * nh + h) * FLASH_D + d;
-    float2 x = *(const float2 *)&qkv[src];
-    *(__nv_bfloat162 *)&qkv16[part * n + 2 * idx] = __floats2bfloat162_rn(x.x, x.y);
-}
-
-// flash_permute_rope is flash_permute with RoPE applied to q and k on the way, as the rope
-// kernel applies it (the same float32 expressions, so bitwise rope then flash_permute):
-// cos and sin (T, D/2). A thread per pair (i, i+1) of the first half of a head and their
-// partners (i + D/2, i + 1 + D/2); qkv is left as it is (SFSWEEP_CUDA_FAST=rope).
-__global__ void flash_permute_rope(__nv_bfloat16 *qkv16, const float *qkv, const float *cos, const float *sin, int b, int nt, int nh) {
-    flashPermuteRope(qkv16, qkv, cos, sin, b, nt, nh);
-}
-
-// flash_permute_rope_from_bf16 is flash_permute_rope on bfloat16 qkv (B,T,3C), as the
-// act16 path's product writes it: bitwise that kernel on the same values in float32.
-__global__ void flash_permute_rope_from_bf16(__nv_bfloat16 *qkv16, const __nv_bfloat16 *qkv, const float *cos, const float *sin, int b, int nt, int nh) {
-    flashPermuteRope(qkv16, qkv, cos, sin, b, nt, nh);
-}
-
-__global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bfloat16 *y16, float *lse,
-        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, int nt, int nh, float scaleLog2) {
+// flashForward is flash_forward's block, reading q, k and v through sources (headSrc,
+// rowSrc).
+template <class Src>
+__device__ __forceinline__ void flashForward(float *y, __nv_bfloat16 *y16, float *lse, Src q, Src k, Src v, int nt, int nh, float scaleLog2) {
     __shared__ __align__(16) flash_tile sq[FLASH_BR], sk[FLASH_BC], sv[FLASH_BC];
     // the last query tiles visit the most key tiles: they start first
     int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
-    long head = (long)bh * nt * FLASH_D;
-    flashLoad(sq, q + head, qt * FLASH_BR, nt);
+    q.load(sq, qt * FLASH_BR, nt);
     __syncthreads();
     uint32_t qa[FLASH_D / 16][4];
     loadA(qa, sq, warp * 16, lane);
@@ -301,8 +323,8 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bf
     int end = flash_kv_end(qt, FLASH_BR, FLASH_BC, nt);
     for (int kt = 0; kt < end; kt++) {
         __syncthreads(); // every warp is done with the last tile
-        flashLoad(sk, k + head, kt * FLASH_BC, nt);
-        flashLoad(sv, v + head, kt * FLASH_BC, nt);
+        k.load(sk, kt * FLASH_BC, nt);
+        v.load(sv, kt * FLASH_BC, nt);
         __syncthreads();
         float s[8][4];
         zero8(s);
@@ -367,6 +389,47 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bf
     }
 }
 
+extern "C" {
+
+// flash_permute writes q, k and v of qkv (B,T,3C), rounded to bfloat16, into the heads'
+// layout: qkv16 holds q, k, v (B,H,T,D) one after another, blockIdx.y choosing which; a
+// thread per pair of elements.
+__global__ void flash_permute(__nv_bfloat16 *qkv16, const float *qkv, int b, int nt, int nh) {
+    long idx = (long)blockIdx.x * blockDim.x + threadIdx.x, n = (long)b * nh * nt * FLASH_D;
+    if (idx >= n / 2) return;
+    int part = blockIdx.y, d = (int)(idx % (FLASH_D / 2)) * 2;
+    long r = idx / (FLASH_D / 2);
+    int i = (int)(r % nt), bh = (int)(r / nt), h = bh % nh, bb = bh / nh;
+    long src = ((long)bb * nt + i) * 3 * nh * FLASH_D + (long)(part * nh + h) * FLASH_D + d;
+    float2 x = *(const float2 *)&qkv[src];
+    *(__nv_bfloat162 *)&qkv16[part * n + 2 * idx] = __floats2bfloat162_rn(x.x, x.y);
+}
+
+// flash_permute_rope is flash_permute with RoPE applied to q and k on the way, as the rope
+// kernel applies it (the same float32 expressions, so bitwise rope then flash_permute):
+// cos and sin (T, D/2). A thread per pair (i, i+1) of the first half of a head and their
+// partners (i + D/2, i + 1 + D/2); qkv is left as it is (SFSWEEP_CUDA_FAST=rope).
+__global__ void flash_permute_rope(__nv_bfloat16 *qkv16, const float *qkv, const float *cos, const float *sin, int b, int nt, int nh) {
+    flashPermuteRope(qkv16, qkv, cos, sin, b, nt, nh);
+}
+
+__global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bfloat16 *y16, float *lse,
+        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, int nt, int nh, float scaleLog2) {
+    long head = (long)blockIdx.y * nt * FLASH_D;
+    flashForward(y, y16, lse, headSrc{q + head}, headSrc{k + head}, headSrc{v + head}, nt, nh, scaleLog2);
+}
+
+// flash_forward_rows is flash_forward reading q, k and v straight from qkv (B,T,3C) in
+// bfloat16, as the act16 path's product of Wqkv writes it, with RoPE applied to q and k on
+// the way (cos and sin (T, D/2)): bitwise flash_permute_rope on qkv widened, then
+// flash_forward, without the permuted copy (the act16 path with rope).
+__global__ void __launch_bounds__(FLASH_THREADS) flash_forward_rows(float *y, __nv_bfloat16 *y16, float *lse,
+        const __nv_bfloat16 *qkv, const float *cos, const float *sin, int nt, int nh, float scaleLog2) {
+    int bh = blockIdx.y;
+    flashForward(y, y16, lse, rowSrcAt(qkv, 0, bh, nh, nt, cos, sin), rowSrcAt(qkv, 1, bh, nh, nt, cos, sin),
+                 rowSrcAt(qkv, 2, bh, nh, nt, cos, sin), nt, nh, scaleLog2);
+}
+
 // flash_backward_pre: a warp per row of (B,H,T): dO rounded into the heads' layout, and
 // D = rowsum(dO∘O) on the rounded dO, lane l taking elements l and l+32.
 __global__ void flash_backward_pre(__nv_bfloat16 *do16, float *dvec, const float *dy, const float *y, int rows, int nt, int nh) {
@@ -384,22 +447,20 @@ __global__ void flash_backward_pre_bf16(__nv_bfloat16 *do16, float *dvec, const 
 
 } // extern "C"
 
-// flashBackwardDkdv is flash_backward_dkdv's block, its rows of dK and dV written by
-// storeK and storeV.
-template <class Store>
-__device__ __forceinline__ void flashBackwardDkdv(Store storeK, Store storeV,
-        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
+// flashBackwardDkdv is flash_backward_dkdv's block, reading q, k and v through sources and
+// dO in the heads' layout, its rows of dK and dV written by storeK and storeV.
+template <class Store, class Src>
+__device__ __forceinline__ void flashBackwardDkdv(Store storeK, Store storeV, Src q, Src k, Src v, headSrc dO,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
     __shared__ __align__(16) flash_tile sq[FLASH_BR], sdo[FLASH_BR], skv[FLASH_BC];
     __shared__ float slse[FLASH_BR], sdv[FLASH_BR];
     int kt = blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
-    long head = (long)bh * nt * FLASH_D;
     uint32_t ka[FLASH_D / 16][4], va[FLASH_D / 16][4];
-    flashLoad(skv, k + head, kt * FLASH_BC, nt);
+    k.load(skv, kt * FLASH_BC, nt);
     __syncthreads();
     loadA(ka, skv, warp * 16, lane);
     __syncthreads();
-    flashLoad(skv, v + head, kt * FLASH_BC, nt);
+    v.load(skv, kt * FLASH_BC, nt);
     __syncthreads();
     loadA(va, skv, warp * 16, lane);
     float gk[FLASH_D / 8][4], gv[FLASH_D / 8][4];
@@ -408,8 +469,8 @@ __device__ __forceinline__ void flashBackwardDkdv(Store storeK, Store storeV,
     int j0 = kt * FLASH_BC + warp * 16, nq = flash_tiles(nt, FLASH_BR);
     for (int qt = flash_q_begin(kt, FLASH_BR, FLASH_BC); qt < nq; qt++) {
         __syncthreads();
-        flashLoad(sq, q + head, qt * FLASH_BR, nt);
-        flashLoad(sdo, do16 + head, qt * FLASH_BR, nt);
+        q.load(sq, qt * FLASH_BR, nt);
+        dO.load(sdo, qt * FLASH_BR, nt);
         for (int i = threadIdx.x; i < FLASH_BR; i += FLASH_THREADS) {
             int row = qt * FLASH_BR + i;
             slse[i] = row < nt ? lse[(long)bh * nt + row] : 0.0f;
@@ -438,18 +499,17 @@ __device__ __forceinline__ void flashBackwardDkdv(Store storeK, Store storeV,
     storeV(gv, j0, nt, 1.0f, lane);
 }
 
-// flashBackwardDq is flash_backward_dq's block, its rows of dQ written by store.
-template <class Store>
-__device__ __forceinline__ void flashBackwardDq(Store store,
-        const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
+// flashBackwardDq is flash_backward_dq's block, reading q, k and v through sources and dO
+// in the heads' layout, its rows of dQ written by store.
+template <class Store, class Src>
+__device__ __forceinline__ void flashBackwardDq(Store store, Src q, Src k, Src v, headSrc dO,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
     __shared__ __align__(16) flash_tile sk[FLASH_BC], sv[FLASH_BC];
     int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
-    long head = (long)bh * nt * FLASH_D;
     uint32_t qa[FLASH_D / 16][4], oa[FLASH_D / 16][4];
     // Q and dO pass through the key and value tiles' space before the loop
-    flashLoad(sk, q + head, qt * FLASH_BR, nt);
-    flashLoad(sv, do16 + head, qt * FLASH_BR, nt);
+    q.load(sk, qt * FLASH_BR, nt);
+    dO.load(sv, qt * FLASH_BR, nt);
     __syncthreads();
     loadA(qa, sk, warp * 16, lane);
     loadA(oa, sv, warp * 16, lane);
@@ -466,8 +526,8 @@ __device__ __forceinline__ void flashBackwardDq(Store store,
     int end = flash_kv_end(qt, FLASH_BR, FLASH_BC, nt);
     for (int kt = 0; kt < end; kt++) {
         __syncthreads();
-        flashLoad(sk, k + head, kt * FLASH_BC, nt);
-        flashLoad(sv, v + head, kt * FLASH_BC, nt);
+        k.load(sk, kt * FLASH_BC, nt);
+        v.load(sv, kt * FLASH_BC, nt);
         __syncthreads();
         float s[8][4], dp[8][4];
         scoresAndGrads(s, dp, qa, sk, oa, sv, lane);
@@ -494,7 +554,8 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv(float *dk, 
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
     long head = (long)blockIdx.y * nt * FLASH_D;
-    flashBackwardDkdv(headRows{dk + head}, headRows{dv + head}, q, k, v, do16, lse, dvec, nt, scaleLog2, scale);
+    flashBackwardDkdv(headRows{dk + head}, headRows{dv + head}, headSrc{q + head}, headSrc{k + head}, headSrc{v + head},
+                      headSrc{do16 + head}, lse, dvec, nt, scaleLog2, scale);
 }
 
 // flash_backward_dq: a block per query tile (the last first) of a head; warp w owns queries
@@ -502,7 +563,9 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv(float *dk, 
 __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq(float *dq,
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
-    flashBackwardDq(headRows{dq + (long)blockIdx.y * nt * FLASH_D}, q, k, v, do16, lse, dvec, nt, scaleLog2, scale);
+    long head = (long)blockIdx.y * nt * FLASH_D;
+    flashBackwardDq(headRows{dq + head}, headSrc{q + head}, headSrc{k + head}, headSrc{v + head}, headSrc{do16 + head},
+                    lse, dvec, nt, scaleLog2, scale);
 }
 
 // flash_backward_dkdv_rope16 is flash_backward_dkdv writing dK and dV as the rope path's
@@ -513,8 +576,22 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv_rope16(__nv
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
     int bh = blockIdx.y;
+    long head = (long)bh * nt * FLASH_D;
     flashBackwardDkdv(ropeRowsAt(dqkv16, 1, bh, nh, nt, cos, nsin), ropeRowsAt(dqkv16, 2, bh, nh, nt, cos, nsin),
-                      q, k, v, do16, lse, dvec, nt, scaleLog2, scale);
+                      headSrc{q + head}, headSrc{k + head}, headSrc{v + head}, headSrc{do16 + head}, lse, dvec, nt, scaleLog2, scale);
+}
+
+// flash_backward_dkdv_rows is flash_backward_dkdv_rope16 reading q, k and v straight from
+// qkv (B,T,3C) in bfloat16 with RoPE applied on the way, as flash_forward_rows does (its
+// cos and sin, and nsin for the rotation back): bitwise flash_permute_rope on qkv widened,
+// then flash_backward_dkdv_rope16.
+__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv_rows(__nv_bfloat16 *dqkv16, const __nv_bfloat16 *qkv,
+        const float *cos, const float *sin, const float *nsin, int nh, const __nv_bfloat16 *do16,
+        const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
+    int bh = blockIdx.y;
+    flashBackwardDkdv(ropeRowsAt(dqkv16, 1, bh, nh, nt, cos, nsin), ropeRowsAt(dqkv16, 2, bh, nh, nt, cos, nsin),
+                      rowSrcAt(qkv, 0, bh, nh, nt, cos, sin), rowSrcAt(qkv, 1, bh, nh, nt, cos, sin), rowSrcAt(qkv, 2, bh, nh, nt, cos, sin),
+                      headSrc{do16 + (long)bh * nt * FLASH_D}, lse, dvec, nt, scaleLog2, scale);
 }
 
 // flash_backward_dq_rope16 is flash_backward_dq writing dQ into q's columns of dqkv16,
@@ -522,7 +599,20 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dkdv_rope16(__nv
 __global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq_rope16(__nv_bfloat16 *dqkv16, const float *cos, const float *nsin, int nh,
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, const __nv_bfloat16 *do16,
         const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
-    flashBackwardDq(ropeRowsAt(dqkv16, 0, blockIdx.y, nh, nt, cos, nsin), q, k, v, do16, lse, dvec, nt, scaleLog2, scale);
+    long head = (long)blockIdx.y * nt * FLASH_D;
+    flashBackwardDq(ropeRowsAt(dqkv16, 0, blockIdx.y, nh, nt, cos, nsin), headSrc{q + head}, headSrc{k + head}, headSrc{v + head},
+                    headSrc{do16 + head}, lse, dvec, nt, scaleLog2, scale);
+}
+
+// flash_backward_dq_rows is flash_backward_dq_rope16 reading q, k and v from qkv as
+// flash_backward_dkdv_rows does.
+__global__ void __launch_bounds__(FLASH_THREADS) flash_backward_dq_rows(__nv_bfloat16 *dqkv16, const __nv_bfloat16 *qkv,
+        const float *cos, const float *sin, const float *nsin, int nh, const __nv_bfloat16 *do16,
+        const float *lse, const float *dvec, int nt, float scaleLog2, float scale) {
+    int bh = blockIdx.y;
+    flashBackwardDq(ropeRowsAt(dqkv16, 0, bh, nh, nt, cos, nsin), rowSrcAt(qkv, 0, bh, nh, nt, cos, sin),
+                    rowSrcAt(qkv, 1, bh, nh, nt, cos, sin), rowSrcAt(qkv, 2, bh, nh, nt, cos, sin),
+                    headSrc{do16 + (long)bh * nt * FLASH_D}, lse, dvec, nt, scaleLog2, scale);
 }
 
 } // extern "C"

@@ -106,6 +106,55 @@ func flashOnDevice(t *testing.T, st *stream, a *flashArgs, q, k, v, do []float32
 	return out
 }
 
+// flashRowsPasses runs a layer's flash passes on the rope path with act16, from qkv16
+// (B,T,3C) in bfloat16: with fromRows the kernels that read it, rotating q and k on the
+// way, else the kernels on heads, q, k, v permuted and rotated from it; on the same dy,
+// RoPE's tables cos and sin, and −sin for the rotation back. It returns the bits of O,
+// its copy, the log-sum-exp and dqkv16.
+func flashRowsPasses(t *testing.T, st *stream, m devMem, fromRows bool, qkv16 cu.DevicePtr, heads [3]cu.DevicePtr, cos, sin []float32, b, nh, nt int) map[string][]uint32 {
+	t.Helper()
+	n, bht := b*nh*nt*flashD, b*nh*nt
+	nsin := make([]float32, len(sin))
+	for i, x := range sin {
+		nsin[i] = -x
+	}
+	dcos, dsin, dnsin := up(m, cos, 4), up(m, sin, 4), up(m, nsin, 4)
+	dy := up(m, randn(n, uint64(nt)+9), 4)
+	y, y16, lse := m.alloc(n, 4), m.alloc(n, 2), m.alloc(bht, 4)
+	do16, dvec, dqkv16 := m.alloc(n, 2), m.alloc(bht, 4), m.alloc(3*n, 2)
+	scale, scaleLog2 := flashScale()
+	block, q, kv := dim{x: flashThreads}, dim{x: blocks(nt, flashBR), y: b * nh}, dim{x: blocks(nt, flashBC), y: b * nh}
+	r := &run{st: st}
+	if fromRows {
+		r.launch("flash_forward_rows", q, block, y, y16, lse, qkv16, dcos, dsin, nt, nh, scaleLog2)
+	} else {
+		r.launch("flash_forward", q, block, y, y16, lse, heads[0], heads[1], heads[2], nt, nh, scaleLog2)
+	}
+	r.launch("flash_backward_pre", rows(bht), blk, do16, dvec, dy, y, bht, nt, nh)
+	if fromRows {
+		r.launch("flash_backward_dkdv_rows", kv, block, dqkv16, qkv16, dcos, dsin, dnsin, nh, do16, lse, dvec, nt, scaleLog2, scale)
+		r.launch("flash_backward_dq_rows", q, block, dqkv16, qkv16, dcos, dsin, dnsin, nh, do16, lse, dvec, nt, scaleLog2, scale)
+	} else {
+		r.launch("flash_backward_dkdv_rope16", kv, block, dqkv16, dcos, dnsin, nh, heads[0], heads[1], heads[2], do16, lse, dvec, nt, scaleLog2, scale)
+		r.launch("flash_backward_dq_rope16", q, block, dqkv16, dcos, dnsin, nh, heads[0], heads[1], heads[2], do16, lse, dvec, nt, scaleLog2, scale)
+	}
+	r.do(st.sync)
+	if r.err != nil {
+		t.Fatalf("T=%d: %v", nt, r.err)
+	}
+	return map[string][]uint32{"O": bits32(down[float32](m, y, n)), "O16": widen16(down[uint16](m, y16, n)),
+		"lse": bits32(down[float32](m, lse, bht)), "dqkv16": widen16(down[uint16](m, dqkv16, 3*n))}
+}
+
+// widen16 is bfloat16 bits as uint32s, to compare with bits32's.
+func widen16(h []uint16) []uint32 {
+	w := make([]uint32, len(h))
+	for i, x := range h {
+		w[i] = uint32(x)
+	}
+	return w
+}
+
 // gradErrs returns, per tensor of the layout, relErr of grads against ref.
 func gradErrs(cfg model.Config, grads, ref []float32) map[string]float64 {
 	errs := map[string]float64{}
@@ -192,9 +241,10 @@ func TestFlashNeedBytes(t *testing.T) {
 }
 
 // RoPE inside the flash path's permutation (the rope path): flash_permute_rope is bitwise
-// rope then flash_permute, and flash_permute_rope_from_bf16 bitwise flash_permute_rope on
-// the same values widened; the backward kernels that write dqkv16 themselves bitwise the
-// default ones followed by the gather; T not a multiple of anything. Engines with flash and rope give
+// rope then flash_permute; the backward kernels that write dqkv16 themselves bitwise the
+// default ones followed by the gather; with act16 too, the kernels that read q, k, v
+// straight from qkv in bfloat16 (rotating on the way) bitwise flash_permute_rope on it
+// widened and the kernels on the heads' layout; T not a multiple of anything. Engines with flash and rope give
 // the same bits as with flash alone, LLaMA and GPT-2 (which has no RoPE).
 func TestRopeInPermute(t *testing.T) {
 	st := testStream(t, needFast(t, fastFlash|fastRope|fastAct16))
@@ -209,13 +259,12 @@ func TestRopeInPermute(t *testing.T) {
 			dq, dqr, dq16 := up(m, qkv, 4), up(m, qkv, 4), up(m, q16, 2)
 			dw := up(m, widened(q16), 4)
 			dcos, dsin := up(m, cos, 4), up(m, sin, 4)
-			old, fused, from16, wide := m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2)
+			old, fused, wide := m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2)
 			r := &run{st: st}
 			grid := dim{x: blocks(n/4, threads), y: 3}
 			r.launch("rope", lin(b*nt*2*nh*flashD/2), blk, dqr, dcos, dsin, b*nt, nt, nh*flashD, nh)
 			r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, old, dqr, b, nt, nh)
 			r.launch("flash_permute_rope", grid, blk, fused, dq, dcos, dsin, b, nt, nh)
-			r.launch("flash_permute_rope_from_bf16", grid, blk, from16, dq16, dcos, dsin, b, nt, nh)
 			r.launch("flash_permute_rope", grid, blk, wide, dw, dcos, dsin, b, nt, nh)
 			r.do(st.sync)
 			if r.err != nil {
@@ -224,11 +273,15 @@ func TestRopeInPermute(t *testing.T) {
 			if i := firstDiff(down[uint16](m, fused, 3*n), down[uint16](m, old, 3*n)); i >= 0 {
 				t.Errorf("T=%d: flash_permute_rope's element %d is not rope then flash_permute", nt, i)
 			}
-			if i := firstDiff(down[uint16](m, from16, 3*n), down[uint16](m, wide, 3*n)); i >= 0 {
-				t.Errorf("T=%d: flash_permute_rope_from_bf16's element %d is not flash_permute_rope on the widened qkv", nt, i)
-			}
 			if i := firstDiff(down[uint16](m, fused, 3*n), ropeHeads(qkv, cos, sin, b, nt, nh)); i >= 0 {
 				t.Errorf("T=%d: flash_permute_rope's element %d is not the Go mirror's", nt, i)
+			}
+			heads := [3]cu.DevicePtr{wide, wide + cu.DevicePtr(2*n), wide + cu.DevicePtr(4*n)}
+			a, b16 := flashRowsPasses(t, st, m, false, dq16, heads, cos, sin, b, nh, nt), flashRowsPasses(t, st, m, true, dq16, heads, cos, sin, b, nh, nt)
+			for name, x := range a {
+				if i := firstDiff(b16[name], x); i >= 0 {
+					t.Errorf("T=%d: %s[%d] of the kernels reading qkv differs from the permuted path's", nt, name, i)
+				}
 			}
 			// the backward kernels that write dqkv16 themselves: bitwise the default ones,
 			// then the gather with the inverse rotation and the rounding

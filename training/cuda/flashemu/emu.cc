@@ -12,12 +12,13 @@
 // scaleLog2, scale; qkv (B,T,3C) and dy (B,T,C) float32, C = H·64; RoPE's cos and sin
 // (T,32) float32. Output on stdout: q, k, v (B,H,T,64) bfloat16, y (B,T,C) float32, y16
 // bfloat16, lse (B,H,T), dvec (B,H,T), dq, dk, dv (B,H,T,64) float32; then q, k, v of
-// flash_permute_rope on qkv, and of flash_permute_rope_from_bf16 on qkv rounded to
-// bfloat16; then D (B,H,T) float32 of flash_backward_pre on dy rounded to bfloat16 and
+// flash_permute_rope on qkv; then D (B,H,T) float32 of flash_backward_pre on dy rounded to bfloat16 and
 // widened; then dqkv (B,T,3C) bfloat16 of flash_backward_dkdv_rope16 and
 // flash_backward_dq_rope16, with sin as the inverse rotation's table; then y16 of
 // flash_forward writing no float32 y, and dO and D of flash_backward_pre_bf16 on the
-// rounded dy and y16, and of flash_backward_pre on them widened.
+// rounded dy and y16, and of flash_backward_pre on them widened; then y, y16, lse and
+// dqkv16 of the rope16 kernels after flash_permute_rope on qkv rounded to bfloat16 and
+// widened, and of the rows kernels on qkv rounded.
 #define FLASH_EMULATE 1
 #include "emu.h"
 
@@ -120,18 +121,20 @@ int main() {
     launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev, [&] {
         flash_backward_dq_rope16(dqkv16.data(), cos.data(), sin.data(), nh, q, k, v, do16.data(), lse.data(), dvec.data(), nt, sc[0], sc[1]);
     });
-    std::vector<__nv_bfloat16> rope16(3 * n), rope16b(3 * n), qkvb(3 * n);
-    for (size_t i = 0; i < qkvb.size(); i++) qkvb[i] = __float2bfloat16_rn(qkv[i]);
+    // qkv rounded to bfloat16 (as the act16 path's product writes it), and widened
+    std::vector<__nv_bfloat16> rope16(3 * n), rope16w(3 * n), qkvb(3 * n);
+    std::vector<float> qkvw(3 * n);
+    for (size_t i = 0; i < qkvb.size(); i++) qkvb[i] = __float2bfloat16_rn(qkv[i]), qkvw[i] = bf(qkvb[i].x);
     launch(flash_tiles((int)(n / 4), 256), 3, 256, rev,
            [&] { flash_permute_rope(rope16.data(), qkv.data(), cos.data(), sin.data(), b, nt, nh); });
     launch(flash_tiles((int)(n / 4), 256), 3, 256, rev,
-           [&] { flash_permute_rope_from_bf16(rope16b.data(), qkvb.data(), cos.data(), sin.data(), b, nt, nh); });
+           [&] { flash_permute_rope(rope16w.data(), qkvw.data(), cos.data(), sin.data(), b, nt, nh); });
     std::vector<__nv_bfloat16> dyb(n), preW16(n);
     std::vector<float> dyw(n), preWvec(rows);
     for (size_t i = 0; i < n; i++) dyb[i] = __float2bfloat16_rn(dy[i]), dyw[i] = bf(dyb[i].x);
     launch(flash_tiles((int)rows, 8), 1, 256, rev,
            [&] { flash_backward_pre(preW16.data(), preWvec.data(), dyw.data(), y.data(), (int)rows, nt, nh); });
-    put(qkv16), put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv), put(rope16), put(rope16b);
+    put(qkv16), put(y), put(y16), put(lse), put(dvec), put(dq), put(dk), put(dv), put(rope16);
     // the act16 path's O: the forward pass writing only its bfloat16 copy, and
     // flash_backward_pre_bf16 on it, against flash_backward_pre on dy and the copy widened
     std::vector<__nv_bfloat16> yOnly16(n), preO16(n), preOW16(n);
@@ -143,7 +146,34 @@ int main() {
            [&] { flash_backward_pre_bf16(preO16.data(), preOvec.data(), dyb.data(), y16.data(), (int)rows, nt, nh); });
     launch(flash_tiles((int)rows, 8), 1, 256, rev,
            [&] { flash_backward_pre(preOW16.data(), preOWvec.data(), dyw.data(), y16w.data(), (int)rows, nt, nh); });
+    // the act16 path with rope: the kernels reading q, k, v from the rounded qkv (B,T,3C)
+    // with RoPE on the way (B), against flash_permute_rope on it widened, then the kernels on
+    // the heads' layout (A); sin stands for the inverse rotation's table too
+    std::vector<float> yA(n), yB(n), lseA(rows), lseB(rows), dvecA(rows), dvecB(rows);
+    std::vector<__nv_bfloat16> yA16(n), yB16(n), doA(n), doB(n), dqkvA(3 * n), dqkvB(3 * n);
+    const __nv_bfloat16 *qr = rope16w.data(), *kr = qr + n, *vr = kr + n;
+    launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev,
+           [&] { flash_forward(yA.data(), yA16.data(), lseA.data(), qr, kr, vr, nt, nh, sc[0]); });
+    launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev,
+           [&] { flash_forward_rows(yB.data(), yB16.data(), lseB.data(), qkvb.data(), cos.data(), sin.data(), nt, nh, sc[0]); });
+    launch(flash_tiles((int)rows, 8), 1, 256, rev,
+           [&] { flash_backward_pre(doA.data(), dvecA.data(), dy.data(), yA.data(), (int)rows, nt, nh); });
+    launch(flash_tiles((int)rows, 8), 1, 256, rev,
+           [&] { flash_backward_pre(doB.data(), dvecB.data(), dy.data(), yB.data(), (int)rows, nt, nh); });
+    launch(flash_tiles(nt, FLASH_BC), bh, FLASH_THREADS, rev, [&] {
+        flash_backward_dkdv_rope16(dqkvA.data(), cos.data(), sin.data(), nh, qr, kr, vr, doA.data(), lseA.data(), dvecA.data(), nt, sc[0], sc[1]);
+    });
+    launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev, [&] {
+        flash_backward_dq_rope16(dqkvA.data(), cos.data(), sin.data(), nh, qr, kr, vr, doA.data(), lseA.data(), dvecA.data(), nt, sc[0], sc[1]);
+    });
+    launch(flash_tiles(nt, FLASH_BC), bh, FLASH_THREADS, rev, [&] {
+        flash_backward_dkdv_rows(dqkvB.data(), qkvb.data(), cos.data(), sin.data(), sin.data(), nh, doB.data(), lseB.data(), dvecB.data(), nt, sc[0], sc[1]);
+    });
+    launch(flash_tiles(nt, FLASH_BR), bh, FLASH_THREADS, rev, [&] {
+        flash_backward_dq_rows(dqkvB.data(), qkvb.data(), cos.data(), sin.data(), sin.data(), nh, doB.data(), lseB.data(), dvecB.data(), nt, sc[0], sc[1]);
+    });
     put(preWvec), put(dqkv16);
     put(yOnly16), put(preO16), put(preOvec), put(preOW16), put(preOWvec);
+    put(yA), put(yA16), put(lseA), put(dqkvA), put(yB), put(yB16), put(lseB), put(dqkvB);
     return 0;
 }
