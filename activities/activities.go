@@ -39,8 +39,9 @@ type Activities struct {
 	// Probe, if set, sees every probe this worker computes start (done false) and end
 	// (done true, err its failure or nil); what names it, e.g. "decay probe from step 60".
 	Probe func(trialID, what string, done bool, err error)
-	// AttemptFailed, if set, sees every Train attempt of this worker that fails (for live
-	// reports: a failure shows when it happens, not when the trial's retries are spent).
+	// AttemptFailed, if set, sees every Train attempt of this worker that fails, with its
+	// error as Temporal sees it (classify: whether it is retried), for live reports: a
+	// failure shows when it happens, not when the trial's retries are spent.
 	AttemptFailed func(trialID string, attempt int, err error)
 	// Waiting, if set, sees each line of a trial waiting for GPU memory (admit), as status
 	// and the page show it: "waiting for GPU memory: needs X GiB, …".

@@ -46,11 +46,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 			}
 		})
 		if err != nil {
-			a.log().Warn("train attempt failed", "trial", in.TrialID, "attempt", activity.GetInfo(ctx).Attempt, "err", err)
-			if a.AttemptFailed != nil && ctx.Err() == nil {
-				a.AttemptFailed(in.TrialID, int(activity.GetInfo(ctx).Attempt), err)
-			}
-			return workflows.TrainOutput{}, classify(err)
+			return workflows.TrainOutput{}, a.attemptFailed(ctx, in.TrialID, err)
 		}
 		if res == nil {
 			return workflows.TrainOutput{Step: in.Until}, nil // paused at the rung
@@ -82,7 +78,7 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	}
 	release, err := a.admit(ctx, in.TrialID, cfg, waiting)
 	if err != nil {
-		return workflows.TrainOutput{}, classify(err)
+		return workflows.TrainOutput{}, a.attemptFailed(ctx, in.TrialID, err)
 	}
 	defer release()
 	where := func() string {
@@ -94,13 +90,21 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 		return training.Run(ctx, cfg, opt)
 	})
 	if err != nil {
-		a.log().Warn("train attempt failed", "trial", in.TrialID, "attempt", activity.GetInfo(ctx).Attempt, "err", err)
-		if a.AttemptFailed != nil && ctx.Err() == nil {
-			a.AttemptFailed(in.TrialID, int(activity.GetInfo(ctx).Attempt), err)
-		}
-		return workflows.TrainOutput{}, classify(err)
+		return workflows.TrainOutput{}, a.attemptFailed(ctx, in.TrialID, err)
 	}
 	return a.trainOutput(ctx, in.TrialID, res), nil
+}
+
+// attemptFailed logs a failed Train attempt and shows it to AttemptFailed, and returns its
+// error as Temporal is to see it (classify): an error that the same attempt would meet
+// again, such as a trial larger than its GPU, is not retried, and AttemptFailed can tell.
+func (a *Activities) attemptFailed(ctx context.Context, trialID string, err error) error {
+	a.log().Warn("train attempt failed", "trial", trialID, "attempt", activity.GetInfo(ctx).Attempt, "err", err)
+	cerr := classify(err)
+	if a.AttemptFailed != nil && ctx.Err() == nil {
+		a.AttemptFailed(trialID, int(activity.GetInfo(ctx).Attempt), cerr)
+	}
+	return cerr
 }
 
 // recordAttempt records that a trial's training is on its attempt-th attempt, so that its

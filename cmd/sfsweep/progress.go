@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -79,12 +82,20 @@ func (b *progressBars) step(trial string, p training.Progress) {
 	b.draw()
 }
 
-// attemptFailed reports a failed training attempt at once; Temporal retries it.
+// attemptFailed reports a failed training attempt at once, and whether Temporal retries it.
 func (b *progressBars) attemptFailed(trial string, attempt int, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.steps, trial)
-	b.printAbove(fmt.Sprintf("trial %s: attempt %d failed: %v (retried with backoff from its newest checkpoint, up to -attempts)", trial, attempt, err))
+	msg, then := err.Error(), "retried with backoff from its newest checkpoint, up to -attempts"
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		msg = ae.Message() // without the type and the flag Error adds
+		if ae.NonRetryable() {
+			then = "not retried: another attempt would fail the same way"
+		}
+	}
+	b.printAbove(fmt.Sprintf("trial %s: attempt %d failed: %s (%s)", trial, attempt, msg, then))
 }
 
 // waiting reports a trial waiting for GPU memory.

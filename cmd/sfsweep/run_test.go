@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -248,6 +250,8 @@ func TestProgressFailures(t *testing.T) {
 		b.sweep(workflows.SweepProgress{Total: 3})
 		b.step("t1", training.Progress{Step: 5, Steps: 10, TrainLoss: 2.5})
 		b.attemptFailed("t1", 1, errors.New("CUDA error: an illegal memory access was encountered"))
+		huge := errors.New("out of device memory: needs 90 GiB, larger than the whole device")
+		b.attemptFailed("t3", 1, temporal.NewNonRetryableApplicationError(huge.Error(), "OutOfMemory", huge))
 		b.sweep(workflows.SweepProgress{Total: 3, Failed: 1})
 		b.probe("t2", "decay probe from step 6", false, nil)
 		b.probe("t2", "LR-decay branch from step 6", false, nil)
@@ -260,6 +264,7 @@ func TestProgressFailures(t *testing.T) {
 		}
 		for _, want := range []string{
 			"trial t1: attempt 1 failed: CUDA error: an illegal memory access was encountered (retried",
+			"trial t3: attempt 1 failed: out of device memory: needs 90 GiB, larger than the whole device (not retried",
 			`sweep: a trial failed (1 so far); its cell reads "failed"`,
 			"trial t2: LR-decay branch from step 6 failed: CUDA error: out of memory",
 		} {
