@@ -12,10 +12,10 @@
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
 # Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile prove unit fast
-# flash attn pack host lt loop kill sweep curve program; default all but prove, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# flash pack attn host lt loop kill sweep curve program; default all but prove, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
-STAGES=${2:-ptx speed profile unit fast flash attn pack host lt loop kill sweep curve program}
+STAGES=${2:-ptx speed profile unit fast flash pack attn host lt loop kill sweep curve program}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/.gpubin
 DATA=$BIN/data
@@ -23,6 +23,8 @@ mkdir -p "$OUT"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
 	[ -d "$d" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
 done
+# nvcc and compute-sanitizer where the toolkit is installed but not on the PATH
+[ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
 WORK=$(mktemp -d)
 for t in sfsweep cuda training; do
 	if [ -f "$BIN/$t.test.xz" ]; then xz -dc "$BIN/$t.test.xz" >"$WORK/$t.test" && chmod +x "$WORK/$t.test"; fi
@@ -233,17 +235,6 @@ if has flash; then
 	verdict flash "unit exit $rc ($(grep -c '^--- PASS' "$OUT/flash-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/flash-unit.log") failed)$sanitized; speed $EXACT ${off:-?}, +flash ${on:-?}, +rope ${rope:-?} ($same); last train loss $losses"
 fi
 
-if has attn; then
-	# the flash kernels alone (BenchmarkFlashAttention, their kernels from the ptx stage's
-	# PTX) against PyTorch's SDPA on the same shapes, in one call: llama-124m's attention at
-	# T = 512, micro-batches of 16 and 32, milliseconds and TFLOP/s of the forward and the
-	# backward pass, and PyTorch's time over ours
-	(cd "$ROOT/training/cuda" && timeout 120 "$WORK/cuda.test" -test.run NONE -test.bench 'FlashAttention' -test.benchtime 20x -test.timeout 110s) >"$OUT/attn-flash.log" 2>&1
-	timeout 120 python3 "$ROOT/bench/gpu/attn_bench.py" >"$OUT/attn-torch.jsonl" 2>"$OUT/attn-torch.log"
-	python3 "$ROOT/bench/gpu/attn_table.py" "$OUT/attn-flash.log" "$OUT/attn-torch.jsonl" | tee "$OUT/attn.txt"
-	verdict attn "$(tail -1 "$OUT/attn.txt")"
-fi
-
 if has pack; then
 	# several small trials on one GPU at once, each engine on its own stream and cuBLAS
 	# handle. First the engines: two and four twin-size engines of each precision trained
@@ -257,6 +248,7 @@ if has pack; then
 	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_PACK_STEPS=300 timeout 240 "$WORK/cuda.test" -test.v -test.run 'TestPacked' -test.timeout 230s) >"$OUT/pack-unit.log" 2>&1
 	rc=$?
 	engines=$(grep -o 'pack: .*' "$OUT/pack-unit.log" | sed 's/^pack: \([^:]*\):.*: \([0-9.]*x\)$/\1 \2/' | paste -sd ',' | sed 's/,/, /g')
+	verdict "pack engines" "unit exit $rc ($(grep -c '^--- PASS' "$OUT/pack-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/pack-unit.log") failed); engines at once: ${engines:-none}"
 	cat >"$WORK/pack.yaml" <<YAML
 name: gpu-pack
 model: twin-llama
@@ -282,9 +274,12 @@ YAML
 	trials=$(python3 - "$WORK/pack-state-1" "$WORK/pack-state-4" <<'PY'
 import glob, json, os, sys
 def load(state):
+    # each result with the time it was written: its trial's end, on this machine's clock
     out = {}
     for f in glob.glob(state + "/s3/*/trials/*/result.json"):
-        out[os.path.basename(os.path.dirname(f))] = json.load(open(f))
+        r = json.load(open(f))
+        r["_end"] = os.path.getmtime(f)
+        out[os.path.basename(os.path.dirname(f))] = r
     return out
 alone, packed = load(sys.argv[1]), load(sys.argv[2])
 if len(alone) != 4 or alone.keys() != packed.keys():
@@ -292,13 +287,16 @@ if len(alone) != 4 or alone.keys() != packed.keys():
     sys.exit(0)
 tokens = sum(r["tokens"] for r in alone.values())
 one = sum(r["seconds"] for r in alone.values())  # one after another: the trials' times add up
-four = max(r["seconds"] for r in packed.values())  # at once: the longest of the four
-strip = lambda r: {k: v for k, v in r.items() if k != "seconds"}
+# at once: from the first trial's start to the last one's end, so that trials started
+# apart count
+four = max(r["_end"] for r in packed.values()) - min(r["_end"] - r["seconds"] for r in packed.values())
+strip = lambda r: {k: v for k, v in r.items() if k not in ("seconds", "_end")}
 same = all(strip(alone[k]) == strip(packed[k]) for k in alone)
 print(f"one after another {tokens / one:.0f} tok/s ({one:.1f} s of training), at once {tokens / four:.0f} tok/s "
       f"({four:.1f} s): {one / four:.2f}x; results {'bitwise the same' if same else 'DIFFER'}")
 PY
 )
+	verdict "pack trials" "$trials$walls"
 	# admission on the GPU: sfsweep run admits its trials to the GPU's memory (SFSWEEP_GPU
 	# caps what it believes the GPU has). A first run under a cap too small for one trial
 	# fails it at once and says what it needs; under a cap of one and a half trials, two
@@ -309,7 +307,10 @@ PY
 		(cd "$WORK" && SFSWEEP_GPU="0, ${uuid:-GPU-0}, $2 MiB" timeout 300 bash -c "SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' run -ui=false -page off -slots $3 -window 2 -dir '$WORK/$1-state' -out '$WORK/$1-out' '$WORK/admit.yaml'") >"$OUT/pack-$1.log" 2>&1
 	}
 	admit admit-small 800 1
-	need=$(grep -o 'needs [0-9.]* GiB' "$OUT/pack-admit-small.log" | head -1 | awk '{print $2}')
+	# what the refused trial needs, from the log or, where the run's log is quiet, the
+	# failure its trial left in the store
+	need=$(cat "$OUT/pack-admit-small.log" "$WORK"/admit-small-state/s3/*/trials/*/failed.json 2>/dev/null |
+		grep -o 'needs [0-9.]* GiB' | head -1 | awk '{print $2}')
 	if [ -n "$need" ]; then
 		cap=$(awk -v n="$need" 'BEGIN { printf "%d", 768 + 1.5 * n * 1024 }')
 		admit admit-turns "$cap" 2
@@ -319,7 +320,18 @@ PY
 	else
 		admission="FAILED: no trial refused under a cap of 800 MiB (see pack-admit-small.log)"
 	fi
-	verdict pack "unit exit $rc ($(grep -c '^--- PASS' "$OUT/pack-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/pack-unit.log") failed); engines at once: ${engines:-none}; trials: $trials$walls; admission: $admission"
+	verdict "pack admission" "$admission"
+fi
+
+if has attn; then
+	# the flash kernels alone (BenchmarkFlashAttention, their kernels from the ptx stage's
+	# PTX) against PyTorch's SDPA on the same shapes, in one call: llama-124m's attention at
+	# T = 512, micro-batches of 16 and 32, milliseconds and TFLOP/s of the forward and the
+	# backward pass, and PyTorch's time over ours
+	(cd "$ROOT/training/cuda" && timeout 120 "$WORK/cuda.test" -test.run NONE -test.bench 'FlashAttention' -test.benchtime 20x -test.timeout 110s) >"$OUT/attn-flash.log" 2>&1
+	timeout 120 python3 "$ROOT/bench/gpu/attn_bench.py" >"$OUT/attn-torch.jsonl" 2>"$OUT/attn-torch.log"
+	python3 "$ROOT/bench/gpu/attn_table.py" "$OUT/attn-flash.log" "$OUT/attn-torch.jsonl" | tee "$OUT/attn.txt"
+	verdict attn "$(tail -1 "$OUT/attn.txt")"
 fi
 
 if has host; then
