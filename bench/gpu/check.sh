@@ -169,7 +169,7 @@ if has prove; then
 	verdict "prove speed" "${ratios#, }; last train loss $losses"
 	for g in "exact:TestFastPathsBitwise|TestRoundKernels|TestNormKernels|TestFusedCrossEntropyKernels|TestMatchesCPU|TestDeterministic" \
 		"flash:TestFlashKernels|TestFlashEngine|TestRopeInPermute" \
-		"lt:TestLtProducts|TestLtEngine|TestOnlineCrossEntropy" "out16:TestLogits16|TestAct16" \
+		"lt:TestLtProducts|TestLtEngine|TestOnlineCrossEntropy|TestGraphBesideNewAndClose" "out16:TestLogits16|TestAct16" \
 		"torch:TestKernelsAgainstTorch"; do
 		(cd "$ROOT/training/cuda" && timeout 90 "$WORK/cuda.test" -test.v -test.run "${g#*:}" -test.timeout 85s) >"$OUT/prove-${g%%:*}.log" 2>&1
 		verdict "prove ${g%%:*}" "exit $? ($(grep -c '^--- PASS' "$OUT/prove-${g%%:*}.log") passed, $(grep -c '^--- FAIL' "$OUT/prove-${g%%:*}.log") failed: $(grep -o '^--- FAIL: [A-Za-z0-9_]*' "$OUT/prove-${g%%:*}.log" | cut -d' ' -f3 | paste -sd ' '))$(grep -m1 -o '== torch: .*' "$OUT/prove-${g%%:*}.log" | sed 's/^== /; /')"
