@@ -91,11 +91,14 @@ func parseGPUs(text string) ([]gpu, error) {
 
 var (
 	gpuLine = regexp.MustCompile(`^GPU (\d+): .*\(UUID: (GPU-[^)]+)\)`)
-	migLine = regexp.MustCompile(`^\s+MIG (\d+)g\.(\d+)gb\s+Device\s+(\d+): \(UUID: (MIG-[^)]+)\)`)
+	// a profile: 3g.40gb, 1g.10gb+me (media extensions), or a compute instance's 1c.3g.40gb
+	migLine = regexp.MustCompile(`^\s+MIG (?:(\d+)c\.)?(\d+)g\.(\d+)gb(?:\+\w+)?\s+Device\s+(\d+): \(UUID: (MIG-[^)]+)\)`)
 )
 
 // parseMIG reads the MIG instances of "nvidia-smi -L". An instance's memory is that of
-// its profile's name (3g.40gb: 40 GB), which is at most what it has.
+// its profile's name (3g.40gb: 40 GB), which is at most what it has. Compute instances
+// (1c.3g.40gb) share their GPU instance's memory, so each is given the share of its
+// slices (1 of 3: 13.3 GB), which all of them together do not exceed.
 func parseMIG(text string) []gpu {
 	var out []gpu
 	parent := ""
@@ -103,8 +106,13 @@ func parseMIG(text string) []gpu {
 		if m := gpuLine.FindStringSubmatch(l); m != nil {
 			parent = m[1]
 		} else if m := migLine.FindStringSubmatch(l); m != nil && parent != "" {
-			gb, _ := strconv.ParseInt(m[2], 10, 64)
-			out = append(out, gpu{Index: parent + "/" + m[3], UUID: m[4], Memory: gb * 1e9})
+			g, _ := strconv.ParseInt(m[2], 10, 64)
+			gb, _ := strconv.ParseInt(m[3], 10, 64)
+			mem := gb * 1e9
+			if c, _ := strconv.ParseInt(m[1], 10, 64); c > 0 && g > 0 {
+				mem = mem * min(c, g) / g
+			}
+			out = append(out, gpu{Index: parent + "/" + m[4], UUID: m[5], Memory: mem})
 		}
 	}
 	return out

@@ -55,6 +55,20 @@ GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-bbbb)
 	}
 }
 
+// The profiles of Hopper's MIG: media extensions (+me) keep their memory; compute
+// instances share their GPU instance's, each with the share of its slices.
+func TestMIGProfiles(t *testing.T) {
+	list := `GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-cccc)
+  MIG 1g.10gb+me  Device  0: (UUID: MIG-c0)
+  MIG 1c.3g.40gb  Device  1: (UUID: MIG-c1)
+  MIG 2c.3g.40gb  Device  2: (UUID: MIG-c2)
+`
+	want := []gpu{{"0/0", "MIG-c0", 10e9}, {"0/1", "MIG-c1", 13333333333}, {"0/2", "MIG-c2", 26666666666}}
+	if got := parseMIG(list); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
 func TestSelectGPUs(t *testing.T) {
 	have := []gpu{{"0", "GPU-a", 1}, {"1", "GPU-b", 1}, {"2/0", "MIG-c", 1}}
 	for flag, want := range map[string][]gpu{
