@@ -160,9 +160,18 @@ __device__ __forceinline__ void load2(const __nv_bfloat16 *p, float &a, float &b
     a = __bfloat162float(v.x), b = __bfloat162float(v.y);
 }
 
+// rotate2 turns the pairs (a0, b0) and (a1, b1), elements i and i + D/2 of a head's row
+// and the two after them, by RoPE's angles with cosines c0, c1 and sines s0, s1: the rope
+// kernel's float32 expressions, each product rounded (nvcc runs with -fmad=false).
+__device__ __forceinline__ void rotate2(float &a0, float &a1, float &b0, float &b1, float c0, float c1, float s0, float s1) {
+    float x0 = a0 * c0 - b0 * s0, y0 = a0 * s0 + b0 * c0;
+    float x1 = a1 * c1 - b1 * s1, y1 = a1 * s1 + b1 * c1;
+    a0 = x0, b0 = y0, a1 = x1, b1 = y1;
+}
+
 // ropePair reads the pair (i, i+1) of the first half of a head's row x (of type T) and
 // their partners (i + D/2, i + 1 + D/2), rotated by RoPE at position t with cos and sin
-// (T, D/2): the rope kernel's float32 expressions.
+// (T, D/2).
 template <typename T>
 __device__ __forceinline__ void ropePair(const T *x, const float *cos, const float *sin, int t, int i, float &a0, float &a1, float &b0, float &b1) {
     const int hd = FLASH_D / 2;
@@ -171,9 +180,7 @@ __device__ __forceinline__ void ropePair(const T *x, const float *cos, const flo
     float c0, c1, s0, s1;
     load2(cos + t * hd + i, c0, c1);
     load2(sin + t * hd + i, s0, s1);
-    float x0 = a0 * c0 - b0 * s0, y0 = a0 * s0 + b0 * c0;
-    float x1 = a1 * c1 - b1 * s1, y1 = a1 * s1 + b1 * c1;
-    a0 = x0, b0 = y0, a1 = x1, b1 = y1;
+    rotate2(a0, a1, b0, b1, c0, c1, s0, s1);
 }
 
 // The kernels read a head's q, k, v (and dO) through one of two sources. headSrc: a (T,D)
@@ -245,13 +252,7 @@ struct ropeRows16 {
                 int d = d8 * 8 + flash_c_col(lane, 2 * half);
                 float a0 = g[d8][2 * half] * s, a1 = g[d8][2 * half + 1] * s;
                 float b0 = g[d8 + FLASH_D / 16][2 * half] * s, b1 = g[d8 + FLASH_D / 16][2 * half + 1] * s;
-                if (cos) {
-                    float c0 = cos[row * hd + d], c1 = cos[row * hd + d + 1];
-                    float s0 = sin[row * hd + d], s1 = sin[row * hd + d + 1];
-                    float x0 = a0 * c0 - b0 * s0, y0 = a0 * s0 + b0 * c0;
-                    float x1 = a1 * c1 - b1 * s1, y1 = a1 * s1 + b1 * c1;
-                    a0 = x0, b0 = y0, a1 = x1, b1 = y1;
-                }
+                if (cos) rotate2(a0, a1, b0, b1, cos[row * hd + d], cos[row * hd + d + 1], sin[row * hd + d], sin[row * hd + d + 1]);
                 *(__nv_bfloat162 *)&o[d] = __floats2bfloat162_rn(a0, a1);
                 *(__nv_bfloat162 *)&o[d + hd] = __floats2bfloat162_rn(b0, b1);
             }
@@ -266,8 +267,7 @@ __device__ __forceinline__ ropeRows16 ropeRowsAt(__nv_bfloat16 *dqkv16, int part
     return ropeRows16{dqkv16 + (long)bb * nt * 3 * c + part * c + (long)h * FLASH_D, 3 * c, part < 2 ? cos : nullptr, part < 2 ? sin : nullptr};
 }
 
-// flashPermuteRope is flash_permute_rope on qkv of type T (float32, or bfloat16 on the
-// act16 path).
+// flashPermuteRope is flash_permute_rope on qkv of type T.
 template <typename T>
 __device__ __forceinline__ void flashPermuteRope(__nv_bfloat16 *qkv16, const T *qkv, const float *cos, const float *sin, int b, int nt, int nh) {
     const int hd = FLASH_D / 2;
