@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds what bench/gpu/check.sh runs, on a Linux x86-64 machine with Go and gcc and no GPU
 # and no CUDA toolkit, into .gpubin/ (git-ignored): the cuda-tagged test binaries of
-# training/cuda, training and cmd/sfsweep (xz-compressed) and the two prepared corpora.
+# training/cuda, training and cmd/sfsweep (xz-compressed), the two prepared corpora, and
+# the kernels' PTX made with Debian's CUDA 12.4 (the ptx stage's fallback).
 #
 # CUDA headers: CUDA_INCLUDE, else /usr/include when Debian's nvidia-cuda-dev is installed
 # there, else those bench/gpu/toolkit.sh unpacks into .cuda/ (CUDA 12.4 from Debian trixie,
@@ -44,6 +45,14 @@ go test -c -tags cuda -o .gpubin/cuda.test ./training/cuda
 go test -c -tags cuda -o .gpubin/training.test ./training
 go test -c -tags cuda -ldflags "-s -w" -o .gpubin/sfsweep.test ./cmd/sfsweep
 xz -6 -T0 -f .gpubin/cuda.test .gpubin/training.test .gpubin/sfsweep.test
+
+# the kernels' PTX, for check.sh's ptx stage where the GPU machine's nvcc is missing or
+# fails: Debian's CUDA 12.4 (toolkit.sh) with the stage's flags, and which nvcc made it
+NVCC=$ROOT/.cuda/trixie/bin/nvcc
+if [ -x "$NVCC" ] || bench/gpu/toolkit.sh fetch >/dev/null; then
+	"$NVCC" -ptx -arch=sm_80 -O3 -fmad=false -o .gpubin/kernels.ptx training/cuda/kernels.cu
+	"$NVCC" --version | tail -2 | head -1 >.gpubin/kernels.ptx.txt
+fi
 
 for c in "byte 400000 go-byte" "gpt2 8000000 go-gpt2"; do
 	set -- $c

@@ -82,10 +82,17 @@ print(" and ".join(out))
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
 if has ptx; then
-	# the kernels compiled by this toolkit, loaded instead of the embedded copy
+	# the kernels compiled by this toolkit, loaded instead of the embedded copy; where it
+	# cannot (no nvcc, or it fails), the PTX build.sh made with Debian's CUDA 12.4, which
+	# any newer driver loads: the embedded copy lacks the fast paths' kernels. The PTX
+	# generator is part of the arithmetic (libdevice's expf), so the verdict names it.
 	if nvcc -ptx -arch=sm_80 -O3 -fmad=false -o "$OUT/kernels.ptx" "$ROOT/training/cuda/kernels.cu" 2>"$OUT/ptx.log"; then
 		export SFSWEEP_CUDA_PTX=$OUT/kernels.ptx
 		verdict ptx "compiled with $(nvcc --version | tail -1)"
+	elif [ -f "$BIN/kernels.ptx" ]; then
+		cp "$BIN/kernels.ptx" "$OUT/kernels.ptx"
+		export SFSWEEP_CUDA_PTX=$OUT/kernels.ptx
+		verdict ptx "nvcc FAILED (see ptx.log); loading the PTX built with $(head -1 "$BIN/kernels.ptx.txt" 2>/dev/null || echo 'the toolkit of build.sh')"
 	else verdict ptx "FAILED (see ptx.log)"; fi
 fi
 
