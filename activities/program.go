@@ -90,8 +90,6 @@ const (
 	ProgramStall = 10 * time.Minute
 	// programGrace is the time between SIGTERM and SIGKILL when a program is ended.
 	programGrace = 10 * time.Second
-	// logTail is the number of stderr lines a failure's reason quotes.
-	logTail = 20
 )
 
 // trainProgram runs one attempt of a program trainer's trial cfg, to its end or to

@@ -84,7 +84,10 @@ func readAllTrialsUnder(t *testing.T, trials string) []programTrial {
 		}
 		tr.logs, _ = filepath.Glob(filepath.Join(dir, "program", "logs", "*"))
 		if b, err := os.ReadFile(filepath.Join(dir, "attempts.json")); err == nil {
-			fmt.Sscan(strings.Trim(string(b), "{}\n \"attempts:"), &tr.attempt)
+			var a struct{ Attempts int }
+			if json.Unmarshal(b, &a) == nil {
+				tr.attempt = a.Attempts
+			}
 		}
 		out = append(out, tr)
 	}
