@@ -154,7 +154,7 @@ if has profile; then
 fi
 
 if has prove; then
-	# one call that fits a session's device time (about 8 minutes on an H100; run as
+	# one call that fits a session's device time (about 8 to 9 minutes on an H100; run as
 	# "ptx prove"): first the issue's figure, llama-124m's steady-state tokens/s through
 	# sfsweep train on the default path, with stages 1, 2 and 4's paths ($STAGED) and with
 	# every fast path ($ALL), each against one run of the PyTorch peer; then the fast
