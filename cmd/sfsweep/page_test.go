@@ -91,7 +91,9 @@ func TestSweepPageInBrowser(t *testing.T) {
 		}
 		return &slowEngine{HostEngine: host, delay: 250 * time.Millisecond}
 	}
-	retry := workflows.TrainRetry{MaxAttempts: 2, InitialInterval: 2 * time.Second, MaximumInterval: 2 * time.Second}
+	// the retry's wait is the window in which the page must show the first error: wide
+	// enough for the page's poll and the DOM reads on a loaded 2-core machine
+	retry := workflows.TrainRetry{MaxAttempts: 2, InitialInterval: 5 * time.Second, MaximumInterval: 5 * time.Second}
 	fs, run := startFaultStack(ctx, t, faultsManifest, acts, trialFlags{heartbeat: 30 * time.Second, stall: time.Minute, retry: retry}, nil)
 	mu.Lock()
 	failedID = fs.trialByC(t, 20).ID
