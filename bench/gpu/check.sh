@@ -175,7 +175,7 @@ if has prove; then
 	# the figures first, so that a call cut short by its limit still shows them
 	verdict "prove speed" "${ratios#, }; last train loss $losses"
 	for g in "exact:TestFastPathsBitwise|TestRoundKernels|TestNormKernels|TestFusedCrossEntropyKernels|TestMatchesCPU|TestDeterministic" \
-		"flash:TestFlashKernels|TestFlashEngine|TestRopeInPermute" \
+		"flash:TestFlashKernels|TestFlashEngine|TestRopeKernels|TestRopeInPermute" \
 		"lt:TestLtProducts|TestLtEngine|TestOnlineCrossEntropy|TestGraphBesideNewAndClose" "out16:TestLogits16|TestAct16" \
 		"torch:TestKernelsAgainstTorch"; do
 		(cd "$ROOT/training/cuda" && timeout 90 "$WORK/cuda.test" -test.v -test.run "${g#*:}" -test.timeout 85s) >"$OUT/prove-${g%%:*}.log" 2>&1
@@ -221,16 +221,17 @@ if has flash; then
 	# multiple of the tile included (TestFlashKernels); engines against float32 and today's
 	# bf16 path, twice bitwise (TestFlashEngine); NeedBytes; the exact paths still bitwise
 	# (TestFastPathsBitwise); the kernels against PyTorch's float64 and its own flash
-	# attention on the same inputs (TestKernelsAgainstTorch). Then compute-sanitizer's memcheck and racecheck on the kernels'
-	# test, and the speed stage's run with the exact fast paths, without and with flash,
-	# and with RoPE inside flash's permutation (rope: TestRopeInPermute, bitwise flash's
-	# results, which the two runs' results must show too).
-	(cd "$ROOT/training/cuda" && timeout 270 "$WORK/cuda.test" -test.v -test.run 'Flash|FastPaths|RopeInPermute|AgainstTorch' -test.timeout 260s) >"$OUT/flash-unit.log" 2>&1
+	# attention on the same inputs (TestKernelsAgainstTorch). Then compute-sanitizer's
+	# memcheck and racecheck on the kernels' tests (TestFlashKernels, TestRopeKernels), and
+	# the speed stage's run with the exact fast paths, without and with flash, and with
+	# RoPE inside flash's permutation (rope: TestRopeInPermute, bitwise flash's results,
+	# which the two runs' results must show too).
+	(cd "$ROOT/training/cuda" && timeout 270 "$WORK/cuda.test" -test.v -test.run 'Flash|FastPaths|RopeKernels|RopeInPermute|AgainstTorch' -test.timeout 260s) >"$OUT/flash-unit.log" 2>&1
 	rc=$?
 	san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 	sanitized=
 	for tool in memcheck racecheck; do
-		(cd "$ROOT/training/cuda" && timeout 150 "$san" --tool "$tool" --error-exitcode 9 "$WORK/cuda.test" -test.run 'TestFlashKernels$' -test.timeout 140s) >"$OUT/flash-$tool.log" 2>&1
+		(cd "$ROOT/training/cuda" && timeout 150 "$san" --tool "$tool" --error-exitcode 9 "$WORK/cuda.test" -test.run 'TestFlashKernels$|TestRopeKernels$' -test.timeout 140s) >"$OUT/flash-$tool.log" 2>&1
 		sanitized="$sanitized, $tool exit $? ($(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$OUT/flash-$tool.log" || echo 'no summary'))"
 	done
 	train_cfg flash bf16 512 16 524288 6 0

@@ -240,63 +240,67 @@ func TestFlashNeedBytes(t *testing.T) {
 	}
 }
 
-// RoPE inside the flash path's permutation (the rope path): flash_permute_rope is bitwise
-// rope then flash_permute; the backward kernels that write dqkv16 themselves bitwise the
-// default ones followed by the gather; with act16 too, the kernels that read q, k, v
-// straight from qkv in bfloat16 (rotating on the way) bitwise flash_permute_rope on it
-// widened and the kernels on the heads' layout; T not a multiple of anything. Engines with flash and rope give
-// the same bits as with flash alone, LLaMA and GPT-2 (which has no RoPE).
-func TestRopeInPermute(t *testing.T) {
+// The rope path's kernels on their own: flash_permute_rope is bitwise rope then
+// flash_permute; the backward kernels that write dqkv16 themselves bitwise the default ones
+// followed by the gather; with act16 too, the kernels that read q, k, v straight from qkv
+// in bfloat16 (rotating on the way) bitwise flash_permute_rope on it widened and the
+// kernels on the heads' layout; T not a multiple of anything. Small shapes, so that
+// check.sh runs it under compute-sanitizer too.
+func TestRopeKernels(t *testing.T) {
 	st := testStream(t, needFast(t, fastFlash|fastRope|fastAct16))
-	func() {
-		defer st.lock()()
-		const b, nh = 2, 3
-		for _, nt := range []int{1, 37, 100} {
-			m := devMem{t, st}
-			n := b * nh * nt * flashD
-			qkv, cos, sin := randn(3*n, uint64(nt)), randn(nt*flashD/2, 5), randn(nt*flashD/2, 6)
-			q16 := toBF16(qkv)
-			dq, dqr, dq16 := up(m, qkv, 4), up(m, qkv, 4), up(m, q16, 2)
-			dw := up(m, widened(q16), 4)
-			dcos, dsin := up(m, cos, 4), up(m, sin, 4)
-			old, fused, wide := m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2)
-			r := &run{st: st}
-			grid := dim{x: blocks(n/4, threads), y: 3}
-			r.launch("rope", lin(b*nt*2*nh*flashD/2), blk, dqr, dcos, dsin, b*nt, nt, nh*flashD, nh)
-			r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, old, dqr, b, nt, nh)
-			r.launch("flash_permute_rope", grid, blk, fused, dq, dcos, dsin, b, nt, nh)
-			r.launch("flash_permute_rope", grid, blk, wide, dw, dcos, dsin, b, nt, nh)
-			r.do(st.sync)
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			if i := firstDiff(down[uint16](m, fused, 3*n), down[uint16](m, old, 3*n)); i >= 0 {
-				t.Errorf("T=%d: flash_permute_rope's element %d is not rope then flash_permute", nt, i)
-			}
-			if i := firstDiff(down[uint16](m, fused, 3*n), ropeHeads(qkv, cos, sin, b, nt, nh)); i >= 0 {
-				t.Errorf("T=%d: flash_permute_rope's element %d is not the Go mirror's", nt, i)
-			}
-			heads := [3]cu.DevicePtr{wide, wide + cu.DevicePtr(2*n), wide + cu.DevicePtr(4*n)}
-			a, b16 := flashRowsPasses(t, st, m, false, dq16, heads, cos, sin, b, nh, nt), flashRowsPasses(t, st, m, true, dq16, heads, cos, sin, b, nh, nt)
-			for name, x := range a {
-				if i := firstDiff(b16[name], x); i >= 0 {
-					t.Errorf("T=%d: %s[%d] of the kernels reading qkv differs from the permuted path's", nt, name, i)
-				}
-			}
-			// the backward kernels that write dqkv16 themselves: bitwise the default ones,
-			// then the gather with the inverse rotation and the rounding
-			q, k, v, do := flashInputs(b*nh, nt, uint64(nt)+3)
-			nsin := make([]float32, len(sin))
-			for i, s := range sin {
-				nsin[i] = -s
-			}
-			got := flashOnDevice(t, st, newFlashArgs(b*nh, nt, q, k, v), q, k, v, do, b, nh, cos, nsin)
-			_, gathered := gatherRopeFused(got["dQ"], got["dK"], got["dV"], cos, nsin, b, nt, nh, flashD)
-			if i := firstDiff(toBF16Bits(got["dqkv16"]), gathered); i >= 0 {
-				t.Errorf("T=%d: dqkv16[%d] of flash_backward_*_rope16 is not flash_backward_* then the gather", nt, i)
+	defer st.lock()()
+	const b, nh = 2, 3
+	for _, nt := range []int{1, 37, 100} {
+		m := devMem{t, st}
+		n := b * nh * nt * flashD
+		qkv, cos, sin := randn(3*n, uint64(nt)), randn(nt*flashD/2, 5), randn(nt*flashD/2, 6)
+		q16 := toBF16(qkv)
+		dq, dqr, dq16 := up(m, qkv, 4), up(m, qkv, 4), up(m, q16, 2)
+		dw := up(m, widened(q16), 4)
+		dcos, dsin := up(m, cos, 4), up(m, sin, 4)
+		old, fused, wide := m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2)
+		r := &run{st: st}
+		grid := dim{x: blocks(n/4, threads), y: 3}
+		r.launch("rope", lin(b*nt*2*nh*flashD/2), blk, dqr, dcos, dsin, b*nt, nt, nh*flashD, nh)
+		r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, old, dqr, b, nt, nh)
+		r.launch("flash_permute_rope", grid, blk, fused, dq, dcos, dsin, b, nt, nh)
+		r.launch("flash_permute_rope", grid, blk, wide, dw, dcos, dsin, b, nt, nh)
+		r.do(st.sync)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if i := firstDiff(down[uint16](m, fused, 3*n), down[uint16](m, old, 3*n)); i >= 0 {
+			t.Errorf("T=%d: flash_permute_rope's element %d is not rope then flash_permute", nt, i)
+		}
+		if i := firstDiff(down[uint16](m, fused, 3*n), ropeHeads(qkv, cos, sin, b, nt, nh)); i >= 0 {
+			t.Errorf("T=%d: flash_permute_rope's element %d is not the Go mirror's", nt, i)
+		}
+		heads := [3]cu.DevicePtr{wide, wide + cu.DevicePtr(2*n), wide + cu.DevicePtr(4*n)}
+		a, b16 := flashRowsPasses(t, st, m, false, dq16, heads, cos, sin, b, nh, nt), flashRowsPasses(t, st, m, true, dq16, heads, cos, sin, b, nh, nt)
+		for name, x := range a {
+			if i := firstDiff(b16[name], x); i >= 0 {
+				t.Errorf("T=%d: %s[%d] of the kernels reading qkv differs from the permuted path's", nt, name, i)
 			}
 		}
-	}()
+		// the backward kernels that write dqkv16 themselves: bitwise the default ones,
+		// then the gather with the inverse rotation and the rounding
+		q, k, v, do := flashInputs(b*nh, nt, uint64(nt)+3)
+		nsin := make([]float32, len(sin))
+		for i, s := range sin {
+			nsin[i] = -s
+		}
+		got := flashOnDevice(t, st, newFlashArgs(b*nh, nt, q, k, v), q, k, v, do, b, nh, cos, nsin)
+		_, gathered := gatherRopeFused(got["dQ"], got["dK"], got["dV"], cos, nsin, b, nt, nh, flashD)
+		if i := firstDiff(toBF16Bits(got["dqkv16"]), gathered); i >= 0 {
+			t.Errorf("T=%d: dqkv16[%d] of flash_backward_*_rope16 is not flash_backward_* then the gather", nt, i)
+		}
+	}
+}
+
+// Engines with flash and the rope path give the same bits as with flash alone, LLaMA and
+// GPT-2 (which has no RoPE); TestRopeKernels checks its kernels.
+func TestRopeInPermute(t *testing.T) {
+	needFast(t, fastFlash|fastRope|fastAct16)
 	d64 := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 128, Layers: 2, Heads: 2, Context: 160, Hidden: 256, Batch: 2}.WithDefaults()
 	for _, tc := range []engineShape{
 		{"D64/T100", d64, 3, 100},
