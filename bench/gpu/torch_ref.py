@@ -168,7 +168,10 @@ def main():
         with open(os.path.join(folder, "case.json")) as f:
             meta = json.load(f)
         meta.setdefault("name", d)
-        {"attention": attention, "crossentropy": crossentropy}[meta["kind"]](folder, meta, v)
+        check = {"attention": attention, "crossentropy": crossentropy}.get(meta.get("kind"))
+        if check is None:
+            sys.exit("torch_ref: %s/case.json: kind = %r: want attention or crossentropy" % (folder, meta.get("kind")))
+        check(folder, meta, v)
     if v.failed:
         print("== torch: %d failed: %s" % (len(v.failed), "; ".join(v.failed)))
         sys.exit(1)
