@@ -20,8 +20,6 @@ import (
 // signing the path off.
 func TestLtProducts(t *testing.T) {
 	st := testStream(t, needFast(t, 0))
-	defer st.lock()()
-	m := devMem{t, st}
 	for _, tc := range []struct {
 		name       string
 		p          ltProduct
@@ -37,6 +35,9 @@ func TestLtProducts(t *testing.T) {
 		{"scores-grad", ltProduct{tA: true, m: 37, n: 16, k: 37, lda: 37, ldb: 16, ldc: 16, ldd: 16, sa: 37 * 37, sb: 37 * 16, sc: 37 * 16, sd: 37 * 16, count: 6}, 0, false, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// a subtest is a goroutine of its own: it binds the context itself
+			defer st.lock()()
+			m := devMem{t, st}
 			p := tc.p
 			ar, br := p.m, p.k
 			if p.tA {
