@@ -64,8 +64,12 @@ func TestOnlineCrossEntropyKernels(t *testing.T) {
 }
 
 // Engines on the online path, LLaMA and GPT-2 in bf16: losses within 10⁻⁵ of the fused
-// path's and each tensor's gradient within 10⁻³ (the logits' gradient rounds to bfloat16
-// differently where the sums differ in their last bit), the same bits on a second run. In
+// path's, and losses and each tensor's gradient as close to float32 as the fused path's
+// (nearFloat32: within twice its distance, plus 10⁻³ of the gradient's norm), the same
+// bits on a second run. The online loss's log-sum-exp can differ from the two-pass one in
+// its last bit, and the logits' gradient then rounds to bfloat16 differently in many
+// elements, so the gradients are not held to the fused path's own: on an H200 they
+// differed from it by up to 7·10⁻³ of a tensor's norm in llama-124m's first block. In
 // float32 the path changes nothing.
 func TestOnlineCrossEntropyEngine(t *testing.T) {
 	needFast(t, fastCE|fastCE1)
@@ -82,31 +86,33 @@ func TestOnlineCrossEntropyEngine(t *testing.T) {
 		{"odd-vocab/fp32", odd, 3, 37, backend.FP32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := fastEngine(t, tc.cfg, tc.batch, tc.seqLen, tc.prec, fastCE|fastCE1)
-			n := tc.batch * tc.seqLen
-			toks := [][]int32{randomTokens(n+1, tc.cfg.Vocab, 41), randomTokens(n+1, tc.cfg.Vocab, 42)}
-			old := runFast(t, e, fastCE, toks)
-			got := runFast(t, e, fastCE1, toks)
-			again := runFast(t, e, fastCE1, toks)
-			if !slices.Equal(got.losses, again.losses) || firstDiff(bits32(got.grads), bits32(again.grads)) >= 0 {
-				t.Errorf("a second run gave other bits")
-			}
 			if tc.prec != backend.BF16 {
+				e := fastEngine(t, tc.cfg, tc.batch, tc.seqLen, tc.prec, fastCE|fastCE1)
+				n := tc.batch * tc.seqLen
+				toks := [][]int32{randomTokens(n+1, tc.cfg.Vocab, 41), randomTokens(n+1, tc.cfg.Vocab, 42)}
+				old, got := runFast(t, e, fastCE, toks), runFast(t, e, fastCE1, toks)
 				if !slices.Equal(got.losses, old.losses) || firstDiff(bits32(got.grads), bits32(old.grads)) >= 0 {
 					t.Errorf("%s: ce1 changed the results", tc.prec)
 				}
 				return
 			}
+			toks, p, exact := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 41)
+			e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, tc.prec, fastCE|fastCE1, p, toks)
+			again := runFast(t, e, fastCE|fastCE1, toks)
+			old := runFast(t, e, fastCE, toks)
 			for i := range got.losses {
 				if d := math.Abs(got.losses[i] - old.losses[i]); d > 1e-5*math.Abs(old.losses[i]) {
 					t.Errorf("loss %d online %v, two passes %v", i, got.losses[i], old.losses[i])
 				}
 			}
+			nearFloat32(t, fastCE|fastCE1, tc.cfg, got, again, exact, old, 1e-5, 1e-3)
+			worst, at := 0.0, ""
 			for name, err := range gradErrs(tc.cfg, got.grads, old.grads) {
-				if !(err <= 1e-3) {
-					t.Errorf("gradient of %s off the two-pass path's by %.3g", name, err)
+				if err > worst {
+					worst, at = err, name
 				}
 			}
+			t.Logf("ce1: gradients off the two-pass path's by up to %.3g (%s); %d of %d bits differ", worst, at, bitsDiffer(got.grads, old.grads), len(got.grads))
 		})
 	}
 }
