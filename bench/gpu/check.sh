@@ -253,7 +253,7 @@ if has pack; then
 	# run, one after another (-slots 1) and at once (-slots 4; -window 4 keeps all four in
 	# flight, where sfsweep run's default keeps two). The goal is 3x the
 	# throughput, with every result bitwise that of the trial run alone.
-	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_PACK_STEPS=300 timeout 240 "$WORK/cuda.test" -test.v -test.run 'TestPacked' -test.timeout 230s) >"$OUT/pack-unit.log" 2>&1
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_PACK_STEPS=${SFSWEEP_CUDA_PACK_STEPS:-300} timeout 240 "$WORK/cuda.test" -test.v -test.run 'TestPacked' -test.timeout 230s) >"$OUT/pack-unit.log" 2>&1
 	rc=$?
 	engines=$(grep -o 'pack: .*' "$OUT/pack-unit.log" | sed 's/^pack: \([^:]*\):.*: \([0-9.]*x\)$/\1 \2/' | paste -sd ',' | sed 's/,/, /g')
 	verdict "pack engines" "unit exit $rc ($(grep -c '^--- PASS' "$OUT/pack-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/pack-unit.log") failed); engines at once: ${engines:-none}"
@@ -445,15 +445,16 @@ if has sweep; then
 fi
 
 if has curve; then
-	# 200 steps of llama-124m in bf16 and in fp32 from the same initialisation and data,
-	# and in fp32 from another seed: the yardstick; then bf16 with every fast path ($ALL,
-	# the arithmetic they would make, with its kernels from the ptx stage's PTX) against the
-	# same yardstick, in a state of its own (a result is reused by its trial's ID, which
-	# does not hold the fast paths)
-	for run in fp32:1: bf16:1: fp32:2: bf16:1:all; do
+	# 200 steps (SFSWEEP_CURVE_STEPS) of llama-124m in bf16 and in fp32 from the same
+	# initialisation and data, and in fp32 from another seed: the yardstick; and bf16 with
+	# every fast path ($ALL, the arithmetic they would make, with its kernels from the ptx
+	# stage's PTX) against the same yardstick, in a state of its own (a result is reused by
+	# its trial's ID, which does not hold the fast paths). The fast paths' run comes second,
+	# so that a call cut short keeps it.
+	for run in fp32:1: bf16:1:all fp32:2: bf16:1:; do
 		IFS=: read -r p seed all <<<"$run"
 		name=curve-$p-$seed${all:+-all}
-		train_cfg "$name" $p 512 16 8192 200 20 $seed
+		train_cfg "$name" $p 512 16 8192 "${SFSWEEP_CURVE_STEPS:-200}" 20 $seed
 		(cd "$WORK" && timeout 100 bash -c "SFSWEEP_CUDA_FAST='${all:+$ALL}' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -json -out '$WORK/curve${all:+-all}' '$WORK/$name.yaml'") >"$OUT/$name.json" 2>"$OUT/$name.log"
 	done
 	python3 "$ROOT/bench/gpu/compare_curves.py" "$OUT/curve-fp32-1.json" "$OUT/curve-bf16-1.json" "$OUT/curve-fp32-2.json" | tee "$OUT/curve.txt"
