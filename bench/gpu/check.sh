@@ -31,8 +31,10 @@ for t in sfsweep cuda training; do
 done
 sfsweep() { SFSWEEP_TEST_RUN_MAIN=1 "$WORK/sfsweep.test" "$@"; }
 has() { [[ " $STAGES " == *" $1 "* ]]; }
-# the fast paths that change no bit (SFSWEEP_CUDA_FAST), all together
+# the fast paths that change no bit (SFSWEEP_CUDA_FAST), all together; the first four are
+# on by default (signed off), and OFF turns them off: the engine's path before them
 EXACT=ce,round,norm,swiglu
+OFF=-ce,-round,-norm,-swiglu
 # stages 1, 2 and 4 of the speed work (the kernels' fusions, flash attention, the host side)
 STAGED=$EXACT,rope,graph,flash,ce1
 # every fast path, stage 3's cuBLASLt and bfloat16 outputs too: the fastest engine these
@@ -192,24 +194,24 @@ if has unit; then
 fi
 
 if has fast; then
-	# the exact fast paths not yet signed off (SFSWEEP_CUDA_FAST=ce,round,norm,swiglu; their
-	# kernels come from the ptx stage's PTX): the package's tests again with them on
-	# (TestMatchesCPU, TestDeterministic, TestNeedBytes on the new paths), then the speed
-	# stage's run without them, with the first two, with all four, and with all four and
-	# the online cross-entropy (ce1, which changes the bits), in this call
+	# the exact fast paths on by default (ce,round,norm,swiglu; their kernels come from the
+	# ptx stage's PTX): the package's tests again with them named (TestMatchesCPU,
+	# TestDeterministic, TestNeedBytes on them), then the speed stage's run without them
+	# ($OFF), with the first two, with all four, and with all four and the online
+	# cross-entropy (ce1, which changes the bits), in this call
 	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT timeout 150 "$WORK/cuda.test" -test.v -test.timeout 140s) >"$OUT/fast-unit.log" 2>&1
 	rc=$?
 	train_cfg fast bf16 512 16 524288 6 0
 	speeds= same=
-	for paths in "" ce,round "$EXACT" "$EXACT,ce1"; do
-		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/fast-${paths:-off}' '$WORK/fast.yaml'") >"$OUT/fast-speed-${paths:-off}.log" 2>&1
-		speeds="$speeds, ${paths:-off} $(grep -o '[0-9]* tok/s' "$OUT/fast-speed-${paths:-off}.log" | tail -1)"
-		[ -z "$paths" ] && continue
+	for paths in "$OFF" "$OFF,ce,round" "$EXACT" "$EXACT,ce1"; do
+		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/fast-$paths' '$WORK/fast.yaml'") >"$OUT/fast-speed-$paths.log" 2>&1
+		speeds="$speeds, $paths $(grep -o '[0-9]* tok/s' "$OUT/fast-speed-$paths.log" | tail -1)"
+		[ "$paths" = "$OFF" ] && continue
 		# each exact run's results must be bitwise those of the run without the paths but
 		# for the wall-clock time; ce1's last training loss should agree to about 1e-4
 		case $paths in
-		*ce1) same="$same, ${paths}: last train loss $(last_losses "$WORK/fast-$paths" "$WORK/fast-off" | sed 's/ and /, without /')" ;;
-		*) same="$same, ${paths}: $(same_results "$WORK/fast-off" "$WORK/fast-$paths")" ;;
+		*ce1) same="$same, ${paths}: last train loss $(last_losses "$WORK/fast-$paths" "$WORK/fast-$OFF" | sed 's/ and /, without /')" ;;
+		*) same="$same, ${paths}: $(same_results "$WORK/fast-$OFF" "$WORK/fast-$paths")" ;;
 		esac
 	done
 	verdict fast "unit exit $rc ($(grep -c '^--- PASS' "$OUT/fast-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/fast-unit.log") failed); speed${speeds#,}$same"
@@ -345,8 +347,8 @@ fi
 if has host; then
 	# the host side of a step (docs/gpu.md, "The host side"): the losses kept on the device
 	# until the step ends (Accumulate), tokens through pinned buffers, and the micro-batch
-	# graph (SFSWEEP_CUDA_FAST=graph). First the engine, by default and with the exact fast
-	# paths (their kernels from the ptx stage's PTX): Accumulate against Forward and Backward
+	# graph (SFSWEEP_CUDA_FAST=graph). First the engine, without the exact fast paths ($OFF)
+	# and with them (their kernels from the ptx stage's PTX): Accumulate against Forward and Backward
 	# and graph replay against eager, bitwise over three steps of a device optimizer, a
 	# refused capture falling back (TestAccumulate*, TestGraph*). Then the training loop,
 	# losses read per step against per micro-batch, through a kill and a resume, eager and
@@ -354,9 +356,9 @@ if has host; then
 	# Forward+Backward, Accumulate and Accumulate+graph (TestHostSpeed), and the speed
 	# stage's run through sfsweep train with the exact paths, without and with graph.
 	units=
-	for paths in "" "$EXACT"; do
-		(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$paths timeout 200 "$WORK/cuda.test" -test.v -test.run 'TestAccumulate|TestGraph' -test.timeout 190s) >"$OUT/host-unit-${paths:-off}.log" 2>&1
-		units="$units, ${paths:-default} exit $? ($(grep -c '^--- PASS' "$OUT/host-unit-${paths:-off}.log") passed, $(grep -c '^--- FAIL' "$OUT/host-unit-${paths:-off}.log") failed)"
+	for paths in "$OFF" "$EXACT"; do
+		(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$paths timeout 200 "$WORK/cuda.test" -test.v -test.run 'TestAccumulate|TestGraph' -test.timeout 190s) >"$OUT/host-unit-$paths.log" 2>&1
+		units="$units, $paths exit $? ($(grep -c '^--- PASS' "$OUT/host-unit-$paths.log") passed, $(grep -c '^--- FAIL' "$OUT/host-unit-$paths.log") failed)"
 	done
 	loops=
 	for paths in "" graph; do

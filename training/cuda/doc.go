@@ -31,12 +31,13 @@
 // and times runs of operations of one category with CUDA events: the measured form of the
 // cost model in docs/gpu.md. Off, it records nothing and changes no bit.
 //
-// Faster paths that give the same bits (a fused cross-entropy, kernels that write the
-// bfloat16 operands they produce, RMSNorm's backward pass in one kernel, rmsnorm.cu, and
-// producers that write only the bfloat16 operand), and deterministic flash attention on
-// bfloat16 tensor cores (flash.cu, which changes the bits within a stated tolerance), run only when
-// FastEnv names them, until a GPU run signs them off; their kernels are optional, so an
-// older PTX still loads. The flash kernels' index maths is one C header
+// Faster paths that give the same bits, signed off on a GPU, are on by default (signedOff:
+// a fused cross-entropy, kernels that write the bfloat16 operands they produce, RMSNorm's
+// backward pass in one kernel, rmsnorm.cu, and producers that write only the bfloat16
+// operand); FastEnv turns them off by name. The others, deterministic flash attention on
+// bfloat16 tensor cores (flash.cu) among them, which change the bits within a stated
+// tolerance, run only when FastEnv names them, until a GPU run signs them off as a new
+// arithmetic; their kernels are optional, so an older PTX still loads without them. The flash kernels' index maths is one C header
 // (flashmath/flash_tiles.h) that Go tests check through cgo, their algorithm has a Go
 // mirror, and their source runs on the CPU (flashemu) bitwise against the mirror.
 //

@@ -6,15 +6,16 @@ import (
 	"strings"
 )
 
-// FastEnv names an environment variable that turns on, by name, the engine's fast paths
-// that a GPU run has not yet signed off, e.g. SFSWEEP_CUDA_FAST=ce. Each but flash, ce1,
-// lt, logits16 and act16 gives bitwise the results of the default path (the arithmetic
-// stays that of the backend's name); flash computes attention in another order and rounds
-// it elsewhere, ce1 sums the softmax's denominator in another order, lt may run other GEMM
-// kernels, and logits16 and act16 round product outputs to bfloat16, so their bits differ
-// within a tolerance, and they make a new arithmetic once signed off;
-// until then an engine that runs them says so in its provenance (variant). Unset or empty,
-// the engine runs the default path.
+// FastEnv names an environment variable that sets, by name, the engine's fast paths
+// beyond those on by default (signedOff), e.g. SFSWEEP_CUDA_FAST=flash,ce1; a name with a
+// leading "-" turns a path off, e.g. -ce,-round,-norm,-swiglu for the path before them.
+// Each but flash, ce1, lt, logits16 and act16 gives bitwise the results of the default
+// path (the arithmetic stays that of the backend's name); flash computes attention in
+// another order and rounds it elsewhere, ce1 sums the softmax's denominator in another
+// order, lt may run other GEMM kernels, and logits16 and act16 round product outputs to
+// bfloat16, so their bits differ within a tolerance, and they make a new arithmetic once
+// signed off; until then an engine that runs them says so in its provenance (variant).
+// Unset or empty, the engine runs the signed-off paths.
 const FastEnv = "SFSWEEP_CUDA_FAST"
 
 // ceThreads is the block of the cross-entropy kernels, one block per row: its size fixes
@@ -142,6 +143,13 @@ func flashScale() (scale, scaleLog2 float32) {
 	return float32(1 / math.Sqrt(flashD)), float32(math.Log2E / math.Sqrt(flashD))
 }
 
+// signedOff is the set of fast paths on by default: those a GPU run has shown to give
+// bitwise the losses and gradients of the path before them (TestFastPathsBitwise on an
+// H200, for LLaMA and GPT-2, bf16, TF32 and float32, llama-124m included), so the
+// arithmetic keeps its name. The path before them stays, for comparison, behind FastEnv's
+// "-" names.
+const signedOff = fastCE | fastRound | fastNorm | fastSwiGLU
+
 // exactFast is the set of the fast paths that change no bit.
 func exactFast() fastPaths {
 	return allFast() &^ (fastFlash | fastCE1 | fastLt | fastLogits16 | fastAct16)
@@ -181,12 +189,18 @@ func (f fastPaths) String() string {
 	return strings.Join(names, ",")
 }
 
-// parseFast reads FastEnv's value: names separated by commas, spaces ignored.
+// parseFast reads FastEnv's value: names separated by commas, spaces ignored, each adding
+// its path to signedOff, or with a leading "-" taking it away.
 func parseFast(s string) (fastPaths, error) {
-	var f fastPaths
+	f := signedOff
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
+		off := strings.HasPrefix(name, "-")
+		name = strings.TrimSpace(strings.TrimPrefix(name, "-"))
 		if name == "" {
+			if off {
+				return 0, fmt.Errorf("cuda: %s=%q: a \"-\" names no fast path", FastEnv, s)
+			}
 			continue
 		}
 		i := fastIndex(name)
@@ -195,9 +209,13 @@ func parseFast(s string) (fastPaths, error) {
 			for j, n := range fastNames {
 				known[j] = n.name
 			}
-			return 0, fmt.Errorf("cuda: %s=%q: unknown fast path %q (known: %s)", FastEnv, s, name, strings.Join(known, ", "))
+			return 0, fmt.Errorf("cuda: %s=%q: unknown fast path %q (known: %s; a leading \"-\" turns one off)", FastEnv, s, name, strings.Join(known, ", "))
 		}
-		f |= fastNames[i].path
+		if off {
+			f &^= fastNames[i].path
+		} else {
+			f |= fastNames[i].path
+		}
 	}
 	return f, nil
 }

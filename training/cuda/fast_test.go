@@ -12,18 +12,33 @@ import (
 )
 
 func TestParseFast(t *testing.T) {
+	if signedOff != fastCE|fastRound|fastNorm|fastSwiGLU || signedOff&^exactFast() != 0 {
+		t.Errorf("signedOff = %v: a path on by default must change no bit", signedOff)
+	}
 	for _, tc := range []struct {
 		in   string
 		want fastPaths
 	}{
-		{"", 0},
-		{"ce", fastCE},
-		{" ce , ,ce", fastCE},
-		{"round,ce", fastCE | fastRound},
+		{"", signedOff},
+		{"ce", signedOff},
+		{"flash", signedOff | fastFlash},
+		{" flash , ,flash", signedOff | fastFlash},
+		{"-ce,-round,-norm,-swiglu", 0},
+		{"-ce,-round,-norm,-swiglu,ce", fastCE},
+		{" - round, graph", signedOff&^fastRound | fastGraph},
+		{"graph,-graph", signedOff},
 	} {
 		got, err := parseFast(tc.in)
-		if err != nil || got != tc.want || (tc.want == fastCE|fastRound && got.String() != "ce,round") {
-			t.Errorf("parseFast(%q) = %b, %v; want %b", tc.in, got, err, tc.want)
+		if err != nil || got != tc.want {
+			t.Errorf("parseFast(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	if f, err := parseFast("-norm,-swiglu"); err != nil || f.String() != "ce,round" {
+		t.Errorf("parseFast(-norm,-swiglu) = %v, %v", f, err)
+	}
+	for _, bad := range []string{"flash,-", "-flsh"} {
+		if _, err := parseFast(bad); err == nil || !strings.Contains(err.Error(), FastEnv+`=`+strconv.Quote(bad)) {
+			t.Errorf("parseFast(%q) = %v, want an error naming %s and its value", bad, err, FastEnv)
 		}
 	}
 	_, err := parseFast("ce,flsh")
@@ -34,7 +49,7 @@ func TestParseFast(t *testing.T) {
 		exactFast() != fastCE|fastRound|fastNorm|fastSwiGLU|fastGraph|fastRope {
 		t.Errorf("allFast() = %b, exactFast() = %b", allFast(), exactFast())
 	}
-	if f, err := parseFast("flash,round,ce"); err != nil || f.String() != "ce,round,flash" {
+	if f, err := parseFast("flash,round,ce"); err != nil || f.String() != "ce,round,flash,norm,swiglu" {
 		t.Errorf("parseFast(flash,round,ce) = %v, %v", f, err)
 	}
 	if ks := fastKernels(fastCE); len(ks) == 0 || fastKernels(0) != nil {
@@ -125,7 +140,9 @@ func TestVariant(t *testing.T) {
 		{"lt,graph,ce", true, "+lt"},
 		{"logits16,ce1,round", true, "+ce1,logits16"},
 		{"act16,round,swiglu", true, "+act16"},
-		{"act16,round", true, ""}, // act16 acts only with round and swiglu
+		{"act16", true, "+act16"},
+		{"act16,-swiglu", true, ""}, // act16 acts only with round and swiglu
+		{"-ce,-round,-norm,-swiglu", true, ""},
 		{"lt,flash", false, ""},
 		{"bogus,flash", true, ""},
 	} {
@@ -136,7 +153,7 @@ func TestVariant(t *testing.T) {
 }
 
 // The fast-path sets bench/gpu/check.sh passes to a GPU run parse, and mean what its
-// stages say: EXACT changes no bit, STAGED holds no path of stage 3 (cuBLASLt and the
+// stages say: EXACT changes no bit, OFF is the path without any, STAGED holds no path of stage 3 (cuBLASLt and the
 // bfloat16 outputs), and ALL is every path. A misspelt name would cost a GPU call.
 func TestCheckScriptPaths(t *testing.T) {
 	b, err := os.ReadFile("../../bench/gpu/check.sh")
@@ -144,11 +161,11 @@ func TestCheckScriptPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	sets := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^(EXACT|STAGED|ALL)=(\S+)$`).FindAllStringSubmatch(string(b), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^(EXACT|OFF|STAGED|ALL)=(\S+)$`).FindAllStringSubmatch(string(b), -1) {
 		sets[m[1]] = os.Expand(m[2], func(k string) string { return sets[k] })
 	}
 	parsed := map[string]fastPaths{}
-	for _, name := range []string{"EXACT", "STAGED", "ALL"} {
+	for _, name := range []string{"EXACT", "OFF", "STAGED", "ALL"} {
 		v, ok := sets[name]
 		if !ok {
 			t.Fatalf("check.sh defines no %s", name)
@@ -159,6 +176,9 @@ func TestCheckScriptPaths(t *testing.T) {
 	}
 	if f := parsed["EXACT"]; f&^exactFast() != 0 {
 		t.Errorf("EXACT = %s changes bits: %s", f, f&^exactFast())
+	}
+	if f := parsed["OFF"]; f != 0 {
+		t.Errorf("OFF = %s, want no path", f)
 	}
 	if f := parsed["STAGED"]; f&(fastLt|fastLogits16|fastAct16) != 0 {
 		t.Errorf("STAGED = %s holds stage 3's paths", f)
@@ -214,6 +234,37 @@ func TestCheckScriptTests(t *testing.T) {
 			if !slices.ContainsFunc(tests, re.MatchString) {
 				t.Errorf("check.sh: -test.run alternative %q (of %q) matches no test", alt, p)
 			}
+		}
+	}
+}
+
+// The embedded PTX holds every kernel of kernels.cu and the files it includes, and no
+// other: the paths on by default need theirs on every GPU, where a PTX without them
+// fails the engine's construction.
+func TestEmbeddedPTXCurrent(t *testing.T) {
+	ptx, err := os.ReadFile("kernels.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\(`).FindAllStringSubmatch(string(ptx), -1) {
+		entries[m[1]] = true
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`__global__ void (?:__launch_bounds__\(\w+\) )?(\w+)\(`).FindAllStringSubmatch(kernelSource(t), -1) {
+		defined[m[1]] = true
+		if !entries[m[1]] {
+			t.Errorf("kernels.ptx lacks kernel %s: regenerate it (docs/gpu.md)", m[1])
+		}
+	}
+	for k := range entries {
+		if !defined[k] {
+			t.Errorf("kernels.ptx has kernel %s, which the sources no longer define: regenerate it", k)
+		}
+	}
+	for _, k := range fastKernels(signedOff) {
+		if !entries[k] {
+			t.Errorf("kernels.ptx lacks %s, which a default path needs", k)
 		}
 	}
 }
