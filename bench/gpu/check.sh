@@ -12,7 +12,8 @@
 #   .gpubin/data/go-gpt2     sfsweep data default -tokenizer gpt2 -max-bytes 8000000
 #
 # Usage: bench/gpu/check.sh OUTDIR [STAGES]   (STAGES: any of ptx speed profile prove unit fast
-# flash pack attn host lt loop kill sweep curve program; default all but prove, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
+# flash pack attn host lt loop kill sweep curve arith program; default all but prove and
+# arith, in that order). Each stage logs to OUTDIR/<stage>.log and prints a one-line verdict.
 set -u
 OUT=${1:?usage: check.sh OUTDIR [STAGES]}
 STAGES=${2:-ptx speed profile unit fast flash pack attn host lt loop kill sweep curve program}
@@ -156,8 +157,8 @@ if has profile; then
 fi
 
 if has prove; then
-	# one call that fits a session's device time (about 8 to 9 minutes on an H100; run as
-	# "ptx prove"): first the issue's figure, llama-124m's steady-state tokens/s through
+	# one call that fits a session's device time (219 s on an H200; run as
+	# "ptx prove"): first the speed figure, llama-124m's steady-state tokens/s through
 	# sfsweep train on the default path, with stages 1, 2 and 4's paths ($STAGED) and with
 	# every fast path ($ALL), each against one run of the PyTorch peer; then the fast
 	# paths' correctness in five groups of tests, each under its own timeout: the exact
@@ -464,6 +465,39 @@ if has curve; then
 	python3 "$ROOT/bench/gpu/compare_curves.py" "$OUT/curve-fp32-1.json" "$OUT/curve-bf16-1-all.json" "$OUT/curve-fp32-2.json" | tee -a "$OUT/curve.txt"
 fi
 
+
+if has arith; then
+	# whether the candidate arithmetic ($STAGED: flash and ce1 change the bits) trains as
+	# well as the default one: llama-124m in bf16, 100 steps of 65,536 tokens (8
+	# micro-batches of 16 x 512), with the default paths and with $STAGED, on the same
+	# seeds (SFSWEEP_ARITH_SEEDS, 8 by default; a seed's two arms run one after the other,
+	# so a call cut short keeps whole pairs), each arm in a state of its own. Each run's
+	# result is OUTDIR/arith-ARM-SEED.json; `go run ./bench/gpu/arith OUTDIR` tests their
+	# final validation losses for equivalence within 0.5% (docs/gpu.md), and the verdict
+	# here gives the losses' means.
+	for seed in $(seq 1 "${SFSWEEP_ARITH_SEEDS:-8}"); do
+		train_cfg "arith-$seed" bf16 512 16 65536 100 25 "$seed"
+		for arm in default:"" staged:"$STAGED"; do
+			(cd "$WORK" && timeout 120 bash -c "SFSWEEP_CUDA_FAST='${arm#*:}' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -json -out '$WORK/arith-${arm%%:*}' '$WORK/arith-$seed.yaml'") >"$OUT/arith-${arm%%:*}-$seed.json" 2>"$OUT/arith-${arm%%:*}-$seed.log"
+		done
+	done
+	verdict arith "$(python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+arms = {}
+for f in sorted(glob.glob(sys.argv[1] + "/arith-*-*.json")):
+    arm, seed = os.path.basename(f)[6:-5].rsplit("-", 1)
+    try:
+        r = json.load(open(f))
+        arms.setdefault(arm, {})[int(seed)] = (r["val_loss"][r["primary"]], r["tokens"] / r["seconds"])
+    except (ValueError, KeyError, ZeroDivisionError):
+        pass
+pairs = sorted(set(arms.get("default", {})) & set(arms.get("staged", {})))
+mean = lambda arm, i: sum(arms[arm][s][i] for s in pairs) / len(pairs)
+print(f"{len(pairs)} seeds with both arms; final validation loss default {mean('default', 0):.5f}, staged {mean('staged', 0):.5f}; "
+      f"tokens/s default {mean('default', 1):.0f}, staged {mean('staged', 1):.0f}" if pairs else "FAILED: no seed with both arms (see arith-*.log)")
+PY
+)"
+fi
 
 if has program; then
 	# the reference PyTorch trainer (examples/pytorch/train.py, float32) on llama-124m, 20

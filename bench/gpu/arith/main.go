@@ -1,0 +1,166 @@
+// Command arith tells whether a candidate arithmetic of the cuda backend trains as well as
+// the one it would replace: bench/gpu/check.sh's arith stage trains llama-124m with each
+// arm of SFSWEEP_CUDA_FAST over the same seeds, and this reads the results it leaves,
+// OUTDIR/arith-ARM-SEED.json (sfsweep train -json), pairs each arm's final validation
+// loss with the base arm's of the same seed (same initial weights, same batches) and
+// tests equivalence within a margin: Schuirmann's two one-sided tests at 5% each, the 90%
+// confidence interval of the mean paired difference inside ±margin
+// (internal/stats.Paired.TOST). The margin is relative to the base arm's mean loss. A
+// difference too noisy to bound reads "not shown equivalent", never "the same".
+//
+//	go run ./bench/gpu/arith [-base default] [-margin 0.005] OUTDIR
+//
+// It exits 1 when an arm is not shown equivalent, 2 on bad input.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/sfsweep/sfsweep/internal/stats"
+)
+
+func main() {
+	base := flag.String("base", "default", "the arm the others are compared with")
+	margin := flag.Float64("margin", 0.005, "the equivalence margin, relative to the base arm's mean final validation loss")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: arith [-base ARM] [-margin M] OUTDIR\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ok, err := run(os.Stdout, flag.Arg(0), *base, *margin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "arith:", err)
+		os.Exit(2)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+// result is what arith reads of sfsweep train -json's output.
+type result struct {
+	Status  string             `json:"status"`
+	Primary string             `json:"primary"`
+	Val     map[string]float64 `json:"val_loss"`
+	Steps   int                `json:"steps"`
+	Tokens  int64              `json:"tokens"`
+}
+
+var name = regexp.MustCompile(`^arith-([A-Za-z0-9_]+)-([0-9]+)\.json$`)
+
+// load reads dir's results: arm → seed → final validation loss of the primary iterate.
+func load(dir string) (map[string]map[int]float64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	arms := map[string]map[int]float64{}
+	for _, e := range entries {
+		m := name.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == 0 {
+			continue // a run cut short by its call's timeout
+		}
+		var r result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		loss, found := r.Val[r.Primary]
+		if r.Status != "completed" || !found || math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return nil, fmt.Errorf("%s: status %q, validation loss at %q %v: want a completed run with a finite loss", path, r.Status, r.Primary, loss)
+		}
+		seed, _ := strconv.Atoi(m[2])
+		if arms[m[1]] == nil {
+			arms[m[1]] = map[int]float64{}
+		}
+		arms[m[1]][seed] = loss
+	}
+	if len(arms) == 0 {
+		return nil, fmt.Errorf("%s holds no arith-ARM-SEED.json", dir)
+	}
+	return arms, nil
+}
+
+// run prints, for each arm but base, its final losses beside base's on the seeds both
+// have, the mean paired difference with its 90% interval, and the verdict of the test of
+// equivalence within ±margin·mean(base); it reports whether every arm was shown
+// equivalent.
+func run(w io.Writer, dir, base string, margin float64) (bool, error) {
+	if !(margin > 0) {
+		return false, fmt.Errorf("margin = %v, must be > 0", margin)
+	}
+	arms, err := load(dir)
+	if err != nil {
+		return false, err
+	}
+	ref, found := arms[base]
+	if !found {
+		return false, fmt.Errorf("%s holds no run of the base arm %q", dir, base)
+	}
+	var others []string
+	for a := range arms {
+		if a != base {
+			others = append(others, a)
+		}
+	}
+	if len(others) == 0 {
+		return false, errors.New("no arm to compare with the base arm")
+	}
+	sort.Strings(others)
+	all := true
+	for _, arm := range others {
+		var seeds []int
+		for s := range arms[arm] {
+			if _, ok := ref[s]; ok {
+				seeds = append(seeds, s)
+			}
+		}
+		slices.Sort(seeds)
+		a, b := make([]float64, len(seeds)), make([]float64, len(seeds))
+		fmt.Fprintf(w, "%s against %s, final validation loss:\n| seed | %s | %s | difference |\n|---|---|---|---|\n", arm, base, base, arm)
+		for i, s := range seeds {
+			a[i], b[i] = arms[arm][s], ref[s]
+			fmt.Fprintf(w, "| %d | %.5f | %.5f | %+.5f |\n", s, b[i], a[i], a[i]-b[i])
+		}
+		p := stats.Compare(a, b)
+		delta := margin * stats.Summarize(b).Mean
+		tost := p.TOST(delta)
+		// the interval TOST at 5% each side amounts to: 90%, t_{0.95, N−1}
+		lo, hi := math.Inf(-1), math.Inf(1)
+		if p.N >= 2 {
+			t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(p.N - 1)}.Quantile(1 - stats.Level)
+			lo, hi = p.Diff-t*p.SE, p.Diff+t*p.SE
+		}
+		verdict := "equivalent"
+		if !(tost < stats.Level) {
+			verdict, all = "NOT SHOWN EQUIVALENT", false
+		}
+		fmt.Fprintf(w, "== arith %s: %s within ±%.5f (%.2f%% of %s's mean %.5f) over %d seeds: mean difference %+.5f, 90%% interval [%+.5f, %+.5f], TOST p = %.3g\n",
+			arm, verdict, delta, 100*margin, base, stats.Summarize(b).Mean, p.N, p.Diff, lo, hi, tost)
+	}
+	return all, nil
+}
