@@ -59,6 +59,8 @@ type Engine struct {
 	act             activations
 	cos, sin, nsin  cu.DevicePtr // RoPE tables (t, D/2); nsin = −sin
 	tokens, targets cu.DevicePtr // (n) int32
+	embIdx          cu.DevicePtr // (3n+2) int32: embedIndex of the tokens (FastEnv "embed")
+	embSeen         []int32      // (vocabulary) embedIndex's scratch, zero between calls
 	losses          cu.DevicePtr // (n) float64
 	lossHost        []float64    // (n) pinned: Forward's losses, copied back
 	pin             staging      // the pinned buffers tokens go through (pinned.go)

@@ -109,6 +109,12 @@ const (
 	// the gather's expressions on the same values, so the same bits, and no float32 dq, dk,
 	// dv or dqkv in memory.
 	fastRope
+	// fastEmbed adds the embedding's gradient from the rows of each token, which the host
+	// lists as it stages the tokens (embed.go), one block per token (encoder_backward_rows,
+	// embedding.cu), instead of every thread of encoder_backward scanning every token of
+	// the micro-batch: the same additions in the same order, so the same bits, in every
+	// precision.
+	fastEmbed
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -174,6 +180,7 @@ var fastNames = []fastPath{
 	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16", "flash_backward_pre_bf16", "rmsnorm_backward_fused_from_bf16"}},
 	{"rope", fastRope, []string{"flash_permute_rope", "flash_backward_dkdv_rope16", "flash_backward_dq_rope16",
 		"flash_forward_rows", "flash_backward_dkdv_rows", "flash_backward_dq_rows"}},
+	{"embed", fastEmbed, []string{"encoder_backward_rows"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }

@@ -87,6 +87,6 @@ func (e *Engine) backwardGPT2() error {
 		e.layernormBackward(r, s.dresid, gw.n1, gw.n1b, s.dnorm, x, w.n1, la.n1Mean, la.n1Rstd)
 	}
 	r.launch("position_backward", lin(e.t*c), blk, e.g.wpe, s.dresid, e.b, e.t, c)
-	r.launch("encoder_backward", lin(c*embBuckets), blk, e.g.emb, s.dresid, e.tokens, n, c, embBuckets)
+	e.embeddingBackward(r, s.dresid)
 	return r.err
 }

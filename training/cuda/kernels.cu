@@ -756,7 +756,9 @@ __global__ void to_bf16(__nv_bfloat16 *dst, const float *x, long n) {
 
 } // extern "C"
 
-// The flash attention kernels (flash.cu) and RMSNorm's fused backward pass (rmsnorm.cu),
+// The flash attention kernels (flash.cu), RMSNorm's fused backward pass (rmsnorm.cu) and the
+// embedding gradient by token (embedding.cu),
 // in the same PTX.
 #include "flash.cu"
 #include "rmsnorm.cu"
+#include "embedding.cu"

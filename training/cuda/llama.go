@@ -189,6 +189,6 @@ func (e *Engine) backward() error {
 		e.intoNorm(r, n, c, 3*c, s.dqkv, 3*c, w.qkv, c)
 		e.rmsnormBackward(r, s.dresid, gw.n1, s.dnorm, x, w.n1, la.n1Rstd)
 	}
-	r.launch("encoder_backward", lin(c*embBuckets), blk, e.g.emb, s.dresid, e.tokens, n, c, embBuckets)
+	e.embeddingBackward(r, s.dresid)
 	return r.err
 }

@@ -198,6 +198,12 @@ func (e *Engine) allocBuffers() error {
 	size := e.layout.Size
 	e.params, e.grads = a(size), a(size)
 	e.tokens, e.targets, e.losses = a(n), a(n), a(n, 8)
+	if e.fast.has(fastEmbed) {
+		e.embIdx = a(3*n + 2)
+		if !e.counting {
+			e.embSeen = make([]int32, v)
+		}
+	}
 	e.queue.dev = a(lossSlots*n, 8)
 	h := e.cfg.HeadDim() / 2
 	e.cos, e.sin, e.nsin = a(e.t*h), a(e.t*h), a(e.t*h)

@@ -61,7 +61,7 @@ func freePinned[T any](s []T) error {
 // staging is the two pinned buffers a micro-batch's tokens and targets go through to the
 // device, each with the event recorded after the copies that last read it.
 type staging struct {
-	buf    [2][]int32 // (2n) each: tokens, then targets
+	buf    [2][]int32 // (2n) each: tokens, then targets; with embed, then embedIndex's (3n+2)
 	copied [2]cu.Event
 	made   [2]bool // copied[i] exists
 	next   int     // the buffer the next micro-batch fills
@@ -72,7 +72,11 @@ type staging struct {
 func (e *Engine) allocHost() error {
 	var err error
 	for i := range e.pin.buf {
-		if e.pin.buf[i], err = allocPinned[int32](2 * e.n); err != nil {
+		size := 2 * e.n
+		if e.embIdx != 0 {
+			size += 3*e.n + 2
+		}
+		if e.pin.buf[i], err = allocPinned[int32](size); err != nil {
 			return err
 		}
 		if e.pin.copied[i], err = cu.MakeEvent(cu.DisableTiming); err != nil {
@@ -104,7 +108,9 @@ func (e *Engine) freeHost() {
 // stage copies the micro-batch's tokens and targets to e.tokens and e.targets on the
 // stream, after its earlier work, through the next staging buffer: it waits only for the
 // copies from that buffer, two micro-batches ago, and returns before its own copies run.
-// The copies are charged to the forward pass's transfers; the call is not counted.
+// With the embed path on, it lists each token's rows there too (embedIndex) and copies
+// the list to e.embIdx. The copies are charged to the forward pass's transfers; the call
+// is not counted.
 func (e *Engine) stage(tokens, targets []int32) error {
 	defer e.call(PhaseForward, numCategories, false)()
 	i := e.pin.next
@@ -113,15 +119,21 @@ func (e *Engine) stage(tokens, targets []int32) error {
 	}
 	buf, n := e.pin.buf[i], e.n
 	copy(buf[:n], tokens)
-	copy(buf[n:], targets)
-	r := &run{st: e.st, e: e}
-	for _, c := range []struct {
+	copy(buf[n:2*n], targets)
+	type copyIn struct {
 		what string
 		dst  cu.DevicePtr
 		src  []int32
-	}{{"tokens", e.tokens, buf[:n]}, {"targets", e.targets, buf[n:]}} {
+	}
+	copies := []copyIn{{"tokens", e.tokens, buf[:n]}, {"targets", e.targets, buf[n : 2*n]}}
+	if e.embedOn() {
+		embedIndex(tokens, buf[2*n:5*n+2], e.embSeen)
+		copies = append(copies, copyIn{"tokens' rows", e.embIdx, buf[2*n : 5*n+2]})
+	}
+	r := &run{st: e.st, e: e}
+	for _, c := range copies {
 		r.doAs(Transfer, func() error {
-			if err := cu.MemcpyHtoDAsync(c.dst, unsafe.Pointer(&c.src[0]), int64(4*n), e.st.s); err != nil {
+			if err := cu.MemcpyHtoDAsync(c.dst, unsafe.Pointer(&c.src[0]), int64(4*len(c.src)), e.st.s); err != nil {
 				return fmt.Errorf("cuda: copying the %s to the device: %w", c.what, err)
 			}
 			return nil

@@ -62,7 +62,7 @@ var kernelCategory = map[string]Category{
 	"gelu_forward": Elementwise, "gelu_backward": Elementwise, "bias_forward": Elementwise,
 	"colsum_part": Elementwise, "scale_add": Elementwise,
 	"to_bf16":         Round,
-	"encoder_forward": Embedding, "encoder_backward": Embedding,
+	"encoder_forward": Embedding, "encoder_backward": Embedding, "encoder_backward_rows": Embedding,
 	"position_forward": Embedding, "position_backward": Embedding,
 	"sumsq_chunks": Optimizer, "sfadamw_step": Optimizer, "adamw_step": Optimizer, "scale": Optimizer,
 	"ewa_update": Optimizer, "sf_x": Optimizer, "ewa_update_x": Optimizer,

@@ -183,3 +183,22 @@ var blk = dim{x: threads}
 
 // embBuckets is the number of threads per column of the embedding-gradient scatter.
 const embBuckets = 32
+
+// embedOn reports whether the embed path is on: the engine was made with it (its index
+// buffers exist) and runs it.
+func (e *Engine) embedOn() bool { return e.fast.has(fastEmbed) && e.embIdx != 0 }
+
+// embeddingBackward adds dresid, the gradient at the embeddings' output, into the
+// embedding's gradient: with the embed path, a block per token of the micro-batch over the
+// rows the host listed (encoder_backward_rows; its grid is fixed, so a captured graph
+// serves any micro-batch); else a thread per column and bucket of tokens, each scanning
+// every row. The same additions in the same order either way.
+func (e *Engine) embeddingBackward(r *run, dresid cu.DevicePtr) {
+	n, c := e.n, e.cfg.Dim
+	if e.embedOn() {
+		// a thread per column up to 1,024: a frequent token's rows are summed in sequence
+		r.launch("encoder_backward_rows", dim{x: n}, dim{x: normThreads(c)}, e.g.emb, dresid, e.embIdx, n, c)
+		return
+	}
+	r.launch("encoder_backward", lin(c*embBuckets), blk, e.g.emb, dresid, e.tokens, n, c, embBuckets)
+}
