@@ -34,7 +34,7 @@ sfsweep() { SFSWEEP_TEST_RUN_MAIN=1 "$WORK/sfsweep.test" "$@"; }
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 # the fast paths that change no bit (SFSWEEP_CUDA_FAST), all together; the first four are
 # on by default (signed off), and OFF turns them off: the engine's path before them
-EXACT=ce,round,norm,swiglu
+EXACT=ce,round,norm,swiglu,embed
 OFF=-ce,-round,-norm,-swiglu
 # stages 1, 2 and 4 of the speed work (the kernels' fusions, flash attention, the host side)
 STAGED=$EXACT,rope,graph,flash,ce1
@@ -195,8 +195,8 @@ if has unit; then
 fi
 
 if has fast; then
-	# the exact fast paths on by default (ce,round,norm,swiglu; their kernels come from the
-	# ptx stage's PTX): the package's tests again with them named (TestMatchesCPU,
+	# the exact fast paths (the four on by default, ce,round,norm,swiglu, and embed; their
+	# kernels come from the ptx stage's PTX): the package's tests again with them named (TestMatchesCPU,
 	# TestDeterministic, TestNeedBytes on them), then the speed stage's run without them
 	# ($OFF), with the first two, with all four, and with all four and the online
 	# cross-entropy (ce1, which changes the bits), in this call
@@ -355,7 +355,8 @@ if has host; then
 	# losses read per step against per micro-batch, through a kill and a resume, eager and
 	# with the graph (TestRunCUDAAccumulatedBitwise). Then the speed, in one process:
 	# Forward+Backward, Accumulate and Accumulate+graph (TestHostSpeed), and the speed
-	# stage's run through sfsweep train with the exact paths, without and with graph.
+	# stage's run through sfsweep train with the exact paths but embed (whose results the
+	# next run's must equal), with them all, and with graph too.
 	units=
 	for paths in "$OFF" "$EXACT"; do
 		(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$paths timeout 200 "$WORK/cuda.test" -test.v -test.run 'TestAccumulate|TestGraph' -test.timeout 190s) >"$OUT/host-unit-$paths.log" 2>&1
@@ -369,15 +370,16 @@ if has host; then
 	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT SFSWEEP_CUDA_HOST_SPEED=1 timeout 200 "$WORK/cuda.test" -test.v -test.run 'TestHostSpeed$' -test.timeout 190s) >"$OUT/host-speed.log" 2>&1
 	grep -o 'host speed: .*' "$OUT/host-speed.log" | tee "$OUT/host-speed.txt"
 	train_cfg host bf16 512 16 524288 4 0
-	for paths in "$EXACT" "$EXACT,graph"; do
+	for paths in "$EXACT,-embed" "$EXACT" "$EXACT,graph"; do
 		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/host-$paths' '$WORK/host.yaml'") >"$OUT/host-train-$paths.log" 2>&1
 	done
+	noembed=$(grep -o '[0-9]* tok/s' "$OUT/host-train-$EXACT,-embed.log" | tail -1 | cut -d' ' -f1)
 	eager=$(grep -o '[0-9]* tok/s' "$OUT/host-train-$EXACT.log" | tail -1 | cut -d' ' -f1)
 	graph=$(grep -o '[0-9]* tok/s' "$OUT/host-train-$EXACT,graph.log" | tail -1 | cut -d' ' -f1)
 	ratio=$(awk -v a="${eager:-0}" -v b="${graph:-0}" 'BEGIN { if (a > 0) printf "%.3fx", b / a; else print "?" }')
 	# TestGraphCaptureFallsBack refuses a capture on purpose: only the runs' logs count
 	failed=$(grep -ho 'could not be captured.*' "$OUT/host-loop-graph.log" "$OUT/host-train-$EXACT,graph.log" "$OUT/host-speed.log" | head -1)
-	verdict host "unit${units#,}; loop${loops#,}; sfsweep train $EXACT ${eager:-?} tok/s, +graph ${graph:-?} tok/s ($ratio)${failed:+; CAPTURE FAILED: $failed}; one process: $(paste -sd ';' "$OUT/host-speed.txt")"
+	verdict host "unit${units#,}; loop${loops#,}; sfsweep train $EXACT,-embed ${noembed:-?} tok/s, $EXACT ${eager:-?} tok/s ($(same_results "$WORK/host-$EXACT,-embed" "$WORK/host-$EXACT")), +graph ${graph:-?} tok/s ($ratio)${failed:+; CAPTURE FAILED: $failed}; one process: $(paste -sd ';' "$OUT/host-speed.txt")"
 fi
 
 if has lt; then
