@@ -227,23 +227,40 @@ func parseFast(s string) (fastPaths, error) {
 	return f, nil
 }
 
+// bitBase is the set of the paths that change the bits which the bf16 arithmetic of the
+// catalog's name (training/backend) holds: on by default (in signedOff) and named by no
+// variant. None yet; a GPU run that signs off flash and ce1 as a new arithmetic
+// (cuda-bf16/2) puts them here and in signedOff, and renames the catalog's arithmetic.
+const bitBase fastPaths = 0
+
 // variant is what the fast paths of FastEnv's value s add to the arithmetic of an engine
-// (in bf16 mode or not): "+" and the paths that change its bits, or "" (exactly the
-// catalog's arithmetic). flash, ce1, lt, logits16 and act16 change bits in bf16 only; other
-// precisions keep the default kernels, and act16 acts only with round and swiglu. A value
-// parseFast refuses adds nothing: such an engine is never made.
+// (in bf16 mode or not): "+" and the paths that change its bits, and "-" and those of
+// bitBase turned off, or "" (exactly the catalog's arithmetic). flash, ce1, lt, logits16
+// and act16 change bits in bf16 only; other precisions keep the default kernels, and act16
+// acts only with round and swiglu. A value parseFast refuses adds nothing: such an engine
+// is never made.
 func variant(s string, bf16 bool) string {
 	f, err := parseFast(s)
 	if err != nil || !bf16 {
 		return ""
 	}
+	return variantOf(f, bitBase)
+}
+
+// variantOf is variant for the paths f of a bf16 engine, against an arithmetic that holds
+// the bit-changing paths base.
+func variantOf(f, base fastPaths) string {
 	if f&(fastRound|fastSwiGLU) != fastRound|fastSwiGLU {
 		f &^= fastAct16
 	}
-	if changed := f &^ exactFast(); changed != 0 {
-		return "+" + changed.String()
+	var v string
+	if on := f &^ exactFast() &^ base; on != 0 {
+		v += "+" + on.String()
 	}
-	return ""
+	if off := base &^ f; off != 0 {
+		v += "-" + off.String()
+	}
+	return v
 }
 
 func fastIndex(name string) int {

@@ -150,6 +150,27 @@ func TestVariant(t *testing.T) {
 			t.Errorf("variant(%q, bf16 %v) = %q, want %q", c.env, c.bf16, got, c.want)
 		}
 	}
+	// the arithmetic's own bit-changing paths are on by default and named by no variant
+	if bitBase&^signedOff != 0 || bitBase&^(allFast()&^exactFast()) != 0 {
+		t.Errorf("bitBase = %v: its paths must change bits and be on by default", bitBase)
+	}
+	// against an arithmetic that holds flash and ce1, as cuda-bf16/2 would
+	base := fastFlash | fastCE1
+	for _, c := range []struct {
+		f    fastPaths
+		want string
+	}{
+		{signedOff | base, ""},
+		{signedOff | base | fastGraph | fastRope, ""},
+		{signedOff | fastCE1, "-flash"},
+		{signedOff | base | fastLt, "+lt"},
+		{signedOff | fastLt | fastLogits16, "+lt,logits16-flash,ce1"},
+		{0, "-flash,ce1"},
+	} {
+		if got := variantOf(c.f, base); got != c.want {
+			t.Errorf("variantOf(%v, %v) = %q, want %q", c.f, base, got, c.want)
+		}
+	}
 }
 
 // The fast-path sets bench/gpu/check.sh passes to a GPU run parse, and mean what its
