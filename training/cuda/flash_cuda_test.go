@@ -171,7 +171,7 @@ func gradErrs(cfg model.Config, grads, ref []float32) map[string]float64 {
 // paths on too. A wrong tile or mask gives errors of order one. Heads of another size, and
 // other precisions, keep the materialised path.
 func TestFlashEngine(t *testing.T) {
-	needFast(t, allFast())
+	needFast(t, allOn(t))
 	d64 := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 128, Layers: 2, Heads: 2, Context: 160, Hidden: 256, Batch: 2}.WithDefaults()
 	for _, tc := range []struct {
 		name          string
@@ -190,7 +190,7 @@ func TestFlashEngine(t *testing.T) {
 			}
 			_, old := train(backend.BF16, 0)
 			// with the exact paths and ce1 too; the other paths' own tests run them with flash
-			for _, f := range []fastPaths{fastFlash, exactFast() | fastFlash | fastCE1} {
+			for _, f := range []fastPaths{fastFlash, exactOn(t) | fastFlash | fastCE1} {
 				e, got := train(backend.BF16, f)
 				if !e.flash {
 					t.Fatalf("%s: the engine does not run the flash path", f)
@@ -218,9 +218,9 @@ func TestFlashEngine(t *testing.T) {
 // NeedBytes follows the flash path's buffers: per layer the bfloat16 q, k, v and the
 // log-sum-exp, dO and D once, and no scores or probabilities.
 func TestFlashNeedBytes(t *testing.T) {
-	needFast(t, allFast())
+	needFast(t, allOn(t))
 	cfg := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 128, Layers: 2, Heads: 2, Context: 160, Hidden: 256, Batch: 2}.WithDefaults()
-	for _, f := range []fastPaths{0, fastFlash, fastFlash | fastRound, allFast()} {
+	for _, f := range []fastPaths{0, fastFlash, fastFlash | fastRound, allOn(t)} {
 		e, err := newEngine(cfg, 3, 100, backend.BF16, f)
 		if err != nil {
 			t.Fatal(err)
@@ -309,7 +309,7 @@ func TestRopeInPermute(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			toks, p, _ := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 91)
-			for _, base := range []fastPaths{fastFlash, exactFast()&^fastRope | fastFlash} {
+			for _, base := range []fastPaths{fastFlash, exactOn(t)&^fastRope | fastFlash} {
 				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
 				e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base|fastRope, p, toks)
 				if e.ropeInPermute() == e.gpt2 {

@@ -119,7 +119,7 @@ func TestLtProducts(t *testing.T) {
 // fast paths; LLaMA and GPT-2, odd shapes included. A wrong layout or residual gives errors
 // of order one. Whether its bits are the default path's is logged.
 func TestLtEngine(t *testing.T) {
-	needFast(t, exactFast())
+	needFast(t, exactOn(t))
 	for _, tc := range []engineShape{
 		{"micro-llama", preset(t, "micro-llama"), 2, 8},
 		{"odd", oddConfig(), 3, 7},
@@ -128,7 +128,7 @@ func TestLtEngine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			toks, p, exact := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 51)
-			for _, base := range []fastPaths{0, exactFast()} {
+			for _, base := range []fastPaths{0, exactOn(t)} {
 				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
 				f := base | fastLt
 				e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, f, p, toks)

@@ -61,7 +61,7 @@ func TestLogits16Kernels(t *testing.T) {
 // torch.autocast) and give the same bits run to run; alone, with the other paths of the
 // head (ce, ce1) and with every path. In float32 the path changes nothing.
 func TestLogits16Engine(t *testing.T) {
-	needFast(t, allFast())
+	needFast(t, allOn(t))
 	for _, tc := range []engineShape{
 		{"odd", oddConfig(), 3, 7},
 		{"odd-vocab", model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 64, Layers: 2, Heads: 4, Context: 40, Hidden: 96, Batch: 3}.WithDefaults(), 3, 37},
@@ -74,7 +74,7 @@ func TestLogits16Engine(t *testing.T) {
 			if !slices.Equal(with.losses, exact.losses) || firstDiff(bits32(with.grads), bits32(exact.grads)) >= 0 {
 				t.Errorf("float32: logits16 changed the results")
 			}
-			for _, base := range []fastPaths{0, fastCE | fastCE1, allFast() &^ fastLogits16} {
+			for _, base := range []fastPaths{0, fastCE | fastCE1, allOn(t) &^ fastLogits16} {
 				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
 				f := base | fastLogits16
 				e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, f, p, toks)
@@ -147,7 +147,7 @@ func TestAct16Kernels(t *testing.T) {
 // exact paths and with every path. Without round and swiglu, and in float32, it changes
 // nothing.
 func TestAct16Engine(t *testing.T) {
-	needFast(t, allFast())
+	needFast(t, allOn(t))
 	for _, tc := range []engineShape{
 		{"odd", oddConfig(), 3, 7},
 		{"tiny-llama", preset(t, "tiny-llama"), 4, 128},
@@ -155,7 +155,7 @@ func TestAct16Engine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			toks, p, exact := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 81)
-			for _, base := range []fastPaths{exactFast(), allFast() &^ fastAct16} {
+			for _, base := range []fastPaths{exactOn(t), allOn(t) &^ fastAct16} {
 				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
 				f := base | fastAct16
 				e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, f, p, toks)
@@ -167,7 +167,7 @@ func TestAct16Engine(t *testing.T) {
 			for _, c := range []struct {
 				prec backend.Precision
 				f    fastPaths
-			}{{backend.BF16, fastCE}, {backend.FP32, exactFast()}} {
+			}{{backend.BF16, fastCE}, {backend.FP32, exactOn(t)}} {
 				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, c.prec, c.f, p, toks)
 				_, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, c.prec, c.f|fastAct16, p, toks)
 				if !slices.Equal(got.losses, old.losses) || firstDiff(bits32(got.grads), bits32(old.grads)) >= 0 {
