@@ -145,8 +145,12 @@ func (e *Engine) stage(tokens, targets []int32) error {
 		}
 		return nil
 	})
-	if r.err == nil {
-		e.pin.next = 1 - i
+	if r.err != nil {
+		// copies enqueued before the failure may still read the buffer, which the next
+		// call fills again: wait for them
+		_ = e.st.s.Synchronize()
+		return r.err
 	}
-	return r.err
+	e.pin.next = 1 - i
+	return nil
 }
