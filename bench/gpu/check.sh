@@ -190,8 +190,12 @@ if has prove; then
 fi
 
 if has unit; then
+	# the package's tests on the default paths, then the engine against the cpu backend,
+	# run to run and in its memory on the path before them ($OFF)
 	(cd "$ROOT/training/cuda" && timeout 150 "$WORK/cuda.test" -test.v -test.timeout 140s) >"$OUT/unit.log" 2>&1
-	verdict unit "exit $? ($(grep -c '^--- PASS' "$OUT/unit.log") passed, $(grep -c '^--- FAIL' "$OUT/unit.log") failed)"
+	rc=$?
+	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$OFF timeout 90 "$WORK/cuda.test" -test.v -test.run 'TestMatchesCPU|TestDeterministic|TestNeedBytes' -test.timeout 85s) >"$OUT/unit-off.log" 2>&1
+	verdict unit "exit $rc ($(grep -c '^--- PASS' "$OUT/unit.log") passed, $(grep -c '^--- FAIL' "$OUT/unit.log") failed, $(grep -c '^--- SKIP' "$OUT/unit.log") skipped); $OFF exit $? ($(grep -c '^--- PASS' "$OUT/unit-off.log") passed, $(grep -c '^--- FAIL' "$OUT/unit-off.log") failed)"
 fi
 
 if has fast; then
@@ -485,18 +489,22 @@ if has arith; then
 	done
 	verdict arith "$(python3 - "$OUT" <<'PY'
 import glob, json, os, sys
-arms = {}
+arms, broken = {}, []
 for f in sorted(glob.glob(sys.argv[1] + "/arith-*-*.json")):
     arm, seed = os.path.basename(f)[6:-5].rsplit("-", 1)
     try:
         r = json.load(open(f))
-        arms.setdefault(arm, {})[int(seed)] = (r["val_loss"][r["primary"]], r["tokens"] / r["seconds"])
-    except (ValueError, KeyError, ZeroDivisionError):
-        pass
+    except ValueError:
+        continue  # cut short
+    if r.get("status") != "completed" or r["primary"] not in r.get("val_loss", {}):
+        broken.append(f"{arm} seed {seed} {r.get('status')}")
+        continue
+    arms.setdefault(arm, {})[int(seed)] = (r["val_loss"][r["primary"]], r["tokens"] / max(r["seconds"], 1e-9))
 pairs = sorted(set(arms.get("default", {})) & set(arms.get("staged", {})))
 mean = lambda arm, i: sum(arms[arm][s][i] for s in pairs) / len(pairs)
-print(f"{len(pairs)} seeds with both arms; final validation loss default {mean('default', 0):.5f}, staged {mean('staged', 0):.5f}; "
-      f"tokens/s default {mean('default', 1):.0f}, staged {mean('staged', 1):.0f}" if pairs else "FAILED: no seed with both arms (see arith-*.log)")
+print((f"{len(pairs)} seeds with both arms completed; final validation loss default {mean('default', 0):.5f}, staged {mean('staged', 0):.5f}; "
+       f"tokens/s default {mean('default', 1):.0f}, staged {mean('staged', 1):.0f}" if pairs else "FAILED: no seed with both arms completed (see arith-*.log)")
+      + (f"; NOT COMPLETED: {', '.join(broken)}" if broken else ""))
 PY
 )"
 fi

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -65,13 +66,21 @@ type result struct {
 
 var name = regexp.MustCompile(`^arith-([A-Za-z0-9_]+)-([0-9]+)\.json$`)
 
-// load reads dir's results: arm → seed → final validation loss of the primary iterate.
-func load(dir string) (map[string]map[int]float64, error) {
+// outcome is one run's: its final validation loss at the primary iterate, or why it has
+// none (a run that diverged or failed).
+type outcome struct {
+	loss float64
+	why  string // "" for a completed run with a finite loss
+}
+
+// load reads dir's results: arm → seed → outcome. A run cut short leaves an empty file,
+// which counts as no run.
+func load(dir string) (map[string]map[int]outcome, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	arms := map[string]map[int]float64{}
+	arms := map[string]map[int]outcome{}
 	for _, e := range entries {
 		m := name.FindStringSubmatch(e.Name())
 		if m == nil {
@@ -89,15 +98,24 @@ func load(dir string) (map[string]map[int]float64, error) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		if r.Status == "" {
+			return nil, fmt.Errorf("%s: no status: not the output of sfsweep train -json", path)
+		}
+		o := outcome{}
 		loss, found := r.Val[r.Primary]
-		if r.Status != "completed" || !found || math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return nil, fmt.Errorf("%s: status %q, validation loss at %q %v: want a completed run with a finite loss", path, r.Status, r.Primary, loss)
+		switch {
+		case r.Status != "completed":
+			o.why = r.Status
+		case !found || math.IsNaN(loss) || math.IsInf(loss, 0):
+			o.why = fmt.Sprintf("completed without a finite validation loss at %q", r.Primary)
+		default:
+			o.loss = loss
 		}
 		seed, _ := strconv.Atoi(m[2])
 		if arms[m[1]] == nil {
-			arms[m[1]] = map[int]float64{}
+			arms[m[1]] = map[int]outcome{}
 		}
-		arms[m[1]][seed] = loss
+		arms[m[1]][seed] = o
 	}
 	if len(arms) == 0 {
 		return nil, fmt.Errorf("%s holds no arith-ARM-SEED.json", dir)
@@ -108,7 +126,8 @@ func load(dir string) (map[string]map[int]float64, error) {
 // run prints, for each arm but base, its final losses beside base's on the seeds both
 // have, the mean paired difference with its 90% interval, and the verdict of the test of
 // equivalence within ±margin·mean(base); it reports whether every arm was shown
-// equivalent.
+// equivalent. A pair with a run that diverged or failed is never shown equivalent: the
+// verdict names it.
 func run(w io.Writer, dir, base string, margin float64) (bool, error) {
 	if !(margin > 0) {
 		return false, fmt.Errorf("margin = %v, must be > 0", margin)
@@ -140,11 +159,30 @@ func run(w io.Writer, dir, base string, margin float64) (bool, error) {
 			}
 		}
 		slices.Sort(seeds)
-		a, b := make([]float64, len(seeds)), make([]float64, len(seeds))
+		var a, b []float64
+		var broken []string // the runs of a pair that diverged or failed
 		fmt.Fprintf(w, "%s against %s, final validation loss:\n| seed | %s | %s | difference |\n|---|---|---|---|\n", arm, base, base, arm)
-		for i, s := range seeds {
-			a[i], b[i] = arms[arm][s], ref[s]
-			fmt.Fprintf(w, "| %d | %.5f | %.5f | %+.5f |\n", s, b[i], a[i], a[i]-b[i])
+		for _, s := range seeds {
+			oa, ob := arms[arm][s], ref[s]
+			if oa.why != "" || ob.why != "" {
+				for _, x := range []struct {
+					arm string
+					o   outcome
+				}{{base, ob}, {arm, oa}} {
+					if x.o.why != "" {
+						broken = append(broken, fmt.Sprintf("seed %d's %s run %s", s, x.arm, x.o.why))
+					}
+				}
+				fmt.Fprintf(w, "| %d | %s | %s | |\n", s, cell(ob), cell(oa))
+				continue
+			}
+			a, b = append(a, oa.loss), append(b, ob.loss)
+			fmt.Fprintf(w, "| %d | %.5f | %.5f | %+.5f |\n", s, ob.loss, oa.loss, oa.loss-ob.loss)
+		}
+		if len(broken) > 0 {
+			all = false
+			fmt.Fprintf(w, "== arith %s: NOT SHOWN EQUIVALENT: %s\n", arm, strings.Join(broken, "; "))
+			continue
 		}
 		p := stats.Compare(a, b)
 		delta := margin * stats.Summarize(b).Mean
@@ -163,4 +201,12 @@ func run(w io.Writer, dir, base string, margin float64) (bool, error) {
 			arm, verdict, delta, 100*margin, base, stats.Summarize(b).Mean, p.N, p.Diff, lo, hi, tost)
 	}
 	return all, nil
+}
+
+// cell is a run's loss for the table, or why it has none.
+func cell(o outcome) string {
+	if o.why != "" {
+		return o.why
+	}
+	return fmt.Sprintf("%.5f", o.loss)
 }

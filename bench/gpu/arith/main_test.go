@@ -86,8 +86,9 @@ func TestArithVerdicts(t *testing.T) {
 	}
 }
 
-// A run cut short leaves an empty file, which is skipped: its seed has no pair. A run
-// that did not complete, a missing base arm, or a margin of zero are errors.
+// A run cut short leaves an empty file, which is skipped: its seed has no pair. A pair
+// with a run that diverged is never shown equivalent, and the verdict names the run.
+// Output not of sfsweep train, a missing base arm or a margin of zero are errors.
 func TestArithInput(t *testing.T) {
 	dir := t.TempDir()
 	writeArm(t, dir, "default", 5.0, 5.1, 4.9)
@@ -105,11 +106,21 @@ func TestArithInput(t *testing.T) {
 	if _, err := run(&b, dir, "fp32", 0.005); err == nil || !strings.Contains(err.Error(), `"fp32"`) {
 		t.Errorf("a missing base arm: %v", err)
 	}
-	bad := filepath.Join(dir, "arith-staged-4.json")
-	if err := os.WriteFile(bad, []byte(`{"status": "diverged", "primary": "x", "val_loss": {"x": 12}}`), 0o644); err != nil {
+	// a diverged candidate (val_loss left out, as sfsweep train leaves it) beside two close
+	// pairs that alone would be shown equivalent
+	writeArm(t, dir, "default", 5.0, 5.1, 4.9, 5.0)
+	writeArm(t, dir, "staged", 5.0001, 5.1001, 4.9001)
+	if err := os.WriteFile(filepath.Join(dir, "arith-staged-4.json"), []byte(`{"status": "diverged", "primary": "x"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run(&b, dir, "default", 0.005); err == nil || !strings.Contains(err.Error(), "arith-staged-4.json") || !strings.Contains(err.Error(), "diverged") {
-		t.Errorf("a diverged run: %v", err)
+	ok, out := runDir(t, dir, 0.005)
+	if ok || !strings.Contains(out, "== arith staged: NOT SHOWN EQUIVALENT: seed 4's staged run diverged") || !strings.Contains(out, "| 4 | 5.00000 | diverged | |") {
+		t.Errorf("a diverged run, ok %v:\n%s", ok, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "arith-staged-4.json"), []byte(`{"primary": "x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(&b, dir, "default", 0.005); err == nil || !strings.Contains(err.Error(), "arith-staged-4.json") {
+		t.Errorf("output without a status: %v", err)
 	}
 }
