@@ -4,10 +4,12 @@
 Usage: attn_table.py FLASH_BENCH.log SDPA.jsonl
 
 FLASH_BENCH.log is the output of the cuda package's BenchmarkFlashAttention (its
-forward-ms, backward-ms and TFLOP/s metrics per micro-batch), SDPA.jsonl that of
-attn_bench.py on the same shapes in the same call. Prints a Markdown table and, last, a
-line (check.sh's verdict) with the ratio of PyTorch's time to ours (above 1: ours is faster) per pass and
-batch; exits 1 when a side is missing.
+forward-ms, backward-ms and TFLOP/s metrics per micro-batch and layout: heads, the kernels
+alone; rope16, with the permutation that rotates q and k; rows, reading qkv's rows and
+rotating on the way), SDPA.jsonl that of attn_bench.py on the same shapes in the same
+call. Prints a Markdown table and, last, a line (check.sh's verdict) with the ratio of
+PyTorch's time to ours (above 1: ours is faster) per layout, pass and batch; exits 1 when
+a side is missing. A log without layouts (an older benchmark) reads as heads.
 """
 import json
 import re
@@ -17,10 +19,10 @@ import sys
 def flash(path):
     out = {}
     for line in open(path, errors="replace"):
-        m = re.match(r"BenchmarkFlashAttention/B=(\d+)/\S+\s+\d+\s+(.*)", line)
+        m = re.match(r"BenchmarkFlashAttention/B=(\d+)/H=\d+/T=\d+(?:/(\w+))?(?:-\d+)?\s+\d+\s+(.*)", line)
         if m:
-            metrics = dict((k, float(v)) for v, k in re.findall(r"([0-9.]+) (\S+)", m.group(2)))
-            out[int(m.group(1))] = metrics
+            metrics = dict((k, float(v)) for v, k in re.findall(r"([0-9.]+) (\S+)", m.group(3)))
+            out[(int(m.group(1)), m.group(2) or "heads")] = metrics
     return out
 
 
@@ -36,22 +38,22 @@ def main():
                 peer[r["batch"]] = r
     except (OSError, ValueError):
         pass
-    both = sorted(set(ours) & set(peer))
+    both = sorted(k for k in ours if k[0] in peer)
     if not both:
         print("missing figures (flash batches %s, SDPA batches %s)" % (sorted(ours), sorted(peer)))
         sys.exit(1)
-    dev = peer[both[0]]["device"]
-    print("causal attention, 12 heads of 64, T = 512, bf16, %s, PyTorch %s" % (dev, peer[both[0]]["torch"]))
-    print("| batch | pass | flash kernels ms | TFLOP/s | SDPA ms | TFLOP/s | SDPA / flash time |")
-    print("|---|---|---|---|---|---|---|")
+    first = peer[both[0][0]]
+    print("causal attention, 12 heads of 64, T = 512, bf16, %s, PyTorch %s" % (first["device"], first["torch"]))
+    print("| batch | layout | pass | flash kernels ms | TFLOP/s | SDPA ms | TFLOP/s | SDPA / flash time |")
+    print("|---|---|---|---|---|---|---|---|")
     ratios = []
-    for b in both:
+    order = {"heads": 0, "rope16": 1, "rows": 2}
+    for b, layout in sorted(both, key=lambda k: (k[0], order.get(k[1], 9), k[1])):
         for p in ("forward", "backward"):
-            o, t = ours[b][p + "-ms"], peer[b][p + "_ms"]
-            print("| %d | %s | %.3f | %.0f | %.3f | %.0f | %.2f |" % (b, p, o, ours[b][p + "-TFLOP/s"], t, peer[b][p + "_tflops"], t / o))
-            ratios.append("B=%d %s %.2f" % (b, p, t / o))
+            o, t = ours[(b, layout)][p + "-ms"], peer[b][p + "_ms"]
+            print("| %d | %s | %s | %.3f | %.0f | %.3f | %.0f | %.2f |" % (b, layout, p, o, ours[(b, layout)][p + "-TFLOP/s"], t, peer[b][p + "_tflops"], t / o))
+            ratios.append("B=%d %s %s %.2f" % (b, layout, p, t / o))
     print("SDPA time / flash kernels' time: " + ", ".join(ratios))
-
 
 if __name__ == "__main__":
     main()
