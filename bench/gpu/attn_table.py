@@ -5,8 +5,8 @@ Usage: attn_table.py FLASH_BENCH.log SDPA.jsonl
 
 FLASH_BENCH.log is the output of the cuda package's BenchmarkFlashAttention (its
 forward-ms, backward-ms and TFLOP/s metrics per micro-batch and layout: heads, the kernels
-alone; rope16, with the permutation that rotates q and k; rows, reading qkv's rows and
-rotating on the way), SDPA.jsonl that of attn_bench.py on the same shapes in the same
+alone; rope16, with the permutation that rotates q and k; perm16, that permutation from
+act16's bfloat16 qkv; rows, reading those rows and rotating on the way), SDPA.jsonl that of attn_bench.py on the same shapes in the same
 call. Prints a Markdown table and, last, a line (check.sh's verdict) with the ratio of
 PyTorch's time to ours (above 1: ours is faster) per layout, pass and batch; exits 1 when
 a side is missing. A log without layouts (an older benchmark) reads as heads.
@@ -47,7 +47,7 @@ def main():
     print("| batch | layout | pass | flash kernels ms | TFLOP/s | SDPA ms | TFLOP/s | SDPA / flash time |")
     print("|---|---|---|---|---|---|---|---|")
     ratios = []
-    order = {"heads": 0, "rope16": 1, "rows": 2}
+    order = {"heads": 0, "rope16": 1, "perm16": 2, "rows": 3}
     for b, layout in sorted(both, key=lambda k: (k[0], order.get(k[1], 9), k[1])):
         for p in ("forward", "backward"):
             o, t = ours[(b, layout)][p + "-ms"], peer[b][p + "_ms"]

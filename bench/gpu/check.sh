@@ -39,7 +39,8 @@ OFF=-ce,-round,-norm,-swiglu
 # stages 1, 2 and 4 of the speed work (the kernels' fusions, flash attention, the host side)
 STAGED=$EXACT,rope,graph,flash,ce1
 # every fast path, stage 3's cuBLASLt and bfloat16 outputs too: the fastest engine these
-# stages can sign off
+# stages can sign off. rows (the flash kernels reading act16's qkv as it is, rotating each
+# tile they load) changes no bit; the attn stage times it against the permutation
 ALL=$STAGED,lt,logits16,act16
 verdict() { echo "== $1: $2"; }
 # train_paths NAME PATHS...: sfsweep train on $WORK/NAME.yaml (train_cfg) once per value of
@@ -396,17 +397,18 @@ if has lt; then
 	# Accumulate and the micro-batch graph with all of them and the exact paths, bitwise
 	# against Forward and Backward (TestAccumulate*, TestGraph*). Then the speed stage's run
 	# with the exact paths, adding lt, logits16 and act16 in turn, then with every path
-	# ($ALL: the speed against the peer that the speed stage measures), and the last
-	# training loss of each.
+	# ($ALL: the speed against the peer that the speed stage measures), and with rows as
+	# well (the flash kernels reading qkv's rows, whose results must be $ALL's), and the
+	# last training loss of each.
 	(cd "$ROOT/training/cuda" && SFSWEEP_CUDA_FAST=$EXACT,lt,logits16,act16 timeout 280 "$WORK/cuda.test" -test.v -test.run 'TestLt|TestLogits16|TestAct16|TestAccumulate|TestGraph' -test.timeout 270s) >"$OUT/lt-unit.log" 2>&1
 	rc=$?
 	same=$(grep -o 'cuBLASLt and GemmEx differ in [0-9]* of [0-9]*' "$OUT/lt-unit.log" | awk '{ d += $6; n += $8 } END { printf "%d of %d elements", d, n }')
 	train_cfg lt bf16 512 16 524288 6 0
-	runs=("$EXACT" "$EXACT,lt" "$EXACT,lt,logits16" "$EXACT,lt,logits16,act16" "$ALL")
+	runs=("$EXACT" "$EXACT,lt" "$EXACT,lt,logits16" "$EXACT,lt,logits16,act16" "$ALL" "$ALL,rows")
 	train_paths lt "${runs[@]}"
 	speeds=$(for p in "${runs[@]}"; do echo -n "$p $(tok_s lt "$p"); "; done)
 	losses=$(last_losses "${runs[@]/#/$WORK/lt-}")
-	verdict lt "unit exit $rc ($(grep -c '^--- PASS' "$OUT/lt-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/lt-unit.log") failed); products differing from GemmEx: ${same:-?}; speed ${speeds%; }; last train loss $losses"
+	verdict lt "unit exit $rc ($(grep -c '^--- PASS' "$OUT/lt-unit.log") passed, $(grep -c '^--- FAIL' "$OUT/lt-unit.log") failed); products differing from GemmEx: ${same:-?}; speed ${speeds%; }; last train loss $losses; rows: $(same_results "$WORK/lt-$ALL" "$WORK/lt-$ALL,rows")"
 fi
 
 if has loop; then

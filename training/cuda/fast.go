@@ -93,8 +93,8 @@ const (
 	// the backward pass. With fastFlash too, the backward product through Wo writes dy in
 	// bfloat16, and the flash forward pass writes O in bfloat16 only (the copy the product
 	// through Wo reads), which flash_backward_pre_bf16 reads with dy, and with fastRope as well the
-	// product of Wqkv writes qkv in bfloat16, which the flash kernels read (rotating q and k
-	// on the way: flash_forward_rows and flash_backward_*_rows); with
+	// product of Wqkv writes qkv in bfloat16, which flash_permute_rope_bf16 rotates into
+	// the heads' layout (or the flash kernels read as it is, with fastRows); with
 	// fastNorm, the products that give the gradient at a norm's output write it in
 	// bfloat16, which rmsnorm_backward_fused_from_bf16 reads. The values are rounded before
 	// SwiGLU, RoPE and RMSNorm's backward pass, and D of flash's backward pass is taken on
@@ -115,6 +115,14 @@ const (
 	// the micro-batch: the same additions in the same order, so the same bits, in every
 	// precision.
 	fastEmbed
+	// fastRows has the flash kernels read q, k and v on the act16 path with rope straight
+	// from qkv's bfloat16 rows, as the product of Wqkv writes them, rotating q and k as
+	// they load each tile (flash_forward_rows and flash_backward_*_rows), instead of
+	// flash_permute_rope_bf16 rotating them once into the heads' layout that flash_forward
+	// and flash_backward_*_rope16 read. The tiles hold the same bits either way, so it
+	// changes no bit; it saves a pass over qkv and costs a rotation per tile loaded (the
+	// backward kernels load each tile of q or k once per tile of the other side).
+	fastRows
 )
 
 // The flash kernels' tiles, FLASH_D, FLASH_BR and FLASH_BC of flashmath/flash_tiles.h
@@ -178,9 +186,19 @@ var fastNames = []fastPath{
 	{"lt", fastLt, nil},
 	{"logits16", fastLogits16, []string{"crossentropy_loss_online_bf16", "crossentropy_grad_from_bf16"}},
 	{"act16", fastAct16, []string{"swiglu_forward_from_bf16", "swiglu_backward_from_bf16", "flash_backward_pre_bf16", "rmsnorm_backward_fused_from_bf16"}},
-	{"rope", fastRope, []string{"flash_permute_rope", "flash_backward_dkdv_rope16", "flash_backward_dq_rope16",
-		"flash_forward_rows", "flash_backward_dkdv_rows", "flash_backward_dq_rows"}},
+	{"rope", fastRope, []string{"flash_permute_rope", "flash_backward_dkdv_rope16", "flash_backward_dq_rope16"}},
 	{"embed", fastEmbed, []string{"encoder_backward_rows"}},
+	{"rows", fastRows, []string{"flash_forward_rows", "flash_backward_dkdv_rows", "flash_backward_dq_rows"}},
+}
+
+// fastJoint are the kernels that paths need only together, beyond each one's own, and the
+// path of them that uses the kernels (which a test leaves out where the PTX lacks them).
+var fastJoint = []struct {
+	paths, user fastPaths
+	kernels     []string
+}{
+	// act16's bfloat16 qkv permuted and rotated once for flash (qkv16)
+	{fastAct16 | fastFlash | fastRope, fastAct16, []string{"flash_permute_rope_bf16"}},
 }
 
 func (f fastPaths) has(p fastPaths) bool { return f&p != 0 }
@@ -272,12 +290,17 @@ func fastIndex(name string) int {
 	return -1
 }
 
-// fastKernels returns the kernels the paths of f need.
+// fastKernels returns the kernels the paths of f need, alone and together.
 func fastKernels(f fastPaths) []string {
 	var ks []string
 	for _, n := range fastNames {
 		if f.has(n.path) {
 			ks = append(ks, n.kernels...)
+		}
+	}
+	for _, j := range fastJoint {
+		if f&j.paths == j.paths {
+			ks = append(ks, j.kernels...)
 		}
 	}
 	return ks

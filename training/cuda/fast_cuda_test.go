@@ -48,7 +48,32 @@ func usable(t testing.TB, f fastPaths) fastPaths {
 			f &^= n.path
 		}
 	}
+	for _, j := range fastJoint {
+		if k := d.missing(j.kernels); f&j.paths == j.paths && k != "" {
+			t.Logf("%s left out: the embedded PTX lacks kernel %s, which it needs with %s (set %s to a PTX built from kernels.cu)", j.user, k, j.paths&^j.user, PTXEnv)
+			f &^= j.user
+		}
+	}
 	return f
+}
+
+// loaded reports whether the loaded PTX holds the kernels of the paths f, logging the
+// first it lacks where that is the embedded copy; a PTX given by PTXEnv must hold them.
+func loaded(t testing.TB, f fastPaths) bool {
+	t.Helper()
+	if os.Getenv(PTXEnv) != "" {
+		needFast(t, f)
+		return true
+	}
+	d, err := getDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := d.missing(fastKernels(f)); k != "" {
+		t.Logf("%s not run: the embedded PTX lacks kernel %s (set %s to a PTX built from kernels.cu)", f, k, PTXEnv)
+		return false
+	}
+	return true
 }
 
 // exactOn and allOn are exactFast and allFast less what usable leaves out.

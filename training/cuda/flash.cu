@@ -184,8 +184,8 @@ __device__ __forceinline__ void ropePair(const T *x, const float *cos, const flo
 }
 
 // The kernels read a head's q, k, v (and dO) through one of two sources. headSrc: a (T,D)
-// bfloat16 matrix in the heads' layout, as flash_permute writes it. rowSrc (the act16
-// path with rope): a head's columns of one part of qkv (B,T,3C) in bfloat16, as the
+// bfloat16 matrix in the heads' layout, as flash_permute writes it. rowSrc (the rows
+// path: act16 with rope and rows): a head's columns of one part of qkv (B,T,3C) in bfloat16, as the
 // product of Wqkv writes it, rows 3C apart, with RoPE applied to q and k on the way in
 // flash_permute_rope's expressions (ropePair), so that a tile holds the bits
 // flash_permute_rope writes from those values widened, and no permuted copy is made.
@@ -413,6 +413,14 @@ __global__ void flash_permute_rope(__nv_bfloat16 *qkv16, const float *qkv, const
     flashPermuteRope(qkv16, qkv, cos, sin, b, nt, nh);
 }
 
+// flash_permute_rope_bf16 is flash_permute_rope on qkv in bfloat16, as the product of Wqkv
+// writes it on the act16 path: each value widened, then the same float32 expressions, so
+// the tiles flash_forward_rows and flash_backward_*_rows rotate as they load them, bit for
+// bit, kept in the heads' layout for flash_forward and flash_backward_*_rope16.
+__global__ void flash_permute_rope_bf16(__nv_bfloat16 *qkv16, const __nv_bfloat16 *qkv, const float *cos, const float *sin, int b, int nt, int nh) {
+    flashPermuteRope(qkv16, qkv, cos, sin, b, nt, nh);
+}
+
 __global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bfloat16 *y16, float *lse,
         const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v, int nt, int nh, float scaleLog2) {
     long head = (long)blockIdx.y * nt * FLASH_D;
@@ -421,8 +429,8 @@ __global__ void __launch_bounds__(FLASH_THREADS) flash_forward(float *y, __nv_bf
 
 // flash_forward_rows is flash_forward reading q, k and v straight from qkv (B,T,3C) in
 // bfloat16, as the act16 path's product of Wqkv writes it, with RoPE applied to q and k on
-// the way (cos and sin (T, D/2)): bitwise flash_permute_rope on qkv widened, then
-// flash_forward, without the permuted copy (the act16 path with rope).
+// the way (cos and sin (T, D/2)): bitwise flash_permute_rope_bf16, then flash_forward,
+// without the permuted copy (the rows path).
 __global__ void __launch_bounds__(FLASH_THREADS) flash_forward_rows(float *y, __nv_bfloat16 *y16, float *lse,
         const __nv_bfloat16 *qkv, const float *cos, const float *sin, int nt, int nh, float scaleLog2) {
     int bh = blockIdx.y;

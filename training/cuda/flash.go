@@ -40,9 +40,13 @@ func (e *Engine) flashGradsInRows(r *run) bool {
 func (e *Engine) dy16() bool { return e.flash && e.act16() }
 
 // qkv16 reports whether the product of Wqkv writes qkv in bfloat16 (FastEnv "act16" with
-// the rope path), which the flash kernels then read as it is, rotating q and k on the way
-// (flash_forward_rows, flash_backward_*_rows): no permuted copy is made.
+// the rope path), which flash_permute_rope_bf16 then rotates into the heads' layout.
 func (e *Engine) qkv16() bool { return e.ropeInPermute() && e.act16() }
+
+// flashRows reports whether the flash kernels read qkv's bfloat16 rows as they are,
+// rotating q and k on the way (flash_forward_rows, flash_backward_*_rows; FastEnv "rows"
+// with qkv16): no permuted copy is made, and the bits are those of the permuted path.
+func (e *Engine) flashRows() bool { return e.qkv16() && e.fast.has(fastRows) }
 
 func (e *Engine) flashGrid() dim {
 	return dim{x: blocks(e.t, flashBR), y: e.b * e.cfg.Heads}
@@ -65,12 +69,14 @@ func (e *Engine) flashForward(r *run, la *layerActs) {
 	if e.dy16() {
 		y = 0 // no float32 O: nothing reads it
 	}
-	if e.qkv16() {
+	if e.flashRows() {
 		// q, k, v straight from qkv, RoPE on the way: no permuted copy
 		r.launch("flash_forward_rows", e.flashGrid(), dim{x: flashThreads}, y, r.pre[la.y], la.lse, la.qkv, e.cos, e.sin, t, nh, scaleLog2)
 		return
 	}
 	switch {
+	case e.qkv16():
+		r.launch("flash_permute_rope_bf16", dim{x: blocks(e.n*e.cfg.Dim/4, threads), y: 3}, blk, la.qkv16, la.qkv, e.cos, e.sin, b, t, nh)
 	case e.ropeInPermute():
 		r.launch("flash_permute_rope", dim{x: blocks(e.n*e.cfg.Dim/4, threads), y: 3}, blk, la.qkv16, la.qkv, e.cos, e.sin, b, t, nh)
 	default:
@@ -92,7 +98,7 @@ func (e *Engine) flashBackward(r *run, la *layerActs) {
 		pre, y = "flash_backward_pre_bf16", r.pre[la.y]
 	}
 	r.launch(pre, rows(bht), blk, s.do16, s.dvec, s.dy, y, bht, t, nh)
-	if e.qkv16() { // flashGradsInRows too
+	if e.flashRows() { // flashGradsInRows too
 		dqkv16 := r.pre[s.dqkv]
 		r.launch("flash_backward_dkdv_rows", dim{x: blocks(t, flashBC), y: b * nh}, dim{x: flashThreads},
 			dqkv16, la.qkv, e.cos, e.sin, e.nsin, nh, s.do16, la.lse, s.dvec, t, scaleLog2, scale)

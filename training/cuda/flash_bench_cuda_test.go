@@ -21,7 +21,7 @@ func flashFLOPs(b, h, t int) (fwd, bwd float64) {
 }
 
 // BenchmarkFlashAttention times the flash path's kernels on their own at llama-124m's
-// attention (12 heads of 64) and T = 512 for micro-batches of 16 and 32, in the three
+// attention (12 heads of 64) and T = 512 for micro-batches of 16 and 32, in the four
 // layouts the engine runs them in, b.N times each, and reports milliseconds and TFLOP/s of
 // the forward and the backward pass:
 //   - heads: q, k, v already in the heads' layout (flash_forward; flash_backward_pre,
@@ -29,18 +29,27 @@ func flashFLOPs(b, h, t int) (fwd, bwd float64) {
 //   - rope16 (flash and rope with round): the permutation that rotates q and k
 //     (flash_permute_rope) and flash_forward; flash_backward_pre and the backward kernels
 //     that undo RoPE into dqkv's bfloat16 rows (flash_backward_*_rope16);
-//   - rows (with act16 as well): q, k, v read from qkv's bfloat16 rows and rotated on the
-//     way (flash_forward_rows); flash_backward_pre_bf16 and flash_backward_*_rows.
+//   - perm16 (with act16 as well): the permutation that rotates q and k from qkv's
+//     bfloat16 rows (flash_permute_rope_bf16) and flash_forward writing only O's bfloat16
+//     copy; flash_backward_pre_bf16 and flash_backward_*_rope16;
+//   - rows (with act16 and rows): q, k, v read from qkv's bfloat16 rows and rotated on the
+//     way (flash_forward_rows); flash_backward_pre_bf16 and flash_backward_*_rows. Its
+//     tiles hold perm16's bits, so the two differ only in time.
 //
 // bench/gpu/check.sh's attn stage sets them beside PyTorch's SDPA on the same shapes, in
 // the same call (bench/gpu/attn_bench.py).
 func BenchmarkFlashAttention(b *testing.B) {
-	st := testStream(b, needFast(b, fastFlash|fastRope|fastAct16))
+	st := testStream(b, needFast(b, fastFlash|fastRope))
+	// the kernels each layout needs beyond flash's and rope's
+	needs := map[string]fastPaths{"perm16": fastFlash | fastRope | fastAct16, "rows": fastAct16 | fastRows}
 	for _, batch := range []int{16, 32} {
 		const nh, nt = 12, 512
 		bh, n := batch*nh, batch*nh*nt*flashD
-		for _, layout := range []string{"heads", "rope16", "rows"} {
+		for _, layout := range []string{"heads", "rope16", "perm16", "rows"} {
 			b.Run(fmt.Sprintf("B=%d/H=%d/T=%d/%s", batch, nh, nt, layout), func(b *testing.B) {
+				if f, ok := needs[layout]; ok && !loaded(b, f) {
+					b.Skipf("the loaded PTX lacks the kernels of %s", layout)
+				}
 				defer st.lock()()
 				scale, scaleLog2 := flashScale()
 				m := devMem{b, st}
@@ -83,6 +92,16 @@ func BenchmarkFlashAttention(b *testing.B) {
 					}
 					backward = func() {
 						r.launch("flash_backward_pre", rows(bh*nt), blk, do16, dvec, dy, y, bh*nt, nt, nh)
+						r.launch("flash_backward_dkdv_rope16", gridBC, block, dqkv16, dcos, dnsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
+						r.launch("flash_backward_dq_rope16", grid, block, dqkv16, dcos, dnsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
+					}
+				case "perm16":
+					forward = func() {
+						r.launch("flash_permute_rope_bf16", dim{x: blocks(batch*nt*nh*flashD/4, threads), y: 3}, blk, heads, qkv16, dcos, dsin, batch, nt, nh)
+						r.launch("flash_forward", grid, block, cu.DevicePtr(0), y16, lse, q16, k16, v16, nt, nh, scaleLog2)
+					}
+					backward = func() {
+						r.launch("flash_backward_pre_bf16", rows(bh*nt), blk, do16, dvec, dy16, y16, bh*nt, nt, nh)
 						r.launch("flash_backward_dkdv_rope16", gridBC, block, dqkv16, dcos, dnsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
 						r.launch("flash_backward_dq_rope16", grid, block, dqkv16, dcos, dnsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
 					}

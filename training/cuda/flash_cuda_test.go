@@ -242,12 +242,14 @@ func TestFlashNeedBytes(t *testing.T) {
 
 // The rope path's kernels on their own: flash_permute_rope is bitwise rope then
 // flash_permute; the backward kernels that write dqkv16 themselves bitwise the default ones
-// followed by the gather; with act16 too, the kernels that read q, k, v straight from qkv
-// in bfloat16 (rotating on the way) bitwise flash_permute_rope on it widened and the
-// kernels on the heads' layout; T not a multiple of anything. Small shapes, so that
-// check.sh runs it under compute-sanitizer too.
+// followed by the gather; with act16 too, flash_permute_rope_bf16 on qkv in bfloat16
+// bitwise flash_permute_rope on it widened, and the kernels that read q, k, v straight
+// from it (rotating on the way, the rows path) bitwise the kernels on the heads' layout
+// after that permutation; T not a multiple of anything. Small shapes, so that check.sh
+// runs it under compute-sanitizer too.
 func TestRopeKernels(t *testing.T) {
-	st := testStream(t, needFast(t, fastFlash|fastRope|fastAct16))
+	st := testStream(t, needFast(t, fastFlash|fastRope|fastRows))
+	perm := loaded(t, fastFlash|fastRope|fastAct16)
 	defer st.lock()()
 	const b, nh = 2, 3
 	for _, nt := range []int{1, 37, 100} {
@@ -258,13 +260,16 @@ func TestRopeKernels(t *testing.T) {
 		dq, dqr, dq16 := up(m, qkv, 4), up(m, qkv, 4), up(m, q16, 2)
 		dw := up(m, widened(q16), 4)
 		dcos, dsin := up(m, cos, 4), up(m, sin, 4)
-		old, fused, wide := m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2)
+		old, fused, wide, perm16 := m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2), m.alloc(3*n, 2)
 		r := &run{st: st}
 		grid := dim{x: blocks(n/4, threads), y: 3}
 		r.launch("rope", lin(b*nt*2*nh*flashD/2), blk, dqr, dcos, dsin, b*nt, nt, nh*flashD, nh)
 		r.launch("flash_permute", dim{x: blocks(n/2, threads), y: 3}, blk, old, dqr, b, nt, nh)
 		r.launch("flash_permute_rope", grid, blk, fused, dq, dcos, dsin, b, nt, nh)
 		r.launch("flash_permute_rope", grid, blk, wide, dw, dcos, dsin, b, nt, nh)
+		if perm {
+			r.launch("flash_permute_rope_bf16", grid, blk, perm16, dq16, dcos, dsin, b, nt, nh)
+		}
 		r.do(st.sync)
 		if r.err != nil {
 			t.Fatal(r.err)
@@ -274,6 +279,9 @@ func TestRopeKernels(t *testing.T) {
 		}
 		if i := firstDiff(down[uint16](m, fused, 3*n), ropeHeads(qkv, cos, sin, b, nt, nh)); i >= 0 {
 			t.Errorf("T=%d: flash_permute_rope's element %d is not the Go mirror's", nt, i)
+		}
+		if i := firstDiff(down[uint16](m, perm16, 3*n), down[uint16](m, wide, 3*n)); perm && i >= 0 {
+			t.Errorf("T=%d: flash_permute_rope_bf16's element %d is not flash_permute_rope's on qkv widened", nt, i)
 		}
 		heads := [3]cu.DevicePtr{wide, wide + cu.DevicePtr(2*n), wide + cu.DevicePtr(4*n)}
 		a, b16 := flashRowsPasses(t, st, m, false, dq16, heads, cos, sin, b, nh, nt), flashRowsPasses(t, st, m, true, dq16, heads, cos, sin, b, nh, nt)
@@ -300,7 +308,7 @@ func TestRopeKernels(t *testing.T) {
 // Engines with flash and the rope path give the same bits as with flash alone, LLaMA and
 // GPT-2 (which has no RoPE); TestRopeKernels checks its kernels.
 func TestRopeInPermute(t *testing.T) {
-	needFast(t, fastFlash|fastRope|fastAct16)
+	needFast(t, fastFlash|fastRope)
 	d64 := model.Config{Arch: model.LLaMA, Vocab: 1000, Dim: 128, Layers: 2, Heads: 2, Context: 160, Hidden: 256, Batch: 2}.WithDefaults()
 	for _, tc := range []engineShape{
 		{"D64/T100", d64, 3, 100},

@@ -45,11 +45,13 @@ func TestFlashEmulated(t *testing.T) {
 				if i := firstDiff(toBF16Bits(got["dqkv16"]), gathered); i >= 0 {
 					t.Errorf("T=%d: dqkv16[%d] of the rope16 backward kernels is %#04x, the gather's %#04x", tc.nt, i, toBF16Bits(got["dqkv16"])[i], gathered[i])
 				}
-				// the act16 path with rope: the kernels that read q, k, v from qkv with RoPE
-				// on the way, bitwise the permutation then the kernels on the heads' layout
-				for _, p := range [][2]string{{"yB", "yA"}, {"yB16", "yA16"}, {"lseB", "lseA"}, {"dqkvB16", "dqkvA16"}} {
+				// the act16 path with rope: flash_permute_rope_bf16 on qkv in bfloat16,
+				// bitwise flash_permute_rope on it widened, and the kernels that read q, k,
+				// v from qkv with RoPE on the way (rows), bitwise that permutation then the
+				// kernels on the heads' layout
+				for _, p := range [][2]string{{"permB16", "permW16"}, {"yB", "yA"}, {"yB16", "yA16"}, {"lseB", "lseA"}, {"dqkvB16", "dqkvA16"}} {
 					if i := firstDiff(bits32(got[p[0]]), bits32(got[p[1]])); i >= 0 {
-						t.Errorf("T=%d: %s[%d] = %v of the rows kernels, %v after the permutation", tc.nt, p[0], i, got[p[0]][i], got[p[1]][i])
+						t.Errorf("T=%d: %s[%d] = %v, %s's %v", tc.nt, p[0], i, got[p[0]][i], p[1], got[p[1]][i])
 					}
 				}
 				// the act16 path's O: y16 the same without the float32 y, and D from it
@@ -149,7 +151,8 @@ func emulateFlash(t *testing.T, bin string, a *flashArgs, qkv, dy, cos, sin []fl
 	}{{"qkv16", 3 * n}, {"y", n}, {"y16", n}, {"lse", rows}, {"dvec", rows}, {"dq", n}, {"dk", n}, {"dv", n},
 		{"rope16", 3 * n}, {"preWvec", rows},
 		{"dqkv16", 3 * n}, {"yOnly16", n}, {"preO16", n}, {"preOvec", rows}, {"preOW16", n}, {"preOWvec", rows},
-		{"yA", n}, {"yA16", n}, {"lseA", rows}, {"dqkvA16", 3 * n}, {"yB", n}, {"yB16", n}, {"lseB", rows}, {"dqkvB16", 3 * n}} {
+		{"yA", n}, {"yA16", n}, {"lseA", rows}, {"dqkvA16", 3 * n}, {"yB", n}, {"yB16", n}, {"lseB", rows}, {"dqkvB16", 3 * n},
+		{"permW16", 3 * n}, {"permB16", 3 * n}} {
 		if strings.HasSuffix(f.name, "16") {
 			h := make([]uint16, f.n)
 			if err := binary.Read(out, binary.LittleEndian, h); err != nil {

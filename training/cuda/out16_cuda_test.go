@@ -144,8 +144,9 @@ func TestAct16Kernels(t *testing.T) {
 // to float32 as the path without it (the losses within twice its distance plus 10⁻³,
 // each tensor's gradient within twice its distance plus 10⁻²: gu and dh round to bfloat16
 // before SwiGLU, as under torch.autocast) and give the same bits run to run; with the
-// exact paths and with every path. Without round and swiglu, and in float32, it changes
-// nothing.
+// exact paths and with every path. With every path, the flash kernels reading qkv's rows
+// (rows) give the bits of the permutation. Without round and swiglu, and in float32, it
+// changes nothing.
 func TestAct16Engine(t *testing.T) {
 	needFast(t, allOn(t))
 	for _, tc := range []engineShape{
@@ -155,14 +156,27 @@ func TestAct16Engine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			toks, p, exact := engineCase(t, tc.cfg, tc.batch, tc.seqLen, 81)
-			for _, base := range []fastPaths{exactOn(t), allOn(t) &^ fastAct16} {
+			for _, base := range []fastPaths{exactOn(t) &^ fastRows, allOn(t) &^ (fastAct16 | fastRows)} {
 				_, old := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, base, p, toks)
 				f := base | fastAct16
+				if !loaded(t, f) {
+					continue
+				}
 				e, got := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, f, p, toks)
-				if !e.act16() {
-					t.Fatalf("%s: the engine does not run the act16 path", f)
+				if !e.act16() || e.flashRows() {
+					t.Fatalf("%s: the engine runs act16 %v, rows %v", f, e.act16(), e.flashRows())
 				}
 				nearFloat32(t, f, tc.cfg, got, runFast(t, e, f, toks), exact, old, 1e-3, 1e-2)
+				if !e.qkv16() || !loaded(t, f|fastRows) {
+					continue
+				}
+				e, rows := trainFast(t, tc.cfg, tc.batch, tc.seqLen, backend.BF16, f|fastRows, p, toks)
+				if !e.flashRows() {
+					t.Fatalf("%s: the engine does not read qkv's rows", f|fastRows)
+				}
+				if !slices.Equal(rows.losses, got.losses) || firstDiff(bits32(rows.grads), bits32(got.grads)) >= 0 {
+					t.Errorf("%s: the results differ from %s's", f|fastRows, f)
+				}
 			}
 			for _, c := range []struct {
 				prec backend.Precision

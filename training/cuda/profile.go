@@ -78,7 +78,7 @@ var kernelCategory = map[string]Category{
 	"crossentropy_loss_online_bf16": Head, "crossentropy_grad_from_bf16": Head,
 	"swiglu_forward_from_bf16": Elementwise, "swiglu_backward_from_bf16": Elementwise,
 	"flash_permute": Attention, "flash_permute_rope": Attention, "flash_forward": Attention, "flash_backward_pre": Attention, "flash_backward_pre_bf16": Attention, "flash_backward_dkdv": Attention, "flash_backward_dq": Attention,
-	"flash_backward_dkdv_rope16": Attention, "flash_backward_dq_rope16": Attention,
+	"flash_backward_dkdv_rope16": Attention, "flash_backward_dq_rope16": Attention, "flash_permute_rope_bf16": Attention,
 	"flash_forward_rows": Attention, "flash_backward_dkdv_rows": Attention, "flash_backward_dq_rows": Attention,
 }
 

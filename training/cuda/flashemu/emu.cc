@@ -18,7 +18,8 @@
 // flash_forward writing no float32 y, and dO and D of flash_backward_pre_bf16 on the
 // rounded dy and y16, and of flash_backward_pre on them widened; then y, y16, lse and
 // dqkv16 of the rope16 kernels after flash_permute_rope on qkv rounded to bfloat16 and
-// widened, and of the rows kernels on qkv rounded.
+// widened, and of the rows kernels on qkv rounded; last q, k, v of flash_permute_rope on
+// qkv rounded and widened, and of flash_permute_rope_bf16 on qkv rounded.
 #define FLASH_EMULATE 1
 #include "emu.h"
 
@@ -175,5 +176,9 @@ int main() {
     put(preWvec), put(dqkv16);
     put(yOnly16), put(preO16), put(preOvec), put(preOW16), put(preOWvec);
     put(yA), put(yA16), put(lseA), put(dqkvA), put(yB), put(yB16), put(lseB), put(dqkvB);
+    std::vector<__nv_bfloat16> rope16b(3 * n);
+    launch(flash_tiles((int)(n / 4), 256), 3, 256, rev,
+           [&] { flash_permute_rope_bf16(rope16b.data(), qkvb.data(), cos.data(), sin.data(), b, nt, nh); });
+    put(rope16w), put(rope16b);
     return 0;
 }
