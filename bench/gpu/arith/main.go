@@ -197,10 +197,33 @@ func run(w io.Writer, dir, base string, margin float64) (bool, error) {
 		if !(tost < stats.Level) {
 			verdict, all = "NOT SHOWN EQUIVALENT", false
 		}
-		fmt.Fprintf(w, "== arith %s: %s within ±%.5f (%.2f%% of %s's mean %.5f) over %d seeds: mean difference %+.5f, 90%% interval [%+.5f, %+.5f], TOST p = %.3g\n",
-			arm, verdict, delta, 100*margin, base, stats.Summarize(b).Mean, p.N, p.Diff, lo, hi, tost)
+		fmt.Fprintf(w, "== arith %s: %s within ±%.5f (%.2f%% of %s's mean %.5f) over %d seeds: mean difference %+.5f, 90%% interval [%+.5f, %+.5f], TOST p = %.3g%s\n",
+			arm, verdict, delta, 100*margin, base, stats.Summarize(b).Mean, p.N, p.Diff, lo, hi, tost, plan(p, delta))
 	}
 	return all, nil
+}
+
+// maxSeeds bounds the seeds plan looks for.
+const maxSeeds = 1000
+
+// plan says how many seeds would put the 90% interval inside ±delta if the mean paired
+// difference and its spread stayed what p measured: the least n with
+// |diff| + t_{0.95, n−1}·sd/√n < delta. It sizes the next run; it is no verdict.
+func plan(p stats.Paired, delta float64) string {
+	if p.N < 2 {
+		return ""
+	}
+	sd := p.SE * math.Sqrt(float64(p.N))
+	if math.Abs(p.Diff) >= delta {
+		return fmt.Sprintf("; sd of the differences %.5f: no number of seeds would show it, the mean difference is at or beyond the margin", sd)
+	}
+	for n := 2; n <= maxSeeds; n++ {
+		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(1 - stats.Level)
+		if math.Abs(p.Diff)+t*sd/math.Sqrt(float64(n)) < delta {
+			return fmt.Sprintf("; sd of the differences %.5f: at this mean and spread, %d seeds would show it", sd, n)
+		}
+	}
+	return fmt.Sprintf("; sd of the differences %.5f: at this mean and spread, more than %d seeds would be needed", sd, maxSeeds)
 }
 
 // cell is a run's loss for the table, or why it has none.

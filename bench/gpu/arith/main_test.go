@@ -73,6 +73,17 @@ func TestArithVerdicts(t *testing.T) {
 			t.Errorf("figure %d = %v, want %v (by hand)", i, got, want)
 		}
 	}
+	// how many seeds would show each arm, at its mean difference and spread: close, 2
+	// (|2.5e-4| + t_{0.95,1}·0.0015546/√2 = 6.314·0.0010993 + 2.5e-4 = 0.0072 < 0.02506);
+	// noisy, mean 0 and sd 0.057735, 17 (t_{0.95,15}·sd/4 = 1.7531·0.014434 = 0.025304, just
+	// above the margin of 0.0250625; t_{0.95,16}·sd/√17 = 1.7459·0.014003 = 0.024447
+	// below it; t from tables); worse, none: its mean difference is beyond the margin
+	for arm, want := range map[string]string{"close": "2 seeds would show it", "noisy": "17 seeds would show it",
+		"worse": "no number of seeds would show it"} {
+		if line := regexp.MustCompile(`(?m)^== arith ` + arm + `: .*$`).FindString(out); !strings.Contains(line, want) {
+			t.Errorf("%s: %q, want %q", arm, line, want)
+		}
+	}
 	// with only the close arm, every arm is shown equivalent
 	only := t.TempDir()
 	writeArm(t, only, "default", base...)
