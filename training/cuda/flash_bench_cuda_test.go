@@ -85,23 +85,19 @@ func BenchmarkFlashAttention(b *testing.B) {
 						r.launch("flash_backward_dkdv", gridBC, block, gk, gv, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
 						r.launch("flash_backward_dq", grid, block, gq, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
 					}
-				case "rope16":
+				case "rope16", "perm16":
+					// the permutation that rotates q and k, from qkv in float32 (rope16) or
+					// in bfloat16 with O and dy in bfloat16 too (perm16, act16)
+					permute, src, yOut, pre, dyIn, yIn := "flash_permute_rope", qkv32, y, "flash_backward_pre", dy, y
+					if layout == "perm16" {
+						permute, src, yOut, pre, dyIn, yIn = "flash_permute_rope_bf16", qkv16, 0, "flash_backward_pre_bf16", dy16, y16
+					}
 					forward = func() {
-						r.launch("flash_permute_rope", dim{x: blocks(batch*nt*nh*flashD/4, threads), y: 3}, blk, heads, qkv32, dcos, dsin, batch, nt, nh)
-						r.launch("flash_forward", grid, block, y, y16, lse, q16, k16, v16, nt, nh, scaleLog2)
+						r.launch(permute, dim{x: blocks(batch*nt*nh*flashD/4, threads), y: 3}, blk, heads, src, dcos, dsin, batch, nt, nh)
+						r.launch("flash_forward", grid, block, yOut, y16, lse, q16, k16, v16, nt, nh, scaleLog2)
 					}
 					backward = func() {
-						r.launch("flash_backward_pre", rows(bh*nt), blk, do16, dvec, dy, y, bh*nt, nt, nh)
-						r.launch("flash_backward_dkdv_rope16", gridBC, block, dqkv16, dcos, dnsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
-						r.launch("flash_backward_dq_rope16", grid, block, dqkv16, dcos, dnsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
-					}
-				case "perm16":
-					forward = func() {
-						r.launch("flash_permute_rope_bf16", dim{x: blocks(batch*nt*nh*flashD/4, threads), y: 3}, blk, heads, qkv16, dcos, dsin, batch, nt, nh)
-						r.launch("flash_forward", grid, block, cu.DevicePtr(0), y16, lse, q16, k16, v16, nt, nh, scaleLog2)
-					}
-					backward = func() {
-						r.launch("flash_backward_pre_bf16", rows(bh*nt), blk, do16, dvec, dy16, y16, bh*nt, nt, nh)
+						r.launch(pre, rows(bh*nt), blk, do16, dvec, dyIn, yIn, bh*nt, nt, nh)
 						r.launch("flash_backward_dkdv_rope16", gridBC, block, dqkv16, dcos, dnsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
 						r.launch("flash_backward_dq_rope16", grid, block, dqkv16, dcos, dnsin, nh, q16, k16, v16, do16, lse, dvec, nt, scaleLog2, scale)
 					}
