@@ -350,3 +350,68 @@ search:
 		t.Errorf("the promoted configuration's attempts did not resume from its rungs: %s", got)
 	}
 }
+
+// TestProgramRelativePaths runs program sweeps as a user types them: by a relative
+// manifest path, with the default relative state directory, once from the manifest's own
+// folder (a trainer known by its program) and once from its parent (one known by its
+// files). Every trial completes: the trainer's paths are the manifest's, not those of the
+// working directory the embedded S3 gateway moves to.
+func TestProgramRelativePaths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server (-short)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	sub := filepath.Join(root, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("#!/bin/sh\nexec %q \"$@\"\n", self)
+	if err := os.WriteFile(filepath.Join(sub, "train.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := func(name, trainer string) string {
+		return fmt.Sprintf(`name: %s
+trainer: {name: fake, %s, env: {%s: "1"}}
+parameters:
+  q: [0.5, 0.25]
+steps: 4
+seeds: [1]
+`, name, trainer, fakeTrainerEnv)
+	}
+	write := func(file, src string) {
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(sub, "grid.yaml"), manifest("relative-program", "program: train.sh"))
+	write(filepath.Join(sub, "one.yaml"), manifest("relative-files", `program: train.sh, files: ["*.sh"]`))
+	for _, c := range []struct{ cwd, file string }{{sub, "grid.yaml"}, {root, "sub/one.yaml"}} {
+		t.Run(c.file, func(t *testing.T) {
+			t.Chdir(c.cwd)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			code := runMain(ctx, []string{"run", "-ui=false", "-page=off", "-attempts", "2", "-retry-initial", "100ms", c.file}, &stdout, &stderr)
+			log := stdout.String() + stderr.String()
+			if code != 0 {
+				t.Fatalf("sfsweep run %s from %s: exit %d\n%s", c.file, c.cwd, code, log)
+			}
+			trials := readAllTrials(t, ".sfsweep")
+			done := 0
+			for _, tr := range trials {
+				if tr.result != nil && tr.result.Status == status.Completed && tr.failed == "" {
+					done++
+				} else {
+					t.Errorf("trial %s: result %+v, failed %q", filepath.Base(tr.dir), tr.result, tr.failed)
+				}
+			}
+			if done != 2 {
+				t.Fatalf("%d of %d trials completed, want 2\n%s", done, len(trials), log)
+			}
+		})
+	}
+}

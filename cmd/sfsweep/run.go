@@ -67,6 +67,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := m.CheckBackend(src); err != nil {
 		return fmt.Errorf("%s: %w (sfsweep run trains in this process; a sweep given to sfsweep submit waits for workers that have it)", file, err)
 	}
+	// the manifest's trainer resolves its paths against the manifest's directory, taken
+	// now: the S3 gateway changes the working directory while it runs
+	trainers, err := manifestTrainers(m, file)
+	if err != nil {
+		return err
+	}
 	if m.Searched() {
 		p, err := m.Plan()
 		if err != nil {
@@ -125,7 +131,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
-		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: manifestTrainers(m, file), GPU: gpu}
+		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: trainers, GPU: gpu}
 	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: backend.Devices()}, *slots)
 	if err != nil {
 		return err

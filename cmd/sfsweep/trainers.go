@@ -45,17 +45,19 @@ func loadTrainers(file string, w io.Writer) (*activities.Trainers, error) {
 }
 
 // manifestTrainers are the trainers sfsweep run's workers run: the manifest's trainer, if
-// it defines its program, with paths relative to the manifest's directory.
-func manifestTrainers(m *sweeps.Manifest, file string) *activities.Trainers {
+// it defines its program, with paths relative to the manifest's directory. It must be
+// called before anything changes the working directory (the embedded S3 gateway does):
+// the directory is made absolute here.
+func manifestTrainers(m *sweeps.Manifest, file string) (*activities.Trainers, error) {
 	t := m.Trainer
 	if t == nil || !t.Local() {
-		return nil
+		return nil, nil
 	}
 	dir, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
-		dir = filepath.Dir(file)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	s := t.Spec
 	s.Name = t.Name
-	return &activities.Trainers{Registry: program.Registry{t.Name: s}, Dir: dir}
+	return &activities.Trainers{Registry: program.Registry{t.Name: s}, Dir: dir}, nil
 }
