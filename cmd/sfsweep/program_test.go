@@ -148,8 +148,10 @@ seeds: [1]
 	code := runMain(ctx, []string{"run", "-ui=false", "-page=off", "-dir", state, "-out", out,
 		"-stall-timeout", "3s", "-attempts", "3", "-retry-initial", "100ms", "-retry-max", "200ms", manifest}, &stdout, &stderr)
 	log := stdout.String() + stderr.String()
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, log)
+	// two trials failed (hang, invalid): the run says so in its last line, and its exit code
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "2 of 6 trials failed") {
+		t.Fatalf("exit %d, last line %q: want 1 and the failed trials counted\n%s", code, last, log)
 	}
 	trials := readProgramTrials(t, state)
 	if len(trials) != 6 {
@@ -413,5 +415,40 @@ seeds: [1]
 				t.Fatalf("%d of %d trials completed, want 2\n%s", done, len(trials), log)
 			}
 		})
+	}
+}
+
+// TestRunFailsSearchThatCompletesNothing runs a search whose every configuration fails:
+// sfsweep run writes what it has and exits 1, saying in its last line that no
+// configuration completed.
+func TestRunFailsSearchThatCompletesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server (-short)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "nothing.yaml")
+	src := fmt.Sprintf(`name: completes-nothing
+trainer: {name: fake, program: %s, version: fake-1, env: {%s: "1"}}
+parameters:
+  mode: [invalid]
+  q: [0.1, 0.2]
+steps: 4
+seeds: [1]
+search: {method: grid, metric: val_ppl, early_stopping: {rule: asha, rungs: [2], eta: 2}}
+`, self, fakeTrainerEnv)
+	if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, []string{"run", "-ui=false", "-page=off", "-dir", filepath.Join(dir, "state"), "-out", filepath.Join(dir, "out"), manifest}, &stdout, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "the search completed no configuration (2 failed)") {
+		t.Fatalf("exit %d, last line %q: want 1, no configuration completed\n%s%s", code, last, stdout.String(), stderr.String())
 	}
 }

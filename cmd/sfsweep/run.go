@@ -182,11 +182,39 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := printSearchSummary(ctx, st.store, m, sweepID, stdout); err != nil {
 			return err
 		}
-		return copyTables(ctx, st.store, m, absOut, stdout)
+		if err := copyTables(ctx, st.store, m, absOut, stdout); err != nil {
+			return err
+		}
+		return sweepOutcome(p, *dir)
 	}
 	fmt.Fprintf(stderr, "sweep done: %d trials, %d run now (%d completed, %d diverged, %d failed), %d had results\n",
 		p.Total, p.Completed+p.Diverged+p.Failed, p.Completed, p.Diverged, p.Failed, p.Skipped)
-	return copyTables(ctx, st.store, m, absOut, stdout)
+	if err := copyTables(ctx, st.store, m, absOut, stdout); err != nil {
+		return err
+	}
+	return sweepOutcome(p, *dir)
+}
+
+// sweepOutcome is the error sfsweep run ends with when its sweep did not do its job, so
+// that a script or CI can tell by the exit code: a trial failed after its retries, or a
+// search completed no configuration. A diverged trial is a result, not a failure. Its
+// tables and plots are written all the same.
+func sweepOutcome(p workflows.SweepProgress, dir string) error {
+	where := fmt.Sprintf("their reasons are in the sweep's failed trials (sfsweep serve -dir %s, or trials/<id>/failed.json in its store); running the same command again retrains them", dir)
+	if p.Configs != nil {
+		done := p.Configs[string(search.StatusCompleted)]
+		if done == 0 {
+			return fmt.Errorf("the search completed no configuration (%s); %s", countsText(p.Configs), where)
+		}
+		if f := p.Configs[string(search.StatusFailed)]; f > 0 {
+			return fmt.Errorf("%d of the search's %d configurations failed; %s", f, sum(p.Configs), where)
+		}
+		return nil
+	}
+	if p.Failed > 0 {
+		return fmt.Errorf("%d of %d trials failed; %s", p.Failed, p.Total, where)
+	}
+	return nil
 }
 
 // copyTables copies the sweep's tables and plots from the store to dir and prints the
