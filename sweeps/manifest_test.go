@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
@@ -291,6 +293,43 @@ func TestParseHostileInput(t *testing.T) {
 	bomb := "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n" + base
 	if _, err := Parse([]byte(bomb)); err == nil || !strings.Contains(err.Error(), "aliases are not allowed") {
 		t.Errorf("alias bomb: %v", err)
+	}
+}
+
+// manyKeys is the base manifest with n more top-level keys.
+func manyKeys(n int) []byte {
+	var b strings.Builder
+	b.WriteString(base)
+	for i := range n {
+		fmt.Fprintf(&b, "key%06d: 1\n", i)
+	}
+	return []byte(b.String())
+}
+
+// A manifest of many keys is refused at once, by its size (6 MB, 400,000 keys) or by the
+// keys of one mapping (40,000 keys, under the size limit), both by Parse and by
+// ResolveTrainer, which reads a manifest before Parse does. yaml.v3 decodes a mapping
+// into a struct in time quadratic in its keys: 40,000 of them took a minute.
+func TestParseManyKeys(t *testing.T) {
+	for _, c := range []struct {
+		keys int
+		want string
+	}{{400_000, "must be at most 1048576 bytes"}, {40_000, "a mapping of 40"}} {
+		src := manyKeys(c.keys)
+		start := time.Now()
+		_, err := Parse(src)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%d keys (%d bytes): %v, want %q", c.keys, len(src), err, c.want)
+		}
+		if out, err := ResolveTrainer(src, t.TempDir()); err != nil || len(out) != len(src) {
+			t.Errorf("%d keys: ResolveTrainer: %d bytes, %v: want the manifest back for Parse to refuse", c.keys, len(out), err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%d keys: refused after %v, want well under 2s", c.keys, d)
+		}
+	}
+	if _, err := Parse(manyKeys(MaxMappingKeys - 20)); err == nil || strings.Contains(err.Error(), "a mapping of") {
+		t.Errorf("%d keys: %v, want refused as unknown fields, not for their number", MaxMappingKeys-20, err)
 	}
 }
 

@@ -18,11 +18,25 @@ import (
 // MaxManifestBytes bounds the size of a manifest file.
 const MaxManifestBytes = 1 << 20
 
-// Parse reads and validates a manifest. Errors name the field, the value, the reason and
-// the line of the manifest where the field stands.
-func Parse(src []byte) (*Manifest, error) {
-	if len(src) > MaxManifestBytes {
-		return nil, &fielderr.Error{Field: "manifest", Value: fmt.Sprintf("%d bytes", len(src)), Reason: fmt.Sprintf("must be at most %d bytes", MaxManifestBytes)}
+// MaxMappingKeys bounds the keys of one YAML mapping in a manifest. A manifest needs tens;
+// the bound keeps decoding cheap, since yaml.v3's check for duplicate keys when it decodes
+// into a struct or a map is quadratic in a mapping's size.
+const MaxMappingKeys = 1000
+
+// CheckSize refuses a manifest of n bytes beyond MaxManifestBytes, before anything parses it.
+func CheckSize(n int64) error {
+	if n > MaxManifestBytes {
+		return &fielderr.Error{Field: "manifest", Value: fmt.Sprintf("%d bytes", n), Reason: fmt.Sprintf("must be at most %d bytes", MaxManifestBytes)}
+	}
+	return nil
+}
+
+// readNode reads src as YAML nodes, as every reader of a manifest must before it decodes
+// anything: bounded in size first, then in nesting, aliases and the keys of a mapping,
+// each check linear in the input.
+func readNode(src []byte) (*yaml.Node, error) {
+	if err := CheckSize(int64(len(src))); err != nil {
+		return nil, err
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {
@@ -31,12 +45,22 @@ func Parse(src []byte) (*Manifest, error) {
 	if err := checkNode(&root, 0); err != nil {
 		return nil, err
 	}
+	return &root, nil
+}
+
+// Parse reads and validates a manifest. Errors name the field, the value, the reason and
+// the line of the manifest where the field stands.
+func Parse(src []byte) (*Manifest, error) {
+	root, err := readNode(src)
+	if err != nil {
+		return nil, err
+	}
 	var m Manifest
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
 		if e := (*fielderr.Error)(nil); errors.As(err, &e) && e.Field == "" {
-			e.Field = fieldAt(&root, e.Line) // a Param's error knows its line, not its field
+			e.Field = fieldAt(root, e.Line) // a Param's error knows its line, not its field
 			return nil, e
 		}
 		return nil, fmt.Errorf("manifest: %s", strings.TrimPrefix(err.Error(), "yaml: "))
@@ -44,7 +68,7 @@ func Parse(src []byte) (*Manifest, error) {
 	if err := m.validate(); err != nil {
 		var e *fielderr.Error
 		if errors.As(err, &e) && e.Line == 0 {
-			e.Line = lineOf(&root, e.Field)
+			e.Line = lineOf(root, e.Field)
 		}
 		return nil, err
 	}
@@ -70,7 +94,8 @@ func (m *Manifest) CheckBackend(src []byte) error {
 }
 
 // checkNode rejects what YAML allows but a manifest never needs: deep nesting, aliases
-// (which can expand exponentially) and duplicate keys.
+// (which can expand exponentially), mappings of more than MaxMappingKeys keys and
+// duplicate keys.
 func checkNode(n *yaml.Node, depth int) error {
 	if depth > 20 {
 		return &fielderr.Error{Field: "manifest", Value: fmt.Sprintf("nesting depth %d", depth), Reason: "must be at most 20", Line: n.Line}
@@ -79,6 +104,9 @@ func checkNode(n *yaml.Node, depth int) error {
 		return &fielderr.Error{Field: "manifest", Value: "*" + n.Value, Reason: "YAML aliases are not allowed", Line: n.Line}
 	}
 	if n.Kind == yaml.MappingNode {
+		if k := len(n.Content) / 2; k > MaxMappingKeys {
+			return &fielderr.Error{Field: "manifest", Value: fmt.Sprintf("a mapping of %d keys", k), Reason: fmt.Sprintf("must have at most %d", MaxMappingKeys), Line: n.Line}
+		}
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]

@@ -97,30 +97,27 @@ func (m *Manifest) checkTrainer() error {
 // directory. A stored manifest so carries what every worker needs to compute its trials'
 // IDs. Other manifests come back as they are.
 func ResolveTrainer(src []byte, dir string) ([]byte, error) {
-	var probe struct {
-		Trainer *Trainer `yaml:"trainer"`
-	}
-	if err := yaml.Unmarshal(src, &probe); err != nil || probe.Trainer == nil || probe.Trainer.identity() != "" || !probe.Trainer.Local() {
+	root, err := readNode(src) // bounded: only the trainer's small mapping is decoded
+	if err != nil || len(root.Content) == 0 {
 		return src, nil // Parse reports what is wrong
 	}
-	id, err := probe.Trainer.Spec.Identity(dir)
-	if err != nil {
-		return nil, err // its field is the trainer's already
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(src, &root); err != nil {
-		return src, nil
-	}
-	doc := root.Content[0]
-	t := lookup(doc, "trainer")
+	t := lookup(root.Content[0], "trainer")
 	if t == nil || t.Kind != yaml.MappingNode {
 		return src, nil
+	}
+	var trainer Trainer
+	if err := t.Decode(&trainer); err != nil || trainer.identity() != "" || !trainer.Local() {
+		return src, nil
+	}
+	id, err := trainer.Spec.Identity(dir)
+	if err != nil {
+		return nil, err // its field is the trainer's already
 	}
 	setKey(t, "identity", quoted(id))
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(&root); err != nil {
+	if err := enc.Encode(root); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

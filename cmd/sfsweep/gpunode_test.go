@@ -62,7 +62,7 @@ func gpuManifest(t *testing.T, dir, name, modelConfig, seeds string) (string, in
 // reservation is what a trial of the manifest file reserves on a stand-in GPU.
 func reservation(t *testing.T, file string) int64 {
 	t.Helper()
-	_, _, trials, err := loadManifest(file)
+	_, _, trials, err := loadManifest(context.Background(), file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // command is one subcommand of the CLI. Each file implements its commands and owns their
@@ -75,10 +76,59 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// signalGrace is how long a command may take to stop after SIGINT or SIGTERM (sfsweep
+// run stops its workers and servers; a GPU node's supervisor gives its worker processes
+// stopGrace) before the process ends without it.
+const signalGrace = stopGrace + 10*time.Second
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go stopOnSignal(sigs, cancel, os.Stderr, signalGrace, os.Exit)
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// interrupted is the cause of a command's context when a signal ends it.
+type interrupted struct{ sig os.Signal }
+
+func (e interrupted) Error() string { return "interrupted by " + signalName(e.sig) }
+
+// code is the exit status of a process ended by the signal: 128 + its number, as a shell
+// reports it.
+func (e interrupted) code() int {
+	if s, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case os.Interrupt:
+		return "SIGINT"
+	}
+	return s.String()
+}
+
+// stopOnSignal cancels the command's context on the first signal, with interrupted as
+// its cause, and gives the command grace to return. A second signal, or the end of the
+// grace, ends the process at once (exit): every command ends promptly, whatever it does.
+func stopOnSignal(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr io.Writer, grace time.Duration, exit func(int)) {
+	first := interrupted{<-sigs}
+	cancel(first)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case s := <-sigs:
+		fmt.Fprintf(stderr, "sfsweep: %s again: exiting now\n", signalName(s))
+		exit(interrupted{s}.code())
+	case <-t.C:
+		fmt.Fprintf(stderr, "sfsweep: not stopped %v after %s: exiting now\n", grace, signalName(first.sig))
+		exit(first.code())
+	}
 }
 
 // runMain dispatches to a subcommand and returns the process exit code: 0 on success,
@@ -100,6 +150,11 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := cmd.run(ctx, args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		var sig interrupted
+		if errors.As(context.Cause(ctx), &sig) {
+			fmt.Fprintf(stderr, "sfsweep %s: %v\n", args[0], sig)
+			return sig.code()
 		}
 		fmt.Fprintf(stderr, "sfsweep %s: %v\n", args[0], err)
 		var ue *usageError

@@ -186,7 +186,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := tf.check(); err != nil {
 		return err
 	}
-	src, m, trials, err := loadManifest(file)
+	src, m, trials, err := loadManifest(ctx, file)
 	if err != nil {
 		return err
 	}

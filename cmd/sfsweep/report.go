@@ -53,7 +53,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	seen := map[string]string{}
 	for i, f := range files {
 		var src []byte
-		if src, ms[i], _, err = loadManifest(f); err != nil {
+		if src, ms[i], _, err = loadManifest(ctx, f); err != nil {
 			return err
 		}
 		ids[i] = keys.SweepID(ms[i].Name, src)

@@ -59,7 +59,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := pf.check(); err != nil {
 		return err
 	}
-	src, m, trials, err := loadManifest(file)
+	src, m, trials, err := loadManifest(ctx, file)
 	if err != nil {
 		return err
 	}

@@ -358,7 +358,7 @@ func readSearchState(t *testing.T, state, manifest string) (*search.State, blob.
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, m, _, err := loadManifest(manifest)
+	_, m, _, err := loadManifest(context.Background(), manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func readSearchState(t *testing.T, state, manifest string) (*search.State, blob.
 // candidateTrials are the trial IDs of a search's configuration.
 func candidateTrials(t *testing.T, manifest string, c search.Candidate) []string {
 	t.Helper()
-	_, m, _, err := loadManifest(manifest)
+	_, m, _, err := loadManifest(context.Background(), manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	src, m, trials, err := loadManifest(file)
+	src, m, trials, err := loadManifest(ctx, file)
 	if err != nil {
 		return err
 	}
@@ -73,11 +73,48 @@ func warnRungs(w io.Writer, file string, m *sweeps.Manifest) {
 	}
 }
 
-// loadManifest reads, validates and expands a manifest file; errors name the file.
-func loadManifest(file string) ([]byte, *sweeps.Manifest, []sweeps.Trial, error) {
-	src, err := os.ReadFile(file)
+// loadManifest reads, validates and expands a manifest file; errors name the file. It
+// returns when ctx ends, whatever it was doing: a file that never ends (a FIFO, a stalled
+// pipe) or a slow parse does not keep a command from its signal.
+func loadManifest(ctx context.Context, file string) ([]byte, *sweeps.Manifest, []sweeps.Trial, error) {
+	type loaded struct {
+		src    []byte
+		m      *sweeps.Manifest
+		trials []sweeps.Trial
+		err    error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		var l loaded
+		l.src, l.m, l.trials, l.err = readManifest(file)
+		done <- l
+	}()
+	select {
+	case l := <-done:
+		return l.src, l.m, l.trials, l.err
+	case <-ctx.Done():
+		return nil, nil, nil, fmt.Errorf("%s: %w", file, context.Cause(ctx))
+	}
+}
+
+// readManifest is loadManifest's work: the file read no further than the size a
+// manifest may have, its trainer's identity resolved, then parsed and expanded.
+func readManifest(file string) ([]byte, *sweeps.Manifest, []sweeps.Trial, error) {
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, sweeps.MaxManifestBytes+1))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(src) > sweeps.MaxManifestBytes {
+		size := int64(len(src))
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		return nil, nil, nil, fmt.Errorf("%s: %w", file, sweeps.CheckSize(size))
 	}
 	// a trainer known by its files is known by their hash from here on
 	if src, err = sweeps.ResolveTrainer(src, filepath.Dir(file)); err != nil {
