@@ -21,34 +21,50 @@ import (
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
-// decision is a logged decision: its input and what it decided.
+// decision is a logged decision: its input, what it decided, and the configurations
+// whose segments it saw fail.
 type decision struct {
-	In  workflows.DecideInput  `json:"in"`
-	Out workflows.DecideOutput `json:"out"`
+	In     workflows.DecideInput  `json:"in"`
+	Out    workflows.DecideOutput `json:"out"`
+	Failed []int                  `json:"failed,omitempty"`
 }
 
-// Decide makes decision in.Seq of a search, or returns it from the log if it was made.
+// Decide makes decision in.Seq of a search, or returns it from the log if it was made
+// and still holds. A logged decision that saw a configuration fail no longer holds once
+// that configuration's trials have trained again without failing (the sweep was run
+// again): the log is dropped from there and the search decides anew, reusing what its
+// trials stored.
 func (a *Activities) Decide(ctx context.Context, in workflows.DecideInput) (workflows.DecideOutput, error) {
 	defer keepAlive(ctx, func() any { return "decide" })()
-	if d, err := a.loggedDecision(ctx, in.SweepID, in.Seq); err != nil || d != nil {
-		if d == nil {
-			return workflows.DecideOutput{}, err
-		}
-		return a.withReplay(ctx, in, d.Out)
-	}
 	sr, err := a.searcher(ctx, in.ManifestKey)
 	if err != nil {
 		return workflows.DecideOutput{}, err
+	}
+	d, err := a.loggedDecision(ctx, in.SweepID, in.Seq)
+	if err != nil {
+		return workflows.DecideOutput{}, err
+	}
+	if d != nil {
+		stale, err := a.staleFailure(ctx, sr, in.SweepID, d)
+		if err != nil {
+			return workflows.DecideOutput{}, err
+		}
+		if !stale {
+			return a.withReplay(ctx, in, d.Out)
+		}
+		if err := a.dropDecisions(ctx, in.SweepID, in.Seq); err != nil {
+			return workflows.DecideOutput{}, err
+		}
 	}
 	st, err := a.searchState(ctx, sr, in)
 	if err != nil {
 		return workflows.DecideOutput{}, err
 	}
-	out, err := a.decide(ctx, sr, st, in)
+	out, failed, err := a.decide(ctx, sr, st, in)
 	if err != nil {
 		return out, err
 	}
-	b, _ := json.Marshal(decision{In: in, Out: out})
+	b, _ := json.Marshal(decision{In: in, Out: out, Failed: failed})
 	if err := a.Store.Put(ctx, keys.SearchDecision(in.SweepID, in.Seq), b); err != nil {
 		return out, err
 	}
@@ -88,6 +104,64 @@ func (a *Activities) loggedDecision(ctx context.Context, sweepID string, seq int
 	return &d, nil
 }
 
+// staleFailure reports whether logged decision d saw a configuration fail that has since
+// trained again without failing. A log written before decisions named their failures is
+// judged by the configurations failed in the search's stored state.
+func (a *Activities) staleFailure(ctx context.Context, sr *searcher, sweepID string, d *decision) (bool, error) {
+	if len(d.Failed) == 0 && d.Out.Counts[string(search.StatusFailed)] == 0 {
+		return false, nil
+	}
+	b, err := a.Store.Get(ctx, keys.SearchState(sweepID))
+	if errors.Is(err, blob.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var ss search.Snapshot
+	if err := json.Unmarshal(b, &ss); err != nil || ss.State == nil {
+		return false, fmt.Errorf("search state of %s: %v", sweepID, err)
+	}
+	for _, e := range d.In.Events {
+		if e.Candidate < 0 || e.Candidate >= len(ss.State.Candidates) {
+			continue
+		}
+		failed := slices.Contains(d.Failed, e.Candidate)
+		if d.Failed == nil { // an older log
+			failed = ss.State.Candidates[e.Candidate].Status == search.StatusFailed
+		}
+		if !failed {
+			continue
+		}
+		ev, err := a.segmentOutcome(ctx, sr, ss.State, e)
+		if err != nil {
+			return false, err
+		}
+		if !ev.Failed {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// dropDecisions removes decisions seq, seq+1, ... from a search's log, and its stored
+// state, which is that of the last of them: searchState rebuilds the state from the
+// decisions before seq.
+func (a *Activities) dropDecisions(ctx context.Context, sweepID string, seq int) error {
+	if err := a.Store.Delete(ctx, keys.SearchState(sweepID)); err != nil {
+		return err
+	}
+	for ; ; seq++ {
+		d, err := a.loggedDecision(ctx, sweepID, seq)
+		if err != nil || d == nil {
+			return err
+		}
+		if err := a.Store.Delete(ctx, keys.SearchDecision(sweepID, seq)); err != nil {
+			return err
+		}
+	}
+}
+
 // searchState is the state before decision in.Seq: the stored one, brought up to date by
 // making again the logged decisions it lacks (a decision is a pure function of the state
 // and its input, so they come out as logged), or a new state at decision 0.
@@ -119,7 +193,7 @@ func (a *Activities) searchState(ctx context.Context, sr *searcher, in workflows
 		if d == nil {
 			return nil, fmt.Errorf("search %s: decision %d is not in the log", in.SweepID, seq)
 		}
-		out, err := a.decide(ctx, sr, ss.State, d.In)
+		out, _, err := a.decide(ctx, sr, ss.State, d.In)
 		if err != nil {
 			return nil, err
 		}
@@ -130,15 +204,20 @@ func (a *Activities) searchState(ctx context.Context, sr *searcher, in workflows
 	return ss.State, nil
 }
 
-// decide applies in's events to st and picks up to in.MaxJobs segments.
-func (a *Activities) decide(ctx context.Context, sr *searcher, st *search.State, in workflows.DecideInput) (workflows.DecideOutput, error) {
+// decide applies in's events to st and picks up to in.MaxJobs segments. It returns the
+// configurations whose segments failed too.
+func (a *Activities) decide(ctx context.Context, sr *searcher, st *search.State, in workflows.DecideInput) (workflows.DecideOutput, []int, error) {
+	var failed []int
 	for _, e := range in.Events {
 		ev, err := a.segmentOutcome(ctx, sr, st, e)
 		if err != nil {
-			return workflows.DecideOutput{}, err
+			return workflows.DecideOutput{}, nil, err
+		}
+		if ev.Failed {
+			failed = append(failed, ev.Candidate)
 		}
 		if err := st.Apply(ev); err != nil {
-			return workflows.DecideOutput{}, fmt.Errorf("search decision %d: %w", in.Seq, err)
+			return workflows.DecideOutput{}, nil, fmt.Errorf("search decision %d: %w", in.Seq, err)
 		}
 	}
 	var out workflows.DecideOutput
@@ -150,20 +229,20 @@ func (a *Activities) decide(ctx context.Context, sr *searcher, st *search.State,
 		if job.New {
 			g, p, err := sr.suggest(st)
 			if err != nil {
-				return out, err
+				return out, nil, err
 			}
 			// a configuration suggested again shares the trials of the first (by their
 			// content address) instead of training them twice
 			trials, err := sr.m.PointTrials(g, p)
 			if err != nil {
-				return out, invalid(err)
+				return out, nil, invalid(err)
 			}
 			st.AddKeyed(g, p, trials[0].ID)
 			continue
 		}
 		j, err := a.segment(ctx, sr, st.Candidates[job.Candidate], job.Until)
 		if err != nil {
-			return out, err
+			return out, nil, err
 		}
 		out.Jobs = append(out.Jobs, j)
 	}
@@ -174,7 +253,7 @@ func (a *Activities) decide(ctx context.Context, sr *searcher, st *search.State,
 	for _, c := range st.Candidates {
 		out.Counts[string(c.Status)]++
 	}
-	return out, nil
+	return out, failed, nil
 }
 
 // segment is the job of training candidate c's trials to until, their configs written.

@@ -32,6 +32,11 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	if err != nil {
 		return workflows.TrainOutput{}, err
 	}
+	// a trial that failed in an earlier sweep and trains again is not failed until this
+	// training fails: until then it reads as running, or stopped at its rung
+	if err := trial.ClearFailure(ctx, a.Store, in.TrialID); err != nil {
+		return workflows.TrainOutput{}, err
+	}
 	if attempt := activity.GetInfo(ctx).Attempt; attempt > 1 {
 		a.recordAttempt(ctx, in.TrialID, int(attempt))
 	}

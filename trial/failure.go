@@ -28,6 +28,12 @@ func WriteFailure(ctx context.Context, store blob.Store, id, reason string) erro
 	return store.Put(ctx, keys.TrialFailed(id), b)
 }
 
+// ClearFailure removes trial id's failed.json, if it has one: a trial that trains again
+// has an outcome of its newest training, not that of one that failed before.
+func ClearFailure(ctx context.Context, store blob.Store, id string) error {
+	return store.Delete(ctx, keys.TrialFailed(id))
+}
+
 // ReadFailure reads why trial id failed after its retries: "" if it did not (it has no
 // failed.json), "failed" if its failed.json gives no reason.
 func ReadFailure(ctx context.Context, store blob.Store, id string) (string, error) {

@@ -452,3 +452,63 @@ search: {method: grid, metric: val_ppl, early_stopping: {rule: asha, rungs: [2],
 		t.Fatalf("exit %d, last line %q: want 1, no configuration completed\n%s%s", code, last, stdout.String(), stderr.String())
 	}
 }
+
+// TestProgramRerunAfterFailure runs a sweep and a search whose trials fail (a flaky
+// program, one attempt), then runs each again with the attempts it needs, on the same
+// store. The second runs read the newest training: the sweep's trials are completed with
+// no failed.json beside their results, and the search's configurations are completed or
+// stopped at their rungs, none failed, and run exits 0.
+func TestProgramRerunAfterFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server (-short)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	run := func(name, src, attempts string) (int, string) {
+		manifest := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		var stdout, stderr bytes.Buffer
+		code := runMain(ctx, []string{"run", "-ui=false", "-page=off", "-dir", state, "-out", filepath.Join(dir, "out"),
+			"-attempts", attempts, "-retry-initial", "100ms", "-retry-max", "200ms", manifest}, &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	trainer := fmt.Sprintf("trainer: {name: fake, program: %s, version: fake-1, env: {%s: \"1\"}}\n", self, fakeTrainerEnv)
+	sweep := "name: rerun-sweep\n" + trainer + "parameters:\n  mode: [flaky]\n  q: [0.5, 0.25]\nsteps: 4\nseeds: [1]\n"
+	if code, log := run("rerun-sweep", sweep, "1"); code != 1 {
+		t.Fatalf("first sweep: exit %d, want 1 (its flaky trials fail)\n%s", code, log)
+	}
+	if code, log := run("rerun-sweep", sweep, "3"); code != 0 {
+		t.Fatalf("second sweep: exit %d, want 0\n%s", code, log)
+	}
+	for _, tr := range readAllTrials(t, state) {
+		if tr.result == nil || tr.result.Status != status.Completed || tr.failed != "" {
+			t.Errorf("trial %s after the rerun: result %+v, failed.json %q", filepath.Base(tr.dir), tr.result, tr.failed)
+		}
+	}
+
+	search := "name: rerun-search\n" + trainer + `parameters:
+  mode: [flaky]
+  q: [0.9, 0.0, 0.6, 0.3]
+steps: 8
+seeds: [1]
+search:
+  method: grid
+  metric: val_ppl
+  early_stopping: {rule: asha, rungs: [4], eta: 2}
+`
+	if code, log := run("rerun-search", search, "1"); code != 1 {
+		t.Fatalf("first search: exit %d, want 1\n%s", code, log)
+	}
+	code, log := run("rerun-search", search, "3")
+	if code != 0 || !strings.Contains(log, "search done: 4 configurations (2 completed, 2 stopped)") {
+		t.Fatalf("second search: exit %d, want 0 with 2 completed and 2 stopped\n%s", code, log)
+	}
+}
