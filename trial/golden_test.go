@@ -39,9 +39,9 @@ var runGoldens = map[string]map[string]string{
 		keys.ModelCardName: "f31ecde1a9768f809a669daa15d7b34d3f24af84c6de284d8cfe288e427c394b",
 	},
 	"adamw diverged": {
-		keys.ConfigName: "74fb980765937c1a92493640bdd12a5ad9842c16b5d8173c5d97da13a19cd9aa",
-		keys.CurvesName: "ee3531f6c505a97b7382a4260410b6f9cf6eb9142cd1fa387050fd9023e49476",
-		keys.ResultName: "be20d9addc59d4d2586eb08494631a9fc718efec6c6928219a639888b41bdbd6",
+		keys.ConfigName: "3df9c31ac308317ebaff570ecc9c679c93d25b66f9b2f6147db3b1bfc81b2a1b",
+		keys.CurvesName: "82624c109adbc4d58bc2eef44fb03363a64488eb261d5526b37a6be837aec306",
+		keys.ResultName: "3a333b2746d094bfa3b87c790f7b8b7161c90a7d95eb0874df7cee9f214ec93f",
 	},
 }
 
@@ -86,7 +86,8 @@ func trainRecorded(t *testing.T, cfg training.Config, store blob.Store, prefix s
 }
 
 // adamwAt is tinyConfig's AdamW run at learning rate lr without warmup: at 10 it
-// trains to its end with losses that are not finite, at 100 it diverges.
+// trains to its end with losses that are not finite, at 10⁴ it diverges (at 100 its
+// logits overflow and it collapses to the uniform loss ln 257 on every kernel family).
 func adamwAt(lr float64) training.Config {
 	cfg := tinyConfig(training.AdamW)
 	zero := 0.0
@@ -101,7 +102,7 @@ func TestRunGoldens(t *testing.T) {
 	for name, cfg := range map[string]training.Config{
 		"sfadamw":          tinyConfig(training.SFAdamW),
 		"adamw not finite": adamwAt(10),
-		"adamw diverged":   adamwAt(100),
+		"adamw diverged":   adamwAt(1e4),
 	} {
 		t.Run(name, func(t *testing.T) {
 			store, prefix := newStore(t), "runs/golden"

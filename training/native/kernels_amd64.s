@@ -18,9 +18,12 @@
 	; KMOVW R8, K1
 
 // EXPCONST loads the constants of EXP into Z16–Z25: log2(e), ln2 in a high and a low part,
-// the coefficients p0…p5 of P, and 1. Clobbers AX.
+// the coefficients p0…p5 of P, and 1; and the clamp bounds of EXP into Z28 = −110 and
+// Z29 = 89. Clobbers AX.
 #define EXPCONST \
-	MOVL $0x3fb8aa3b, AX; VPBROADCASTD AX, Z16 \
+	MOVL $0xc2dc0000, AX; VPBROADCASTD AX, Z28 \
+	; MOVL $0x42b20000, AX; VPBROADCASTD AX, Z29 \
+	; MOVL $0x3fb8aa3b, AX; VPBROADCASTD AX, Z16 \
 	; MOVL $0x3f318000, AX; VPBROADCASTD AX, Z17 \
 	; MOVL $0xb95e8083, AX; VPBROADCASTD AX, Z18 \
 	; MOVL $0x39506967, AX; VPBROADCASTD AX, Z19 \
@@ -33,10 +36,14 @@
 
 // EXP replaces A by e^A, as Cephes expf: A = n·ln2 + r with n = round(A·log2 e) and
 // |r| ≤ ln2/2 (ln2 in two parts), e^r = 1 + r + r²·P(r) with P of degree 5, and e^A = e^r·2^n
-// by VSCALEFPS, which saturates to +Inf and flushes to 0 (through the subnormals) without
-// a clamp. Relative error about 2 ulp. B and C are scratch.
+// by VSCALEFPS, which rounds once, to a subnormal, 0 or +Inf where it must. A is first
+// clamped to [−110, 89], as the AVX2 EXP and exp32 clamp it (NaN stays NaN): without the
+// clamp, r is not small for |A| past about 2^24, and e^±Inf is NaN (∞ − ∞), where the other
+// families give 0 and +Inf. Relative error about 2 ulp. B and C are scratch.
 #define EXP(A, B, C) \
-	VMULPS Z16, A, B \
+	VMAXPS A, Z28, A \
+	; VMINPS A, Z29, A \
+	; VMULPS Z16, A, B \
 	; VRNDSCALEPS $0, B, B \
 	; VFNMADD231PS Z17, B, A \
 	; VFNMADD231PS Z18, B, A \
