@@ -12,7 +12,8 @@ package search
 // few peers; in exchange no slot ever idles. A diverged candidate (+Inf at its rung)
 // counts in its rung but is never promoted, a failed one has no value and does not count.
 // Candidates that are never promoted stay paused until the search cannot go on, when
-// Next stops them at their rung.
+// Next stops them at their rung; if none has completed by then (a rung of fewer than η,
+// or promoted peers that failed), the best at the highest rung goes on first.
 type asha struct{}
 
 func (asha) reached(*State, int) {}

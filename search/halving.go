@@ -4,8 +4,9 @@ package search
 // Best Arm Identification and Hyperparameter Optimization", AISTATS 2016): Budget
 // configurations start at the first rung; once every candidate of rung k has an outcome
 // there (paused, diverged or failed) and none can join it any more, the best ⌊n_k/η⌋ of
-// the n_k with a value there, or Config.Finalists if more (ties: lower index first; a
-// diverged one, +Inf, is never kept), go on to rung k+1 and the others stop at rung k.
+// the n_k with a value there, or Config.Finalists if more, and at least one (ties: lower
+// index first; a diverged one, +Inf, is never kept), go on to rung k+1 and the others
+// stop at rung k.
 //
 // Finalists hedge the short-horizon bias at the last rung: the best configuration of a
 // small grid can still rank second at half the run (sweeps/stopping-suite.sh measures
@@ -35,7 +36,7 @@ func (syncHalving) next(s *State) (int, int, bool) {
 			}
 		}
 		rung := s.ranked(step)
-		keep := max(len(rung)/s.Config.Eta, min(s.Config.Finalists, len(rung)))
+		keep := max(len(rung)/s.Config.Eta, min(max(s.Config.Finalists, 1), len(rung)))
 		resume := -1
 		for r, i := range rung {
 			if c := s.Candidates[i]; c.Status != StatusPaused || c.Until != step {

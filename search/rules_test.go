@@ -54,7 +54,8 @@ func TestASHAPaperOrder(t *testing.T) {
 
 // TestASHANeverPromotesDivergedOrFailed: with η = 2, a rung of two where one diverged has
 // the diverged one out of its top 1; where all diverged or failed, the top holds only
-// them and nothing is ever promoted.
+// them and nothing is ever promoted; where the other failed, the one left goes on as the
+// leader of a search that can go no further.
 func TestASHANeverPromotesDivergedOrFailed(t *testing.T) {
 	rungs := []int{10, 30}
 	cases := []struct {
@@ -63,7 +64,9 @@ func TestASHANeverPromotesDivergedOrFailed(t *testing.T) {
 	}{
 		{[][]float64{{inf, 1}, {5, 4}}, []outcome{{StatusDiverged, 10}, {StatusCompleted, 30}}},
 		{[][]float64{{inf, 1}, {inf, 1}, {nan, 1}, {inf, 1}}, []outcome{{StatusDiverged, 10}, {StatusDiverged, 10}, {StatusFailed, 10}, {StatusDiverged, 10}}},
-		{[][]float64{{nan, 1}, {5, 4}}, []outcome{{StatusFailed, 10}, {StatusStopped, 10}}}, // one value in the rung: top 0
+		// one value in the rung, top 0: the search can go no further with none completed,
+		// so its leader goes on
+		{[][]float64{{nan, 1}, {5, 4}}, []outcome{{StatusFailed, 10}, {StatusCompleted, 30}}},
 	}
 	for i, c := range cases {
 		s := newState(t, Config{Rule: ASHA, Rungs: rungs, Eta: 2, Budget: len(c.rows), Parallel: 1})
@@ -157,5 +160,25 @@ func TestNoStopping(t *testing.T) {
 		if c.Status != StatusCompleted || *c.Final != float64(i) {
 			t.Errorf("candidate %d: %s, final %v", i, c.Status, c.Final)
 		}
+	}
+}
+
+// TestFewerThanEtaFinish: a search of fewer configurations than η, or whose promoted
+// configurations fail past a rung, still takes its best to the end. Synchronous halving of
+// 2 by η = 3 keeps one at each rung (⌊2/3⌋ = 0); under ASHA, of 4 at rung 10 the best two
+// are promoted, one fails on the way to 30, and the one left at 30 (⌊1/2⌋ = 0 of it) goes on
+// as the search's leader.
+func TestFewerThanEtaFinish(t *testing.T) {
+	rungs := []int{10, 30, 90}
+	s := newState(t, Config{Rule: SyncHalving, Rungs: rungs, Eta: 3, Budget: 2, Parallel: 1})
+	(&driver{t: t, s: s, f: table(rungs, [][]float64{{5, 4, 3}, {4, 3, 2}}), pick: first}).run()
+	if got, want := outcomes(s), []outcome{{StatusStopped, 10}, {StatusCompleted, 90}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sync_halving of 2 by 3: outcomes %v, want %v", got, want)
+	}
+	s = newState(t, Config{Rule: ASHA, Rungs: rungs, Eta: 2, Budget: 4, Parallel: 1})
+	(&driver{t: t, s: s, f: table(rungs, [][]float64{{5, 4, 3}, {1, nan, 1}, {2, 1.5, 1}, {6, 5, 4}}), pick: first}).run()
+	got := outcomes(s)
+	if got[1].Status != StatusFailed || got[2].Status != StatusCompleted {
+		t.Errorf("asha with a promoted configuration failed: outcomes %v, want 1 failed and 2, the leader at 30, completed", got)
 	}
 }

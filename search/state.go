@@ -214,6 +214,9 @@ func (s *State) Next() (job Job, ok bool) {
 		return Job{New: true}, true
 	}
 	if s.Running() == 0 {
+		if i, until, ok := s.leader(); ok {
+			return s.start(i, until), true
+		}
 		for i, c := range s.Candidates {
 			if c.Status == StatusPaused {
 				s.stop(i)
@@ -221,6 +224,27 @@ func (s *State) Next() (job Job, ok bool) {
 		}
 	}
 	return Job{}, false
+}
+
+// leader is the configuration a search that can go no further takes on when none has
+// completed: the best paused one at the highest rung that has one, to its next rung. A
+// rule that keeps ⌊n/η⌋ of a rung of n < η, or whose promoted configurations failed
+// later, would otherwise stop them all and end with no configuration trained to the end.
+func (s *State) leader() (i, until int, ok bool) {
+	for _, c := range s.Candidates {
+		if c.Status == StatusCompleted {
+			return 0, 0, false
+		}
+	}
+	rungs := s.Config.Rungs
+	for k := len(rungs) - 2; k >= 0; k-- {
+		for _, i := range s.ranked(rungs[k]) {
+			if c := s.Candidates[i]; c.Status == StatusPaused && c.Until == rungs[k] {
+				return i, rungs[k+1], true
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 // Done reports whether nothing runs and nothing more will: every candidate is completed,

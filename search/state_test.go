@@ -204,7 +204,8 @@ func TestConfigValidate(t *testing.T) {
 // slot and trains nothing, an event for it is an error, it follows the first to its rung
 // and its stop, and the rules count the configuration once: of 2 distinct configurations
 // and a duplicate at a rung, ASHA (η = 3) promotes ⌊2/3⌋ = 0 (counting the duplicate,
-// ⌊3/3⌋ = 1) and starts a new one, again a duplicate, of one paused.
+// ⌊3/3⌋ = 1) and starts a new one, again a duplicate, of one paused; with the budget spent
+// and none completed, the best goes on to the end.
 func TestAddKeyedDuplicate(t *testing.T) {
 	s := newState(t, Config{Rule: ASHA, Rungs: []int{10, 20}, Eta: 3, Budget: 4, Parallel: 2})
 	a := s.AddKeyed(0, Point{"lr": 1}, "a")
@@ -236,12 +237,22 @@ func TestAddKeyedDuplicate(t *testing.T) {
 	if c := s.Candidates[b2]; c.Status != StatusPaused || c.Values[10] != 1 {
 		t.Errorf("duplicate of a paused one: %+v", c)
 	}
-	if j, ok := s.Next(); ok || !s.Done() {
-		t.Fatalf("job %+v: budget spent, nothing to promote: want the search done", j)
+	// budget spent and nothing promotable: the leader, b, goes on to the end, once
+	if j, ok := s.Next(); !ok || j.Candidate != b || j.Until != 20 {
+		t.Fatalf("job %+v %v: budget spent, nothing to promote: want the leader b to the end", j, ok)
 	}
-	for _, i := range []int{a2, b2} {
+	if err := s.Apply(Event{Candidate: b, Step: 20, Value: 0.5, Final: new(0.5)}); err != nil {
+		t.Fatal(err)
+	}
+	if j, ok := s.Next(); ok || !s.Done() {
+		t.Fatalf("job %+v: the leader completed: want the search done", j)
+	}
+	if c := s.Candidates[b2]; c.Status != StatusCompleted {
+		t.Errorf("duplicate of the completed leader: %+v, want completed", c)
+	}
+	for _, i := range []int{a, a2} {
 		if c := s.Candidates[i]; c.Status != StatusStopped || c.StoppedAt != 10 {
-			t.Errorf("duplicate %d of a stopped one: %+v, want stopped at 10", i, c)
+			t.Errorf("configuration %d (a or its duplicate): %+v, want stopped at 10", i, c)
 		}
 	}
 }

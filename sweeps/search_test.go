@@ -231,7 +231,8 @@ func TestRungWarnings(t *testing.T) {
 	}{
 		// 90 steps: warmup 5% is 4 steps, the first 20% ends at step 18
 		{"min_steps: 10, eta: 3", "rungs: [10, 30, 60]", []string{
-			"search.early_stopping.rungs[0]: rung at step 10 is in the first 20% of the run (before step 18)"}},
+			"search.early_stopping.rungs[0]: rung at step 10 is in the first 20% of the run (before step 18)",
+			"search.early_stopping.rungs[2]: rung at step 60: ⌊1/3⌋ = 0 of its 1 configurations go on by eta"}},
 		{"steps: 90", "steps: 90\nwarmup_frac: 0.2", []string{
 			"search.early_stopping.min_steps: rung at step 10 is inside the warmup (its first 18 steps)"}},
 		{"min_steps: 10, eta: 3", "rungs: [20, 40]", nil},

@@ -138,7 +138,29 @@ func (m *Manifest) RungWarnings() []string {
 		}
 	}
 	out = append(out, m.bracketWarnings(rungs)...)
+	out = append(out, m.keepWarnings(rungs)...)
 	return append(out, m.finalistWarnings(rungs)...)
+}
+
+// keepWarnings says of each rung of asha or sync_halving that its share by eta keeps no
+// configuration (⌊n/η⌋ = 0 of n < η): the search takes its best one on all the same,
+// so that it finishes a configuration, but the rung does not halve as written.
+func (m *Manifest) keepWarnings(rungs []int) []string {
+	if r := m.Search.EarlyStopping.Rule; r != RuleASHA && r != RuleSyncHalving {
+		return nil
+	}
+	p, err := m.Plan()
+	if err != nil || len(p.Halving) != len(rungs) {
+		return nil
+	}
+	var out []string
+	for k, n := range p.Halving[:len(rungs)-1] {
+		if n > 0 && n/m.Eta() == 0 && m.Finalists() == 0 {
+			out = append(out, fmt.Sprintf("%s: rung at step %d: ⌊%d/%d⌋ = 0 of its %d configurations go on by eta; it keeps the best one, so that the search finishes a configuration (more configurations, or a smaller eta, halve as written)",
+				m.Search.EarlyStopping.rungField(rungs[k]), rungs[k], n, m.Eta(), n))
+		}
+	}
+	return out
 }
 
 // finalistWarnings says why a sync_halving plan that takes one configuration to the end
@@ -322,7 +344,7 @@ func (m *Manifest) expectedCost(p *SearchPlan, total int) {
 		for k := b; k < len(p.Rungs); k++ {
 			p.Halving[k] += n
 			e.Steps += int64(n*len(m.Seeds)) * int64(p.Rungs[k]-prev)
-			prev, n = p.Rungs[k], max(n/m.Eta(), min(n, m.Finalists()))
+			prev, n = p.Rungs[k], max(n/m.Eta(), min(n, max(m.Finalists(), 1)))
 		}
 	}
 	perStep := p.Worst.FLOPs / float64(p.Worst.Steps)
