@@ -37,6 +37,9 @@ import (
 type Trainers struct {
 	Registry program.Registry
 	Dir      string
+	// Manifest marks the trainers of sfsweep run, defined by the manifest: their env is
+	// part of their identity (program.WithEnv), as the manifest's trials carry it.
+	Manifest bool
 
 	mu         sync.Mutex
 	identities map[string]string
@@ -59,6 +62,9 @@ func (ts *Trainers) spec(t *training.Trainer) (program.Spec, error) {
 		var err error
 		if id, err = s.Identity(ts.Dir); err != nil {
 			return s, fmt.Errorf("trainer %q: %w", t.Name, err)
+		}
+		if ts.Manifest {
+			id = program.WithEnv(id, s.Env)
 		}
 		if ts.identities == nil {
 			ts.identities = map[string]string{}

@@ -180,6 +180,22 @@ func (s Spec) Identity(dir string) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// WithEnv is identity with env folded in, as the trials of a trainer a manifest defines
+// carry it: a manifest that changes only its trainer's env (a library's switch, a model
+// flag) names other trials. The values are hashed, never written. Without env it is
+// identity itself. A registered trainer's env is its operator's, as the rest of the
+// worker's environment is, and stays out of its identity.
+func WithEnv(identity string, env map[string]string) string {
+	if len(env) == 0 {
+		return identity
+	}
+	h := sha256.New()
+	for _, k := range sortedKeys(env) {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", k, len(env[k]), env[k])
+	}
+	return identity + "+env:" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
 // resolve returns p, or p under dir if it is relative.
 func resolve(dir, p string) string {
 	if filepath.IsAbs(p) {

@@ -52,7 +52,11 @@ func (t *Trainer) Config(params map[string]any) *training.Trainer {
 	if len(params) == 0 {
 		params = nil
 	}
-	return &training.Trainer{Name: t.Name, Identity: t.identity(), Params: params}
+	id := t.identity()
+	if t.Local() {
+		id = program.WithEnv(id, t.Env)
+	}
+	return &training.Trainer{Name: t.Name, Identity: id, Params: params}
 }
 
 // check validates the manifest's trainer and parameters.

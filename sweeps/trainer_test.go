@@ -240,3 +240,35 @@ func TestProgramProbes(t *testing.T) {
 		t.Fatalf("lr_decay of a trainer that lists it: %v", err)
 	}
 }
+
+// TestTrainerEnvInIdentity: a manifest's trainer that differs only in its env names other
+// trials (its values hashed, never written into the config), one without env keeps the
+// identity its version gives, and the env's order does not matter.
+func TestTrainerEnvInIdentity(t *testing.T) {
+	ids := func(trainer string) (string, string) {
+		t.Helper()
+		src := strings.Replace(programManifest, "  name: my-trainer\n  version: \"3\"\n", trainer, 1)
+		m, err := Parse([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trials, err := m.Expand()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return trials[0].ID, trials[0].Config.Trainer.Identity
+	}
+	plainID, plain := ids("  name: my-trainer\n  version: \"3\"\n  program: train.py\n")
+	aID, a := ids("  name: my-trainer\n  version: \"3\"\n  program: train.py\n  env: {XLA_FLAGS: a, SECRETISH: s3cr3t}\n")
+	a2ID, _ := ids("  name: my-trainer\n  version: \"3\"\n  program: train.py\n  env: {SECRETISH: s3cr3t, XLA_FLAGS: a}\n")
+	bID, _ := ids("  name: my-trainer\n  version: \"3\"\n  program: train.py\n  env: {XLA_FLAGS: b, SECRETISH: s3cr3t}\n")
+	if plain != "version:3" {
+		t.Errorf("identity without env %q, want version:3", plain)
+	}
+	if aID == plainID || aID == bID || aID != a2ID {
+		t.Errorf("trial IDs: no env %s, env a %s (reordered %s), env b %s: want env in the ID, not its order", plainID, aID, a2ID, bID)
+	}
+	if !strings.HasPrefix(a, "version:3+env:") || strings.Contains(a, "s3cr3t") {
+		t.Errorf("identity with env %q: want version:3+env:<hash>, no value", a)
+	}
+}

@@ -59,5 +59,5 @@ func manifestTrainers(m *sweeps.Manifest, file string) (*activities.Trainers, er
 	}
 	s := t.Spec
 	s.Name = t.Name
-	return &activities.Trainers{Registry: program.Registry{t.Name: s}, Dir: dir}, nil
+	return &activities.Trainers{Registry: program.Registry{t.Name: s}, Dir: dir, Manifest: true}, nil
 }
