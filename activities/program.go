@@ -134,7 +134,7 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 	start := time.Now()
 	loss := 0.0 // the heartbeat's: the last finite training loss (JSON has no NaN)
 	out, runErr := program.Run(ctx, program.Attempt{
-		Argv: at.argv, Env: at.env, Dir: at.run, Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs,
+		Argv: at.argv, Env: at.env, Dir: at.run, Home: resolveIn(a.Trainers.Dir, spec.Home), Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs,
 		Until: in.Until, Stall: stall, Grace: programGrace,
 		OnMetric: func(m program.Metric) {
 			c.add(m)
@@ -319,6 +319,14 @@ func (a *Activities) programData(ctx context.Context, d training.DataConfig) (st
 		return "", err
 	}
 	return dir, nil
+}
+
+// resolveIn is p under dir if it is relative; "" stays "".
+func resolveIn(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
 }
 
 func isDir(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }

@@ -8,10 +8,13 @@ import (
 // Attempt is one run of a program.
 type Attempt struct {
 	Argv []string
-	// Env is the SFSWEEP_* variables and the trainer's env. Run adds only PATH, HOME, USER,
-	// LANG, LC_* and TZ from its own environment, and PYTHONUNBUFFERED=1: the worker's
-	// credentials never reach the program.
+	// Env is the SFSWEEP_* variables and the trainer's env. Run adds only PATH, USER,
+	// LANG, LC_* and TZ from its own environment, HOME (Home), and PYTHONUNBUFFERED=1: the
+	// worker's credentials never reach the program, neither its variables nor the files
+	// under its own HOME.
 	Env map[string]string
+	// Home is the program's HOME, unless its Env sets one; "" is Dir.
+	Home string
 	// Dir is the run directory, the program's working directory; created if missing.
 	Dir string
 	// Metrics is the file the program appends its metrics lines to, read from its start;

@@ -12,9 +12,12 @@ import (
 // has 0, its GPU whole. A malformed figure is refused naming the field, the value and its
 // line.
 func TestParseRegistryGPUMemory(t *testing.T) {
-	reg, err := ParseRegistry([]byte("trainers:\n  big:\n    program: x\n    gpu_memory: 20GiB\n  whole:\n    program: x\n"))
+	reg, err := ParseRegistry([]byte("trainers:\n  big:\n    program: x\n    gpu_memory: 20GiB\n    home: cache/home\n  whole:\n    program: x\n"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if reg["big"].Home != "cache/home" || reg["whole"].Home != "" {
+		t.Errorf("home: big %q, whole %q; want cache/home and none", reg["big"].Home, reg["whole"].Home)
 	}
 	if reg["big"].GPUMemory != 20<<30 || reg["whole"].GPUMemory != 0 {
 		t.Errorf("gpu_memory: big %d, whole %d; want %d and 0", reg["big"].GPUMemory, reg["whole"].GPUMemory, int64(20<<30))

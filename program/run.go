@@ -1,6 +1,7 @@
 package program
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,11 +41,11 @@ func Run(ctx context.Context, a Attempt) (Outcome, error) {
 	if a.Poll <= 0 {
 		a.Poll = DefaultPoll
 	}
-	env, err := environ(a.Env)
+	env, err := environ(a.Env, cmp.Or(a.Home, a.Dir))
 	if err != nil {
 		return fail(err)
 	}
-	for _, d := range []string{a.Dir, a.LogDir, filepath.Dir(a.Metrics)} {
+	for _, d := range []string{a.Dir, a.LogDir, filepath.Dir(a.Metrics), cmp.Or(a.Home, a.Dir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fail(err)
 		}
@@ -201,14 +202,15 @@ func summary(tail []string) string {
 	return truncate(strings.Join(last, " | "), 500)
 }
 
-// environ is the program's environment: the few variables of ours it may see, then extra,
-// then PYTHONUNBUFFERED=1, so that its metrics and logs are not held in a buffer.
-func environ(extra map[string]string) ([]string, error) {
-	env := map[string]string{}
+// environ is the program's environment: the few variables of ours it may see, its own
+// HOME, then extra, then PYTHONUNBUFFERED=1, so that its metrics and logs are not held in
+// a buffer.
+func environ(extra map[string]string, home string) ([]string, error) {
+	env := map[string]string{"HOME": home}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "PATH", k == "HOME", k == "USER", k == "LANG", k == "TZ", strings.HasPrefix(k, "LC_"):
+		case k == "PATH", k == "USER", k == "LANG", k == "TZ", strings.HasPrefix(k, "LC_"):
 			env[k] = v
 		}
 	}

@@ -248,8 +248,19 @@ partial {"step": 9, "val_loss": 2.9}`)
 	}
 }
 
+// TestRunEnvironment: the program sees its own variables, a few of the worker's, and a
+// HOME of its own, not the worker's, under which the standard AWS chain would find the
+// worker's credentials file.
 func TestRunEnvironment(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-for-programs")
+	workerHome := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(workerHome, ".aws"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(workerHome, ".aws", "credentials"), []byte("[default]\naws_secret_access_key = not-for-programs\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", workerHome)
 	t.Setenv("LC_ALL", "C.UTF-8")
 	t.Setenv("PYTHONUNBUFFERED", "0")
 	a := attempt(t, "env\nline {\"step\": 1, \"val_loss\": 3.9}")
@@ -278,6 +289,20 @@ func TestRunEnvironment(t *testing.T) {
 	}
 	if got["PYTHONUNBUFFERED"] != "1" || got["LC_ALL"] != "C.UTF-8" || got["SFSWEEP_METRICS"] != a.Metrics || got["PATH"] != os.Getenv("PATH") {
 		t.Errorf("environment %v", got)
+	}
+	if got["HOME"] != a.Dir {
+		t.Errorf("HOME %q, want the run directory %q, not the worker's %q", got["HOME"], a.Dir, workerHome)
+	}
+	// a registry's home: the program's, made for it
+	a = attempt(t, "env\nline {\"step\": 1, \"val_loss\": 3.9}")
+	a.Home = filepath.Join(t.TempDir(), "trainer-home")
+	runFake(t, a)
+	b, err := os.ReadFile(filepath.Join(a.Dir, "env.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(a.Home); !strings.Contains(string(b), `"HOME=`+a.Home+`"`) || err != nil || !fi.IsDir() {
+		t.Errorf("with Home %s: environment %s", a.Home, b)
 	}
 	if !slices.Equal(argv, []string{"--lr=0.002", "a b"}) {
 		t.Errorf("argv %q", argv)

@@ -30,7 +30,12 @@ type Spec struct {
 	// states it (gpu_memory); 0, not stated: the program is given its GPU whole. Only the
 	// worker's operator states it: a manifest cannot (yaml "-").
 	GPUMemory int64 `yaml:"-"`
-	Line      int   `yaml:"-"` // where it is defined, for errors
+	// Home is the program's HOME as a worker's registry states it (home; relative to the
+	// registry's directory), made if missing; "": the attempt's run directory. Never the
+	// worker's own: file credentials under it (~/.aws/credentials, ~/.netrc) stay the
+	// worker's. Only the worker's operator states it.
+	Home string `yaml:"-"`
+	Line int    `yaml:"-"` // where it is defined, for errors
 }
 
 // The command template's macros, as W&B names them.
