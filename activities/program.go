@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -155,13 +156,36 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 		a.log().Warn("refused metrics lines", "trial", in.TrialID, "count", out.Refused, "first", out.RefusedSample)
 	}
 	if runErr != nil && out.Status != program.Canceled {
-		return nil, runErr
+		return nil, a.notAgain(ctx, in, attempt, out, runErr)
 	}
 	res, err := a.programResult(in, cfg, out, c, time.Since(start))
 	if res != nil {
 		err = rec.WriteResult(ctx, res)
+	} else if err != nil {
+		err = a.notAgain(ctx, in, attempt, out, err)
 	}
 	return res, err
+}
+
+// notAgain is err, the failure of attempt, made final where retrying it is blind: the
+// attempt failed before its first metrics line, as the attempt before it did, with the
+// same exit status and reason (a missing module, an argv the system refuses, a program
+// that exits at once). A stall, or a failure after a metrics line, is retried as before.
+func (a *Activities) notAgain(ctx context.Context, in workflows.TrainInput, attempt int, out program.Outcome, err error) error {
+	var ae *temporal.ApplicationError
+	if attempt < 2 || out.Lines > 0 || out.Status == program.Stalled || out.Status == program.Canceled ||
+		ctx.Err() != nil || (errors.As(err, &ae) && ae.NonRetryable()) {
+		return err
+	}
+	b, gerr := a.Store.Get(ctx, keys.ProgramLog(in.TrialID, in.Until, attempt-1, "json"))
+	var prev attemptSummary
+	if gerr != nil || json.Unmarshal(b, &prev) != nil {
+		return err
+	}
+	if prev.Lines > 0 || prev.ExitCode != out.ExitCode || prev.Signal != out.Signal || prev.Reason != out.Reason {
+		return err
+	}
+	return invalid(fmt.Errorf("%w (attempt %d failed the same way before its first metrics line: not retried again)", err, attempt-1))
 }
 
 // programAttempt is where an attempt of a program runs: its directories, environment,

@@ -108,13 +108,22 @@ func shortest(v any) any {
 	return v
 }
 
+// MaxArgLen bounds one argument of a program, "--key=value" whole: Linux refuses an
+// exec whose argument, with its NUL, passes MAX_ARG_STRLEN (32 pages, 131072 bytes), with
+// "argument list too long", an error every attempt would meet again.
+const MaxArgLen = 128<<10 - 1
+
 // CheckValue reports, as a *fielderr.Error, why a parameter is unsafe to pass: a value
 // that the program would read as a flag (it starts with "-" and is not a number) or as a
-// path outside the run directory (absolute, or with a ".." segment), or a key that
-// cannot stand in "--key=value". Nil if it is safe.
+// path outside the run directory (absolute, or with a ".." segment), an argument longer
+// than an exec takes (MaxArgLen), or a key that cannot stand in "--key=value". Nil if it
+// is safe.
 func CheckValue(key string, v any) error {
 	if key == "" || strings.HasPrefix(key, "-") || strings.ContainsAny(key, "=\x00") || strings.ContainsFunc(key, isSpaceOrControl) {
 		return &fielderr.Error{Field: key, Value: v, Reason: "not a parameter name: no '=', space, leading '-' or control character"}
+	}
+	if n := len("--") + len(key) + len("=") + len(Format(v)); n > MaxArgLen {
+		return &fielderr.Error{Field: key, Value: fmt.Sprintf("%d bytes as --%s=...", n, key), Reason: fmt.Sprintf("an argument of the program must be at most %d bytes (Linux's MAX_ARG_STRLEN): pass a large value in a file", MaxArgLen)}
 	}
 	s, ok := v.(string)
 	if !ok {

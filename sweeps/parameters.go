@@ -197,7 +197,11 @@ func (ps Parameters) check(native, sampled bool) error {
 			f, isFloat := v.(float64)
 			switch err := program.CheckValue(p.Name, v); {
 			case err != nil:
-				return &fielderr.Error{Field: fmt.Sprintf("%s[%d]", field, i), Value: v, Reason: reason(err), Line: p.Line}
+				val := v // CheckValue's own, where it says the value's size rather than the value
+				if fe := (*fielderr.Error)(nil); errors.As(err, &fe) {
+					val = fe.Value
+				}
+				return &fielderr.Error{Field: fmt.Sprintf("%s[%d]", field, i), Value: val, Reason: reason(err), Line: p.Line}
 			case isFloat && (math.IsNaN(f) || math.IsInf(f, 0)):
 				return &fielderr.Error{Field: fmt.Sprintf("%s[%d]", field, i), Value: v, Reason: "must be a finite number", Line: p.Line}
 			}

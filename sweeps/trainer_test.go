@@ -121,6 +121,7 @@ func TestProgramManifestErrors(t *testing.T) {
 		{"flag value", "model_name: [small, --rm]", "parameters.model_name[1]", "flag", 7},
 		{"path outside", "model_name: [/etc/passwd]", "parameters.model_name[0]", "absolute path", 7},
 		{"parent path", "model_name: [../secrets]", "parameters.model_name[0]", "run directory", 7},
+		{"argv too long", "model_name: [small, " + strings.Repeat("x", 200_000) + "]", "parameters.model_name[1]", "MAX_ARG_STRLEN", 7},
 		{"no version", `version: "3"`, "trainer", "version", 0},
 		{"bad name", "name: my-trainer", "trainer.name", "letters", 0},
 	} {
@@ -138,6 +139,9 @@ func TestProgramManifestErrors(t *testing.T) {
 			var fe *fielderr.Error
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want a field error", err)
+			}
+			if len(err.Error()) > 1000 {
+				t.Errorf("err of %d bytes: the error must say what is wrong, not repeat the value", len(err.Error()))
 			}
 			if fe.Field != c.field || !strings.Contains(fe.Reason, c.reason) || (c.line > 0 && fe.Line != c.line) {
 				t.Fatalf("err = %v (field %q line %d), want field %q line %d, a reason about %q", err, fe.Field, fe.Line, c.field, c.line, c.reason)

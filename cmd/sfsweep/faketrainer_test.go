@@ -15,7 +15,8 @@ import (
 // follows docs/trainer.md: the program of the program-trainer tests, which need no
 // Python. Its --mode picks a behaviour: ok, flaky (exits 1 at step 3 of its first two
 // attempts), diverge (a NaN loss at step 4), garbage (refused lines between its metrics),
-// hang (stops at step 3 and sleeps), invalid (exit 2 at once), slow (ok, but a step a
+// hang (stops at step 3 and sleeps), invalid (exit 2 at once), early (exit 1 at once, a
+// missing module), silent (exit 0 at once, no metrics line), slow (ok, but a step a
 // second). Its loss falls with the step to 1 + q (--q). It checkpoints every 2 steps
 // into step-N files and resumes from the newest. FAKE_PIDDIR, if set, is where it leaves
 // a file named by its pid while it runs.
@@ -44,9 +45,15 @@ func fakeTrainer() {
 	until, _ := strconv.Atoi(os.Getenv("SFSWEEP_UNTIL"))
 	attempt, _ := strconv.Atoi(os.Getenv("SFSWEEP_ATTEMPT"))
 	ckpt := os.Getenv("SFSWEEP_CHECKPOINT_DIR")
-	if mode == "invalid" {
+	switch mode {
+	case "invalid":
 		fmt.Fprintln(os.Stderr, "fake: error: unrecognized arguments: --mode=invalid")
 		os.Exit(2)
+	case "early":
+		fmt.Fprintln(os.Stderr, "ModuleNotFoundError: No module named 'torch'")
+		os.Exit(1)
+	case "silent":
+		os.Exit(0)
 	}
 	start := 0
 	names, _ := os.ReadDir(ckpt)

@@ -108,7 +108,9 @@ func readJSON(t *testing.T, file string, v any) {
 // TestProgramTrainerOutcomes runs a sweep of a program trainer through sfsweep run on
 // the embedded stack: one program completes, one fails twice and resumes from its
 // checkpoint, one diverges, one writes garbage between its metrics, one hangs, one
-// refuses its config. Each ends as docs/trainer.md says, and no program is left running.
+// refuses its config, one misses a module and one exits 0 at once (both before any
+// metrics line, the same way each attempt). Each ends as docs/trainer.md says, and no
+// program is left running.
 func TestProgramTrainerOutcomes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded Temporal server (-short)")
@@ -133,7 +135,7 @@ trainer:
   version: fake-1
   env: {%s: "1", FAKE_PIDDIR: %q}
 parameters:
-  mode: [ok, flaky, diverge, garbage, hang, invalid]
+  mode: [ok, flaky, diverge, garbage, hang, invalid, early, silent]
   q: 0.5
 steps: 8
 seeds: [1]
@@ -148,14 +150,15 @@ seeds: [1]
 	code := runMain(ctx, []string{"run", "-ui=false", "-page=off", "-dir", state, "-out", out,
 		"-stall-timeout", "3s", "-attempts", "3", "-retry-initial", "100ms", "-retry-max", "200ms", manifest}, &stdout, &stderr)
 	log := stdout.String() + stderr.String()
-	// two trials failed (hang, invalid): the run says so in its last line, and its exit code
+	// four trials failed (hang, invalid, early, silent): the run says so in its last line,
+	// and its exit code
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "2 of 6 trials failed") {
+	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "4 of 8 trials failed") {
 		t.Fatalf("exit %d, last line %q: want 1 and the failed trials counted\n%s", code, last, log)
 	}
 	trials := readProgramTrials(t, state)
-	if len(trials) != 6 {
-		t.Fatalf("%d trials, want 6\n%s", len(trials), log)
+	if len(trials) != 8 {
+		t.Fatalf("%d trials, want 8\n%s", len(trials), log)
 	}
 	want := 1 + 0.5 + 4.0/9
 	for _, mode := range []string{"ok", "flaky", "garbage"} {
@@ -197,6 +200,12 @@ seeds: [1]
 	}
 	if tr := trials["invalid"]; tr.result != nil || !strings.Contains(tr.failed, "unrecognized arguments") || tr.attempt > 1 {
 		t.Errorf("invalid: result %+v, failed %q, attempts %d: want one attempt, failed with the program's stderr", tr.result, tr.failed, tr.attempt)
+	}
+	// failing before any metrics line the same way twice is not retried a third time
+	for _, mode := range []string{"early", "silent"} {
+		if tr := trials[mode]; tr.result != nil || tr.attempt != 2 || !strings.Contains(tr.failed, "not retried again") {
+			t.Errorf("%s: result %+v, %d attempts, failed %q: want 2 of the 3 attempts, then not retried", mode, tr.result, tr.attempt, tr.failed)
+		}
 	}
 	if left := fakeTrainerProcs(pids); len(left) > 0 {
 		t.Errorf("programs still running after the sweep: pids %v", left)
