@@ -94,6 +94,10 @@ type interrupted struct{ sig os.Signal }
 
 func (e interrupted) Error() string { return "interrupted by " + signalName(e.sig) }
 
+// Is makes an interruption a cancellation: a command that ends on context.Canceled as a
+// normal stop (a worker asked to stop) still does.
+func (e interrupted) Is(target error) bool { return target == context.Canceled }
+
 // code is the exit status of a process ended by the signal: 128 + its number, as a shell
 // reports it.
 func (e interrupted) code() int {
