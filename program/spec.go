@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -183,6 +184,40 @@ func (s Spec) Identity(dir string) (string, error) {
 		h.Write(b)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CheckRunnable reports, as a *fielderr.Error, why s cannot start on this machine: its
+// program (relative to dir) is not a file, or not executable where s gives no
+// interpreter, or its interpreter (or the command's first word) is not on PATH. A worker
+// checks its registry so before it takes a trial: a trainer it cannot start is its
+// operator's error, not a trial's.
+func (s Spec) CheckRunnable(dir string) error {
+	if s.Program != "" {
+		p := resolve(dir, s.Program)
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+			return &fielderr.Error{Field: "program", Value: s.Program, Reason: "cannot be read: " + pathErr(err), Line: s.Line}
+		case !fi.Mode().IsRegular():
+			return &fielderr.Error{Field: "program", Value: s.Program, Reason: "not a file", Line: s.Line}
+		case s.Interpreter == "" && s.Command == nil && fi.Mode().Perm()&0o111 == 0:
+			return &fielderr.Error{Field: "program", Value: s.Program, Reason: "not executable: chmod +x it, or give an interpreter", Line: s.Line}
+		}
+	}
+	run := s.Interpreter
+	if run == "" && len(s.Command) > 0 && !strings.Contains(s.Command[0], "${") {
+		run = s.Command[0]
+	}
+	if run != "" {
+		if _, err := exec.LookPath(run); err != nil {
+			field := "interpreter"
+			if s.Interpreter == "" {
+				field = "command[0]"
+			}
+			return &fielderr.Error{Field: field, Value: run, Reason: "not found on this worker's PATH", Line: s.Line}
+		}
+	}
+	return nil
 }
 
 // WithEnv is identity with env folded in, as the trials of a trainer a manifest defines

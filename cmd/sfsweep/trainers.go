@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/sfsweep/sfsweep/activities"
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/program"
 	"github.com/sfsweep/sfsweep/sweeps"
 )
@@ -35,6 +36,9 @@ func loadTrainers(file string, w io.Writer) (*activities.Trainers, error) {
 		return nil, err
 	}
 	for name, s := range reg {
+		if err := s.CheckRunnable(dir); err != nil {
+			return nil, fmt.Errorf("-trainers %s: trainer %s: %w", file, name, err)
+		}
 		id, err := s.Identity(dir)
 		if err != nil {
 			return nil, fmt.Errorf("-trainers %s: trainer %s: %w", file, name, err)
@@ -59,5 +63,8 @@ func manifestTrainers(m *sweeps.Manifest, file string) (*activities.Trainers, er
 	}
 	s := t.Spec
 	s.Name = t.Name
+	if err := s.CheckRunnable(dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, fielderr.Under("trainer", err))
+	}
 	return &activities.Trainers{Registry: program.Registry{t.Name: s}, Dir: dir, Manifest: true}, nil
 }
