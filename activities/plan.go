@@ -67,9 +67,13 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 }
 
 // trainQueue is the task queue of a trial's training and probes: that of its backend's
-// device.
+// device, or for a program trainer's trial, that of its trainer at its identity on the
+// device (workflows.TrainerQueue), which only workers that run it poll.
 func trainQueue(cfg training.Config) string {
 	b, _ := backend.Lookup(cfg.WithDefaults().Backend) // the config was validated
+	if t := cfg.Trainer; t != nil {
+		return workflows.TrainerQueue(b.Device, t.Name, t.Identity)
+	}
 	return workflows.TrainQueue(b.Device)
 }
 

@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,26 +58,56 @@ func (ts *Trainers) spec(t *training.Trainer) (program.Spec, error) {
 	if !ok {
 		return s, fmt.Errorf("trainer %q: not registered on this worker (it has %s)", t.Name, strings.Join(ts.names(), ", "))
 	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	id, ok := ts.identities[t.Name]
-	if !ok {
-		var err error
-		if id, err = s.Identity(ts.Dir); err != nil {
-			return s, fmt.Errorf("trainer %q: %w", t.Name, err)
-		}
-		if ts.Manifest {
-			id = program.WithEnv(id, s.Env)
-		}
-		if ts.identities == nil {
-			ts.identities = map[string]string{}
-		}
-		ts.identities[t.Name] = id
+	id, err := ts.identity(t.Name)
+	if err != nil {
+		return s, err
 	}
 	if id != t.Identity {
 		return s, fmt.Errorf("trainer %q: this worker's is %s, the trial's %s: update the worker's trainer, or the manifest's trainer.version", t.Name, id, t.Identity)
 	}
 	return s, nil
+}
+
+// identity is registered trainer name's identity, computed once.
+func (ts *Trainers) identity(name string) (string, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if id, ok := ts.identities[name]; ok {
+		return id, nil
+	}
+	s := ts.Registry[name]
+	id, err := s.Identity(ts.Dir)
+	if err != nil {
+		return "", fmt.Errorf("trainer %q: %w", name, err)
+	}
+	if ts.Manifest {
+		id = program.WithEnv(id, s.Env)
+	}
+	if ts.identities == nil {
+		ts.identities = map[string]string{}
+	}
+	ts.identities[name] = id
+	return id, nil
+}
+
+// Queues are the task queues of the trials of these trainers on devices: each trainer's
+// at its identity (workflows.TrainerQueue), on each device, in order. A worker that runs
+// the trainers polls them.
+func (ts *Trainers) Queues(devices []string) ([]string, error) {
+	if ts == nil {
+		return nil, nil
+	}
+	var qs []string
+	for _, name := range slices.Sorted(maps.Keys(ts.Registry)) {
+		id, err := ts.identity(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range devices {
+			qs = append(qs, workflows.TrainerQueue(d, name, id))
+		}
+	}
+	return qs, nil
 }
 
 // names are the registered trainers' names, for an error.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -20,9 +19,11 @@ import (
 type TrialState struct {
 	ID    string `json:"id"`
 	State string `json:"state"` // one of the Trial* states
-	// Queue is the task queue of its pending activity and Device the device it trains on.
-	Queue  string `json:"queue,omitempty"`
-	Device string `json:"device,omitempty"`
+	// Queue is the task queue of its pending activity, Device the device it trains on,
+	// and Trainer its program trainer's name, if it has one (the queue is the trainer's).
+	Queue   string `json:"queue,omitempty"`
+	Device  string `json:"device,omitempty"`
+	Trainer string `json:"trainer,omitempty"`
 	// Attempt of the pending activity, and the error of the last one that failed.
 	Attempt     int    `json:"attempt,omitempty"`
 	LastFailure string `json:"last_failure,omitempty"`
@@ -79,7 +80,7 @@ func TrialStates(ctx context.Context, c client.Client, sweepID string, running [
 		}
 		for _, pa := range d.GetPendingActivities() {
 			t.Queue = pa.GetActivityOptions().GetTaskQueue().GetName()
-			t.Device, _ = strings.CutPrefix(t.Queue, "train-")
+			t.Device, t.Trainer = workflows.QueueParts(t.Queue)
 			t.Attempt = int(pa.GetAttempt())
 			t.LastFailure = ""
 			if f := pa.GetLastFailure(); f != nil {

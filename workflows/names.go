@@ -1,6 +1,9 @@
 package workflows
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -20,6 +23,27 @@ const (
 // that device polls it, so a trial never lands on a worker that cannot run it, and one
 // that no worker serves waits.
 func TrainQueue(device string) string { return "train-" + device }
+
+// TrainerQueue is the task queue of the trials of program trainer name at identity on
+// device: only a worker that runs that trainer at that identity polls it (its registry's,
+// or sfsweep run's manifest's), so a trial never lands on a worker without its trainer,
+// a trial waits for one that has it, and workers of two registries (a rolling update)
+// each take the trials of their own. The identity is hashed to keep the name short.
+func TrainerQueue(device, name, identity string) string {
+	sum := sha256.Sum256([]byte(identity))
+	return TrainQueue(device) + trainerQueueSep + name + "@" + hex.EncodeToString(sum[:6])
+}
+
+const trainerQueueSep = "/trainer/"
+
+// QueueParts reads a training task queue: its device, and for a TrainerQueue its
+// trainer's name ("" for a device's own queue).
+func QueueParts(queue string) (device, trainer string) {
+	rest, _ := strings.CutPrefix(queue, TrainQueue(""))
+	device, t, _ := strings.Cut(rest, trainerQueueSep)
+	trainer, _, _ = strings.Cut(t, "@")
+	return device, trainer
+}
 
 // Activity names, as the activities package registers them.
 const (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +19,11 @@ import (
 
 // TestProgramTrainerDistributed runs program trials on a cluster of separate parts (a
 // Temporal server, an S3 gateway, worker processes with a registry of trainers):
-//   - submit refuses a manifest that defines its program; a trial naming a trainer the
-//     workers have not registered, or another version of it, fails without running
-//     anything;
+//   - submit refuses a manifest that defines its program;
+//   - in a pool of workers with different registries, or none, a trial goes only to a
+//     worker that has its trainer at its identity: a sweep submitted by a relative path
+//     completes every trial, one of another version waits for a worker that has it (a
+//     rolling update), one of an unregistered trainer waits and never runs;
 //   - a worker SIGKILLed mid-trial takes its program with it, and another worker resumes
 //     the trial from the checkpoint the program left in the store;
 //   - a sweep canceled while its program trains leaves no program running.
@@ -75,42 +78,85 @@ func TestProgramTrainerDistributed(t *testing.T) {
 		t.Fatalf("submit of a manifest with a program: exit %d, %s", code, msg)
 	}
 
-	workerA := startProcess(ctx, t, dir, "worker A", "worker", "-queue", "gpu", "-cache", cache, "-trainers", registry)
-	for _, c := range []struct{ name, trainer, want string }{
-		{"unregistered", "{name: evil, version: x}", "not registered on this worker"},
-		{"other-version", "{name: fake, version: fake-2}", "this worker's is version:fake-1, the trial's version:fake-2"},
-	} {
-		id, code, msg := submit(c.name, c.trainer, "{mode: ok}")
-		if code != 0 {
-			t.Fatalf("submit %s: exit %d: %s", c.name, code, msg)
+	// A pool that mixes registries: worker A has trainer fake at version fake-1 (its
+	// program by a path relative to its registry), worker X runs no trainer, worker C
+	// comes later with fake-2, as a rolling update brings it. Each trial goes only to a
+	// worker that has its trainer at its identity, and waits until one does: nothing
+	// fails, and a trainer no worker registered never runs.
+	if err := os.WriteFile(filepath.Join(dir, "train.sh"), []byte(fmt.Sprintf("#!/bin/sh\nexec %q \"$@\"\n", self)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	relReg := filepath.Join(dir, "trainers-rel.yaml")
+	if err := os.WriteFile(relReg, []byte(strings.Replace(reg, "program: "+self, "program: train.sh", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	workerA := startProcess(ctx, t, dir, "worker A", "worker", "-queue", "gpu", "-cache", cache, "-trainers", "trainers-rel.yaml")
+	workerX := startProcess(ctx, t, dir, "worker X", "worker", "-queue", "gpu", "-cache", cache)
+	waitFor(ctx, t, "worker A's trainer", func() bool { return strings.Contains(workerA.output(), "identity version:fake-1") }, workerA)
+	otherID, code, msg := submit("other-version", "{name: fake, version: fake-2}", "{mode: ok}")
+	if code != 0 {
+		t.Fatalf("submit other-version: exit %d: %s", code, msg)
+	}
+	evilID, code, msg := submit("unregistered", "{name: evil, version: x}", "{mode: ok}")
+	if code != 0 {
+		t.Fatalf("submit unregistered: exit %d: %s", code, msg)
+	}
+	// submitted by a relative path, from the manifest's folder
+	if err := os.WriteFile(filepath.Join(dir, "mixed.yaml"), []byte("name: mixed\ntrainer: {name: fake, version: fake-1}\nparameters: {mode: ok, q: [0.1, 0.2, 0.3, 0.4]}\nsteps: 4\nseeds: [1]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := startProcess(ctx, t, dir, "submit mixed", "submit", "-retry-initial", "100ms", "mixed.yaml")
+	if code := sub.exitCode(); code != 0 {
+		t.Fatalf("submit mixed.yaml: exit %d\n%s", code, sub.output())
+	}
+	mixedID := regexp.MustCompile(`sweep-mixed-[0-9a-f]+`).FindString(sub.output())
+	if res := wait(mixedID); res.Progress.Completed != 4 || res.Progress.Failed != 0 {
+		t.Fatalf("mixed pool: progress %+v, want all 4 trials completed\nworker A:\n%s\nworker X:\n%s", res.Progress, workerA.output(), workerX.output())
+	}
+	for _, id := range []string{otherID, evilID} {
+		var p workflows.SweepProgress
+		v, err := tc.QueryWorkflow(ctx, id, "", workflows.QueryProgress)
+		if err == nil {
+			err = v.Get(&p)
 		}
-		if res := wait(id); res.Progress.Failed != 1 {
-			t.Fatalf("%s: progress %+v, want the trial failed", c.name, res.Progress)
-		}
-		failed, _ := filepath.Glob(filepath.Join(bucket, "trials", "*", "failed.json"))
-		found := false
-		for _, f := range failed {
-			b, _ := os.ReadFile(f)
-			found = found || strings.Contains(string(b), c.want)
-		}
-		if !found {
-			b, _ := os.ReadFile(failed[0])
-			t.Fatalf("%s: no failure says %q: %s", c.name, c.want, b)
+		if err != nil || p.Failed != 0 || p.Completed != 0 || p.Done() {
+			t.Fatalf("sweep %s, whose trainer no worker has: progress %+v (%v), want its trial waiting", id, p, err)
 		}
 	}
+	var st, stErr bytes.Buffer
+	if code := runMain(ctx, []string{"status", evilID}, &st, &stErr); code != 0 || !strings.Contains(st.String(), "waiting for a worker with trainer evil at the trial's identity") {
+		t.Errorf("status of a trial whose trainer no worker has: exit %d\n%s%s", code, st.String(), stErr.String())
+	}
+	regC := filepath.Join(dir, "trainers-2.yaml")
+	if err := os.WriteFile(regC, []byte(strings.Replace(reg, "version: fake-1", "version: fake-2", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProcess(ctx, t, dir, "worker C", "worker", "-queue", "gpu", "-cache", cache, "-trainers", regC)
+	if res := wait(otherID); res.Progress.Completed != 1 {
+		t.Fatalf("other-version once worker C has fake-2: progress %+v", res.Progress)
+	}
+	var out, errb bytes.Buffer
+	if code := runMain(ctx, []string{"cancel", evilID}, &out, &errb); code != 0 {
+		t.Fatalf("cancel: exit %d: %s", code, errb.String())
+	}
 	if left := fakeTrainerProcs(pids); len(left) > 0 {
-		t.Fatalf("a refused trainer ran: pids %v", left)
+		t.Fatalf("programs left running: pids %v", left)
+	}
+	if strings.Contains(workerX.output(), "train attempt failed") {
+		t.Errorf("worker X, which runs no trainer, took a program trial:\n%s", workerX.output())
 	}
 
 	// a worker killed mid-trial: its program dies with it; another worker resumes
+	stepTwo := func() int {
+		ck, _ := filepath.Glob(filepath.Join(bucket, "trials", "*", "program", "checkpoints", "step-2"))
+		return len(ck)
+	}
+	before := stepTwo() // the mixed sweep's
 	id, code, msg := submit("killed", "{name: fake, version: fake-1}", "{mode: slow, q: 0.25}")
 	if code != 0 {
 		t.Fatalf("submit: exit %d: %s", code, msg)
 	}
-	waitFor(ctx, t, "the program's checkpoint of step 2 in the store", func() bool {
-		ck, _ := filepath.Glob(filepath.Join(bucket, "trials", "*", "program", "checkpoints", "step-2"))
-		return len(ck) == 1
-	}, workerA)
+	waitFor(ctx, t, "the program's checkpoint of step 2 in the store", func() bool { return stepTwo() == before+1 }, workerA)
 	running := fakeTrainerProcs(pids)
 	workerA.kill(t)
 	waitFor(ctx, t, "the killed worker's program to end", func() bool {
@@ -155,7 +201,8 @@ func TestProgramTrainerDistributed(t *testing.T) {
 		t.Fatalf("submit: exit %d: %s", code, msg)
 	}
 	waitFor(ctx, t, "the program to start", func() bool { return len(fakeTrainerProcs(pids)) > 0 }, workerB)
-	var out, errb bytes.Buffer
+	out.Reset()
+	errb.Reset()
 	if code := runMain(ctx, []string{"cancel", id}, &out, &errb); code != 0 {
 		t.Fatalf("cancel: exit %d: %s", code, errb.String())
 	}

@@ -215,16 +215,24 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // warnUnserved tells, before a sweep is scheduled, if no worker polls the training queue
-// of its backend's device: its trials will wait (they do not fail) until one does.
+// of its backend's device, or of its program trainer at its identity: its trials will
+// wait (they do not fail) until one does.
 func warnUnserved(ctx context.Context, c client.Client, m *sweeps.Manifest, stderr io.Writer) error {
 	name, _ := backend.Resolve(m.Backend, m.Precision) // Parse checked both
 	b, _ := backend.Lookup(name)
 	queue := workflows.TrainQueue(b.Device)
+	if m.Trainer != nil {
+		t := m.Trainer.Config(nil)
+		queue = workflows.TrainerQueue(b.Device, t.Name, t.Identity)
+	}
 	q, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil {
 		return fmt.Errorf("submit: task queue %s: %w", queue, err)
 	}
-	if len(q.GetPollers()) == 0 {
+	if len(q.GetPollers()) == 0 && m.Trainer != nil {
+		t := m.Trainer.Config(nil)
+		fmt.Fprintf(stderr, "submit: no worker runs trainer %s at %s on device %s now (none polls task queue %s): its trials wait until one does (a worker's -trainers registers it)\n", t.Name, t.Identity, b.Device, queue)
+	} else if len(q.GetPollers()) == 0 {
 		hint := "sfsweep worker -queue gpu"
 		if b.Build != "" {
 			hint += ", " + strings.Replace(b.Build, "build sfsweep", "built", 1)

@@ -78,7 +78,11 @@ func printStatus(w io.Writer, id string, st sweepStatus) {
 		line := fmt.Sprintf("  trial %s: %s", t.ID, t.State)
 		switch t.State {
 		case sweepclient.TrialWaiting:
-			line += fmt.Sprintf(" for a worker of device %s: none polls task queue %s (start sfsweep worker -queue gpu from a build that has a %s backend)", t.Device, t.Queue, t.Device)
+			if t.Trainer == "" {
+				line += fmt.Sprintf(" for a worker of device %s: none polls task queue %s (start sfsweep worker -queue gpu from a build that has a %s backend)", t.Device, t.Queue, t.Device)
+				break
+			}
+			line += fmt.Sprintf(" for a worker with trainer %s at the trial's identity, on device %s: none polls task queue %s (register it in a worker's -trainers; the worker prints each trainer's identity when it starts)", t.Trainer, t.Device, t.Queue)
 		case sweepclient.TrialAdmitting:
 			line = fmt.Sprintf("  trial %s: %s", t.ID, t.Waiting)
 		case sweepclient.TrialQueued:

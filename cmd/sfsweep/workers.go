@@ -75,8 +75,10 @@ func buildHint(d string) string {
 
 // startWorkers starts the workers of roles: a cpu worker, and for training a worker on
 // the task queue of each device (slots activities at once each, so trials on different
-// devices do not wait for one another) and one on workflows.QueueGPU, the queue of sweeps
-// planned before trials were routed by device. It returns a function that stops them.
+// devices do not wait for one another), one on the queue of each of the program trainers
+// the activities run on each device (workflows.TrainerQueue, slots at once as well), and
+// one on workflows.QueueGPU, the queue of sweeps planned before trials were routed by
+// device. It returns a function that stops them.
 func startWorkers(c client.Client, acts *activities.Activities, roles workerRoles, slots int) (func(), error) {
 	var ws []worker.Worker
 	stop := func() {
@@ -104,7 +106,11 @@ func startWorkers(c client.Client, acts *activities.Activities, roles workerRole
 		for _, d := range roles.devices {
 			queues = append(queues, workflows.TrainQueue(d))
 		}
-		for _, q := range queues {
+		trainers, err := acts.Trainers.Queues(roles.devices)
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range append(queues, trainers...) {
 			if err := start(q, worker.Options{MaxConcurrentActivityExecutionSize: slots}, acts.RegisterGPU); err != nil {
 				return nil, err
 			}
