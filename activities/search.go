@@ -317,7 +317,17 @@ func (a *Activities) segmentOutcome(ctx context.Context, sr *searcher, st *searc
 				return ev, err
 			}
 			if !ok {
-				ev.Failed = true // the segment ended without its rung: nothing to rank it by
+				// the segment ended without its rung's value: nothing to rank it by, which
+				// its failed.json says, so that the tables and the page show why
+				ev.Failed = true
+				what := "val_loss of " + at
+				if sr.named() {
+					what = sr.m.MetricName()
+				}
+				reason := fmt.Sprintf("no finite %s at step %d or after it in the trial's curves (a NaN, a string or a missing key in its metrics lines): the search has nothing to rank it by", what, e.Until)
+				if err := trial.WriteFailure(ctx, a.Store, t.ID, reason); err != nil {
+					return ev, err
+				}
 				continue
 			}
 			vals = append(vals, v)

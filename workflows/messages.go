@@ -203,6 +203,27 @@ type SweepProgress struct {
 	// search's configurations by status.
 	Stopped int            `json:"stopped,omitempty"`
 	Configs map[string]int `json:"configs,omitempty"`
+	// Failures are the latest of the trials that failed (at most MaxFailuresShown), with
+	// why, so that status shows them once their workflows are gone.
+	Failures []TrialFailure `json:"failures,omitempty"`
+}
+
+// TrialFailure is a failed trial and why it failed.
+type TrialFailure struct {
+	TrialID string `json:"trial_id"`
+	Reason  string `json:"reason"`
+}
+
+// MaxFailuresShown bounds SweepProgress.Failures.
+const MaxFailuresShown = 20
+
+// failed counts trial id failed, for reason.
+func (p *SweepProgress) failed(id, reason string) {
+	p.Failed++
+	p.Failures = append(p.Failures, TrialFailure{TrialID: id, Reason: reason})
+	if n := len(p.Failures) - MaxFailuresShown; n > 0 {
+		p.Failures = append(p.Failures[:0], p.Failures[n:]...)
+	}
 }
 
 // Done reports whether every trial has an outcome.

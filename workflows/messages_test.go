@@ -3,6 +3,7 @@ package workflows
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -103,5 +104,17 @@ func TestTrialRefJSON(t *testing.T) {
 	want := `{"id":"t","queue":"train-cpu","decay_at":[10],"decay_steps":4,"decay_lr":0.0001,"branch_at":[10],"branch_frac":0.2,"interp":{"from":10,"to":20,"points":11}}`
 	if string(b) != want {
 		t.Errorf("encoded %s, want %s", b, want)
+	}
+}
+
+// A sweep's progress keeps the latest MaxFailuresShown failures with their reasons, and
+// counts them all.
+func TestProgressFailures(t *testing.T) {
+	var p SweepProgress
+	for i := range MaxFailuresShown + 5 {
+		p.failed(fmt.Sprintf("t%d", i), fmt.Sprintf("reason %d", i))
+	}
+	if p.Failed != MaxFailuresShown+5 || len(p.Failures) != MaxFailuresShown || p.Failures[0].TrialID != "t5" || p.Failures[MaxFailuresShown-1].Reason != fmt.Sprintf("reason %d", MaxFailuresShown+4) {
+		t.Errorf("progress: %d failed, failures %v", p.Failed, p.Failures)
 	}
 }

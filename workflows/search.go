@@ -168,7 +168,7 @@ func (r *searchRun) trialEnded(cand, until int, id string, final bool, f workflo
 	case res.Status == status.Diverged:
 		r.p.Diverged++
 	case res.Status == status.Failed:
-		r.p.Failed++
+		r.p.failed(id, res.Error)
 	}
 	if r.remaining[cand]--; r.remaining[cand] == 0 {
 		delete(r.remaining, cand)

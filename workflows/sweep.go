@@ -197,7 +197,7 @@ func (s *sweep) trialDone(id string, f workflow.Future) {
 		if !s.canceled {
 			s.log.Error("trial workflow failed", "trial", id, "error", err)
 		}
-		s.p.Failed++
+		s.p.failed(id, failureMessage(err))
 		return
 	}
 	if r.Arithmetic != "" {
@@ -210,7 +210,7 @@ func (s *sweep) trialDone(id string, f workflow.Future) {
 	case status.Diverged:
 		s.p.Diverged++
 	case status.Failed:
-		s.p.Failed++
+		s.p.failed(id, r.Error)
 	default:
 		s.p.Completed++
 	}

@@ -84,8 +84,19 @@ func (t *trial) train() error {
 	if temporal.IsCanceledError(err) || errors.Is(t.ctx.Err(), workflow.ErrCanceled) {
 		return err
 	}
-	t.res.Status, t.res.Error = status.Failed, err.Error()
+	t.res.Status, t.res.Error = status.Failed, failureMessage(err)
 	return workflow.ExecuteActivity(t.cpu, ActivityRecordFailed, RecordFailedInput{TrialID: t.in.Trial.ID, Reason: t.res.Error}).Get(t.ctx, nil)
+}
+
+// failureMessage is why a training failed, once: the message of the activity's own error,
+// without the chain of wrappers Temporal's errors print (each repeats its cause's text),
+// or the whole error where it carries none (a timeout).
+func failureMessage(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Message() != "" {
+		return ae.Message()
+	}
+	return err.Error()
 }
 
 // probe runs the probes of a completed trial, each kind once the one before has ended:

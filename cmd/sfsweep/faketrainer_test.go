@@ -16,8 +16,8 @@ import (
 // Python. Its --mode picks a behaviour: ok, flaky (exits 1 at step 3 of its first two
 // attempts), diverge (a NaN loss at step 4), garbage (refused lines between its metrics),
 // hang (stops at step 3 and sleeps), invalid (exit 2 at once), early (exit 1 at once, a
-// missing module), silent (exit 0 at once, no metrics line), slow (ok, but a step a
-// second). Its loss falls with the step to 1 + q (--q). It checkpoints every 2 steps
+// missing module), silent (exit 0 at once, no metrics line), nanppl (ok, but val_ppl is
+// NaN), slow (ok, but a step a second). Its loss falls with the step to 1 + q (--q). It checkpoints every 2 steps
 // into step-N files and resumes from the newest. FAKE_PIDDIR, if set, is where it leaves
 // a file named by its pid while it runs.
 const fakeTrainerEnv = "FAKE_TRAINER"
@@ -87,7 +87,10 @@ func fakeTrainer() {
 			fmt.Fprintf(metrics, "not json\n{\"loss\": 1}\n[%d]\n", s)
 		}
 		line := fmt.Sprintf(`{"step": %d, "tokens": %d, "train_loss": %g`, s, 64*s, loss(s)+0.01)
-		if s%every == 0 || s == steps {
+		switch {
+		case (s%every == 0 || s == steps) && mode == "nanppl":
+			line += fmt.Sprintf(`, "val_loss": %g, "val_ppl": NaN`, loss(s))
+		case s%every == 0 || s == steps:
 			line += fmt.Sprintf(`, "val_loss": %g, "val_ppl": %g`, loss(s), 2*loss(s))
 		}
 		if s == steps {

@@ -427,9 +427,10 @@ seeds: [1]
 	}
 }
 
-// TestRunFailsSearchThatCompletesNothing runs a search whose every configuration fails:
-// sfsweep run writes what it has and exits 1, saying in its last line that no
-// configuration completed.
+// TestRunFailsSearchThatCompletesNothing runs a search whose every configuration fails
+// (a program that refuses its config, or whose metric is NaN): sfsweep run writes what it
+// has and exits 1, saying in its last line that no configuration completed, and each
+// failed trial says why.
 func TestRunFailsSearchThatCompletesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded Temporal server (-short)")
@@ -443,7 +444,7 @@ func TestRunFailsSearchThatCompletesNothing(t *testing.T) {
 	src := fmt.Sprintf(`name: completes-nothing
 trainer: {name: fake, program: %s, version: fake-1, env: {%s: "1"}}
 parameters:
-  mode: [invalid]
+  mode: [invalid, nanppl]
   q: [0.1, 0.2]
 steps: 4
 seeds: [1]
@@ -457,8 +458,17 @@ search: {method: grid, metric: val_ppl, early_stopping: {rule: asha, rungs: [2],
 	var stdout, stderr bytes.Buffer
 	code := runMain(ctx, []string{"run", "-ui=false", "-page=off", "-dir", filepath.Join(dir, "state"), "-out", filepath.Join(dir, "out"), manifest}, &stdout, &stderr)
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "the search completed no configuration (2 failed)") {
+	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "the search completed no configuration (4 failed)") {
 		t.Fatalf("exit %d, last line %q: want 1, no configuration completed\n%s%s", code, last, stdout.String(), stderr.String())
+	}
+	// a NaN metric fails its configuration with a reason, and a program's error is
+	// recorded once, not once per wrapper of it
+	for _, tr := range readAllTrials(t, filepath.Join(dir, "state")) {
+		mode := tr.config.Trainer.Params["mode"]
+		want := map[any]string{"nanppl": "no finite val_ppl at step 2", "invalid": "unrecognized arguments"}[mode]
+		if !strings.Contains(tr.failed, want) || strings.Count(tr.failed, "unrecognized arguments") > 1 {
+			t.Errorf("%v trial: failed.json %q, want the reason %q once", mode, tr.failed, want)
+		}
 	}
 }
 

@@ -441,3 +441,13 @@ func TestStatusEngines(t *testing.T) {
 		}
 	}
 }
+
+// status prints a failed trial's reason, and how many more failed than it shows.
+func TestStatusShowsFailures(t *testing.T) {
+	var b strings.Builder
+	p := workflows.SweepProgress{Total: 30, Completed: 5, Failed: 25, Failures: []workflows.TrialFailure{{TrialID: "abc", Reason: "program: exit status 1: ModuleNotFoundError"}}}
+	printStatus(&b, "sweep-x", sweepStatus{SweepProgress: p})
+	if !strings.Contains(b.String(), "trial abc: failed: program: exit status 1: ModuleNotFoundError") || !strings.Contains(b.String(), "and 24 more failed trials") {
+		t.Errorf("status:\n%s", b.String())
+	}
+}

@@ -96,5 +96,11 @@ func printStatus(w io.Writer, id string, st sweepStatus) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	for _, f := range p.Failures {
+		fmt.Fprintf(w, "  trial %s: failed: %s\n", f.TrialID, f.Reason)
+	}
+	if n := p.Failed - len(p.Failures); n > 0 && len(p.Failures) > 0 {
+		fmt.Fprintf(w, "  (and %d more failed trials: their reasons are in the sweep's tables and page)\n", n)
+	}
 	printGPUs(w, st.Trials)
 }
