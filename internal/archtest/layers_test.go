@@ -38,6 +38,8 @@ var floors = [][]string{
 	{"infra/s3gw"},
 	// the program
 	{"cmd/sfsweep", "examples/pytorch"},
+	// tests of the program, run as a process of its own
+	{"cmd/sfsweep/loadtest"},
 }
 
 // external are the only rooms that may import a dependency, by import path prefix.
