@@ -185,18 +185,7 @@ func (sr *searcher) metric(r *training.Result, it string) float64 {
 }
 
 // named reports whether the search ranks by a program's named metric rather than a loss.
-func (sr *searcher) named() bool {
-	switch sr.m.MetricName() {
-	case sweeps.MetricValLoss, sweeps.MetricTestLoss, sweeps.MetricTestPPL:
-		return false
-	}
-	return true
-}
+func (sr *searcher) named() bool { return sr.m.NamedMetric() }
 
 // sign is −1 where the search maximizes its metric, which the search engine minimizes.
-func (sr *searcher) sign() float64 {
-	if sr.m.Search != nil && sr.m.Search.Goal == "maximize" {
-		return -1
-	}
-	return 1
-}
+func (sr *searcher) sign() float64 { return sr.m.MetricSign() }

@@ -29,20 +29,22 @@ type SearchRow struct {
 	Optimizer string             `json:"optimizer"`
 	Params    map[string]float64 `json:"params"` // by SearchTable.Params
 	Status    search.Status      `json:"status"`
-	Step      int                `json:"step,omitempty"`   // stopped, diverged or failed: the step it ended at
-	Metric    *float64           `json:"metric,omitempty"` // completed: the search's metric (mean over seeds)
-	Rung      int                `json:"rung,omitempty"`   // the last rung it reached with a finite validation loss
-	RungLoss  *float64           `json:"rung_val_loss,omitempty"`
+	Step      int                `json:"step,omitempty"`          // stopped, diverged or failed: the step it ended at
+	Metric    *float64           `json:"metric,omitempty"`        // completed: the search's metric (mean over seeds)
+	Rung      int                `json:"rung,omitempty"`          // the last rung it reached with a finite value
+	RungLoss  *float64           `json:"rung_val_loss,omitempty"` // its value there, of SearchTable.RungMetric
 }
 
 // SearchTable is a search's configurations, ranked: completed by their metric, then
 // stopped (the later the rung, the higher; then by the loss there), diverged, failed, and
 // those not finished; ties by candidate index.
 type SearchTable struct {
-	Title  string      `json:"title"`
-	Metric string      `json:"metric"` // the metric's name (Manifest.MetricName)
-	Params []string    `json:"params"` // the searched parameters, in the order of the grids' Dims
-	Rows   []SearchRow `json:"rows"`
+	Title  string `json:"title"`
+	Metric string `json:"metric"` // the metric's name (Manifest.MetricName)
+	// RungMetric is what a rung's value is (Manifest.RungMetric).
+	RungMetric string      `json:"rung_metric"`
+	Params     []string    `json:"params"` // the searched parameters, in the order of the grids' Dims
+	Rows       []SearchRow `json:"rows"`
 }
 
 // Best is the best configuration: the completed one of the lowest metric; nil if none.
@@ -55,7 +57,7 @@ func (t *SearchTable) Best() *SearchRow {
 
 // NewSearchTable ranks the configurations of search state st, of manifest m.
 func NewSearchTable(m *sweeps.Manifest, st *search.State) *SearchTable {
-	t := &SearchTable{Title: m.Name + ": search", Metric: m.MetricName()}
+	t := &SearchTable{Title: m.Name + ": search", Metric: m.MetricName(), RungMetric: m.RungMetric()}
 	for gi := range m.Optimizers {
 		for _, d := range m.Dims(gi) {
 			if !slices.Contains(t.Params, d.Name) {
@@ -77,7 +79,11 @@ func NewSearchTable(m *sweeps.Manifest, st *search.State) *SearchTable {
 			r.Metric = &v
 		}
 		for step, v := range c.Values {
-			if finiteValue(v) && step > r.Rung {
+			// a rung holds what the search ranks it by (RungMetric), but the end of a
+			// search by a named metric holds the validation loss: the metric is its own
+			// column there
+			if finiteValue(v) && step > r.Rung && (step < m.Steps || !m.NamedMetric()) {
+				v *= m.MetricSign()
 				r.Rung, r.RungLoss = step, &v
 			}
 		}
@@ -138,7 +144,7 @@ func (r SearchRow) statusText() string {
 }
 
 // cells are a row's fields as text: rank, optimizer, the parameters, status, metric, the
-// rung and its validation loss.
+// last rung before the end and the metric there.
 func (t *SearchTable) cells(r SearchRow) []string {
 	out := []string{strconv.Itoa(r.Rank), r.Optimizer}
 	for _, p := range t.Params {
@@ -167,7 +173,7 @@ func (t *SearchTable) cells(r SearchRow) []string {
 
 func (t *SearchTable) header() []string {
 	h := append([]string{"rank", "optimizer"}, t.Params...)
-	return append(h, "status", t.Metric, "rung", "val_loss at rung")
+	return append(h, "status", t.Metric, "rung", t.RungMetric+" at rung")
 }
 
 // Write writes the table in the named format, as Table.Write.
@@ -255,7 +261,7 @@ func escAll(ss []string, esc func(string) string) []string {
 // metric, rung and val_loss (empty where they do not apply), numbers in full precision.
 func (t *SearchTable) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write(append(append([]string{"rank", "index", "optimizer"}, t.Params...), "status", "step", t.Metric, "rung", "val_loss"))
+	cw.Write(append(append([]string{"rank", "index", "optimizer"}, t.Params...), "status", "step", t.Metric, "rung", t.RungMetric))
 	num := func(p *float64) string {
 		if p == nil {
 			return ""

@@ -67,6 +67,35 @@ func (m *Manifest) Method() string { return m.Search.method() }
 // Sampled reports whether the search samples its configurations (random or tpe).
 func (m *Manifest) Sampled() bool { return m.Method() != MethodGrid }
 
+// NamedMetric reports whether the search ranks by a metric a program names (one of its
+// metrics lines' keys), rather than by the validation loss (val_loss, test_loss and
+// test_ppl rank their rungs by the validation loss).
+func (m *Manifest) NamedMetric() bool {
+	switch m.MetricName() {
+	case MetricValLoss, MetricTestLoss, MetricTestPPL:
+		return false
+	}
+	return true
+}
+
+// MetricSign is −1 where the search maximizes its metric, which the search engine
+// minimizes (its state holds the metric times the sign), else 1.
+func (m *Manifest) MetricSign() float64 {
+	if m.Search != nil && m.Search.Goal == "maximize" {
+		return -1
+	}
+	return 1
+}
+
+// RungMetric is what a search ranks a rung before the end by: its named metric
+// (NamedMetric), or the validation loss.
+func (m *Manifest) RungMetric() string {
+	if m.NamedMetric() {
+		return m.MetricName()
+	}
+	return MetricValLoss
+}
+
 // MetricName is the metric the search ranks by, val_loss by default.
 func (m *Manifest) MetricName() string {
 	if m.Search == nil || m.Search.Metric == "" {

@@ -340,6 +340,11 @@ search:
 	if fmt.Sprint(completed) != "[0]" || stopped[2] != 2 || stopped[4] != 1 {
 		t.Fatalf("completed %v, stopped by rung %v: want q = 0 to the end, two stopped at 2, one at 4", completed, stopped)
 	}
+	// the table's rung column is the metric the rungs ranked by, for every row: q = 0's
+	// val_ppl at its last rung, 4, is 2·(1 + 4/5)
+	if !strings.Contains(r.log, `| val\_ppl at rung |`) || !strings.Contains(r.log, "| completed | 2.8889 | 4 | 3.6000 |") {
+		t.Errorf("search table:\n%s", r.log)
+	}
 	var best programTrial
 	for _, tr := range readAllTrials(t, r.state) {
 		if tr.config.Trainer.Params["q"] == 0.0 {
