@@ -7,7 +7,9 @@ package sweeps
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -73,6 +75,9 @@ func (m *Manifest) checkTrainer() error {
 	}
 	spec := t.Spec
 	spec.Name = t.Name
+	if len(spec.Env) > 0 && spec.Program == "" && spec.Interpreter == "" && len(spec.Command) == 0 && len(spec.Files) == 0 {
+		return &fielderr.Error{Field: "trainer.env", Value: strings.Join(slices.Sorted(maps.Keys(spec.Env)), ", "), Reason: "env goes with the program it is for: under sfsweep run, give the trainer's program (or command); a registered trainer's env is its worker's registry's, and a manifest for submit names the trainer by name and version alone"}
+	}
 	if t.Local() {
 		if err := spec.Check(); err != nil {
 			return err

@@ -124,6 +124,7 @@ func TestProgramManifestErrors(t *testing.T) {
 		{"argv too long", "model_name: [small, " + strings.Repeat("x", 200_000) + "]", "parameters.model_name[1]", "MAX_ARG_STRLEN", 7},
 		{"no version", `version: "3"`, "trainer", "version", 0},
 		{"bad name", "name: my-trainer", "trainer.name", "letters", 0},
+		{"env alone", "env", "trainer.env", "registry", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := programManifest
@@ -132,6 +133,8 @@ func TestProgramManifestErrors(t *testing.T) {
 				src = strings.Replace(src, "model_name: [small, large]", c.edit, 1)
 			case c.name == "no version":
 				src = strings.Replace(src, `  version: "3"`+"\n", "", 1)
+			case c.edit == "env":
+				src = strings.Replace(src, `  version: "3"`+"\n", `  version: "3"`+"\n  env: {XLA_FLAGS: a}\n", 1)
 			default:
 				src = strings.Replace(src, "name: my-trainer", "name: -x", 1)
 			}
