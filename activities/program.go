@@ -165,6 +165,7 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 	}
 	defer release()
 	start := time.Now()
+	logs := &logStream{a: a, id: in.TrialID, until: in.Until, attempt: attempt, dir: at.logs, sizes: map[string]int64{}}
 	loss := 0.0 // the heartbeat's: the last finite training loss (JSON has no NaN)
 	out, runErr := program.Run(ctx, program.Attempt{
 		Argv: at.argv, Env: at.env, Dir: at.run, Home: resolveIn(a.Trainers.Dir, spec.Home), Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs,
@@ -176,7 +177,10 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 			}
 			hb(m.Step, loss)
 		},
-		Sync:   func(ctx context.Context) error { return c.flush(ctx, rec) },
+		Sync: func(ctx context.Context) error {
+			logs.sync(ctx)
+			return c.flush(ctx, rec)
+		},
 		Mirror: at.mirror,
 	})
 	release() // the program has exited: its memory is the driver's again
@@ -409,6 +413,45 @@ type attemptSummary struct {
 	Refused       int            `json:"refused_lines"`
 	RefusedSample []string       `json:"refused_sample,omitempty"`
 	StderrTail    []string       `json:"stderr_tail,omitempty"`
+}
+
+// logStreamEvery is how often a running attempt's stdout and stderr are copied to the
+// store: a worker killed mid-attempt leaves its program's output that fresh.
+const logStreamEvery = 15 * time.Second
+
+// logStream copies a running attempt's logs to the store, where keepLogs puts them once it
+// has ended: at its first sync, then at most every logStreamEvery, each stream when it
+// has grown.
+type logStream struct {
+	a              *Activities
+	id             string
+	until, attempt int
+	dir            string
+	last           time.Time
+	sizes          map[string]int64
+}
+
+func (l *logStream) sync(ctx context.Context) {
+	if !l.last.IsZero() && time.Since(l.last) < logStreamEvery {
+		return
+	}
+	l.last = time.Now()
+	for _, stream := range []string{"stdout", "stderr"} {
+		file := filepath.Join(l.dir, stream)
+		fi, err := os.Stat(file)
+		if err != nil || fi.Size() == l.sizes[stream] {
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		if err := l.a.Store.Put(ctx, keys.ProgramLog(l.id, l.until, l.attempt, stream), b); err != nil {
+			l.a.log().Warn("stream program log", "trial", l.id, "stream", stream, "err", err)
+			continue
+		}
+		l.sizes[stream] = int64(len(b))
+	}
 }
 
 // keepLogs stores the attempt's stdout, stderr and summary. A log that cannot be stored

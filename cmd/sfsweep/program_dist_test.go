@@ -158,6 +158,16 @@ func TestProgramTrainerDistributed(t *testing.T) {
 	}
 	waitFor(ctx, t, "the program's checkpoint of step 2 in the store", func() bool { return stepTwo() == before+1 }, workerA)
 	running := fakeTrainerProcs(pids)
+	// the killed attempt's output is in the store already, streamed while it ran
+	waitFor(ctx, t, "the running attempt's stderr in the store", func() bool {
+		logs, _ := filepath.Glob(filepath.Join(bucket, "trials", "*", "program", "logs", "attempt-1.stderr"))
+		for _, l := range logs {
+			if b, _ := os.ReadFile(l); strings.Contains(string(b), "fake: slow attempt 1 from step 0") {
+				return true
+			}
+		}
+		return false
+	}, workerA)
 	workerA.kill(t)
 	waitFor(ctx, t, "the killed worker's program to end", func() bool {
 		for _, p := range fakeTrainerProcs(pids) {
