@@ -133,8 +133,9 @@ const (
 
 // trainProgram runs one attempt of a program trainer's trial cfg, to its end or to
 // in.Until, once its GPU memory is reserved (admitProgram; waiting is told while it waits).
-// hb is told each metrics line. The result is nil where the attempt stopped at the rung.
-func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, cfg training.Config, waiting func(string), hb func(step int, loss float64)) (*training.Result, error) {
+// hb is told each metrics line, and refused each refused one. The result is nil where the
+// attempt stopped at the rung.
+func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, cfg training.Config, waiting func(string), refused func(n int, line string), hb func(step int, loss float64)) (*training.Result, error) {
 	spec, err := a.Trainers.spec(cfg.Trainer)
 	if err != nil {
 		return nil, invalid(fmt.Errorf("trial %s: %w", in.TrialID, err))
@@ -177,6 +178,7 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 			}
 			hb(m.Step, loss)
 		},
+		OnRefused: refused,
 		Sync: func(ctx context.Context) error {
 			logs.sync(ctx)
 			return c.flush(ctx, rec)

@@ -42,9 +42,17 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 	}
 	waiting := func(s string) { mu.Lock(); last.Waiting = s; mu.Unlock() }
 	if cfg.Trainer != nil {
-		res, err := a.trainProgram(ctx, in, cfg, waiting, func(step int, loss float64) {
+		refused := func(n int, line string) {
 			mu.Lock()
-			last = workflows.TrainHeartbeat{Step: step, Loss: loss}
+			last.Refused = n
+			if last.RefusedFirst == "" {
+				last.RefusedFirst = line
+			}
+			mu.Unlock()
+		}
+		res, err := a.trainProgram(ctx, in, cfg, waiting, refused, func(step int, loss float64) {
+			mu.Lock()
+			last.Step, last.Loss, last.Waiting = step, loss, ""
 			mu.Unlock()
 			if a.Progress != nil {
 				a.Progress(in.TrialID, training.Progress{Step: step, Steps: cfg.Steps, TrainLoss: loss})

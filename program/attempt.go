@@ -33,6 +33,9 @@ type Attempt struct {
 	Poll time.Duration
 	// OnMetric, if set, gets each accepted line, in order.
 	OnMetric func(Metric)
+	// OnRefused, if set, gets each refused line as Outcome.RefusedSample writes it, with
+	// the count so far.
+	OnRefused func(n int, line string)
 	// Sync, if set, records what the lines read so far say (the trial's curves). It is
 	// called every Poll and once after the process has ended, each time after the metrics
 	// file has been read to its end.

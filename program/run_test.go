@@ -234,9 +234,18 @@ line {"step": 8, "tokens": 1.5}
 
 line {"step": 8, "train_loss": 3.0, "accuracy": 0.5}
 partial {"step": 9, "val_loss": 2.9}`)
+	var told []string // what OnRefused hears while the program runs, for its heartbeats
+	a.OnRefused = func(n int, line string) {
+		if n == len(told)+1 {
+			told = append(told, line)
+		}
+	}
 	out := runFake(t, a)
 	if out.Status != Completed || out.Lines != 3 || out.Refused != 7 || out.Last.Step != 9 || *out.Last.ValLoss != 2.9 {
 		t.Fatalf("outcome %s, %d lines, %d refused, last %+v; want completed, 3, 7, step 9 (%s)", out.Status, out.Lines, out.Refused, out.Last, out.Reason)
+	}
+	if len(told) != 7 || !slices.Equal(told[:refusedSample], out.RefusedSample) {
+		t.Errorf("OnRefused told %q, want the 7 refused lines, the sample first", told)
 	}
 	if len(out.RefusedSample) != refusedSample {
 		t.Fatalf("RefusedSample = %q", out.RefusedSample)

@@ -104,8 +104,12 @@ func (t *tailer) line(raw []byte) {
 
 func (t *tailer) refuse(reason string, line []byte) {
 	t.out.Refused++
+	text := fmt.Sprintf("line %d: %s: %s", t.lineNo, reason, truncate(string(line), 120))
 	if len(t.out.RefusedSample) < refusedSample {
-		t.out.RefusedSample = append(t.out.RefusedSample, fmt.Sprintf("line %d: %s: %s", t.lineNo, reason, truncate(string(line), 120)))
+		t.out.RefusedSample = append(t.out.RefusedSample, text)
+	}
+	if t.a.OnRefused != nil {
+		t.a.OnRefused(t.out.Refused, text)
 	}
 }
 

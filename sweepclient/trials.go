@@ -24,6 +24,10 @@ type TrialState struct {
 	Queue   string `json:"queue,omitempty"`
 	Device  string `json:"device,omitempty"`
 	Trainer string `json:"trainer,omitempty"`
+	// Refused counts a program's refused metrics lines this attempt, RefusedFirst the
+	// first of them, with why.
+	Refused      int    `json:"refused,omitempty"`
+	RefusedFirst string `json:"refused_first,omitempty"`
 	// Attempt of the pending activity, and the error of the last one that failed.
 	Attempt     int    `json:"attempt,omitempty"`
 	LastFailure string `json:"last_failure,omitempty"`
@@ -90,6 +94,7 @@ func TrialStates(ctx context.Context, c client.Client, sweepID string, running [
 				var hb workflows.TrainHeartbeat
 				if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb) == nil {
 					t.Step, t.Loss, t.Waiting, t.GPU = hb.Step, hb.Loss, hb.Waiting, hb.GPU
+					t.Refused, t.RefusedFirst = hb.Refused, hb.RefusedFirst
 					t.Worker = pa.GetLastWorkerIdentity()
 				}
 			}

@@ -294,6 +294,10 @@ type TrainHeartbeat struct {
 	// GPU is the memory of the GPU the trial is admitted to, or waits for, as its worker
 	// saw it at the heartbeat; nil off a worker that admits by memory.
 	GPU *GPUMemory `json:"gpu,omitempty"`
+	// Refused counts a program's refused metrics lines this attempt, and RefusedFirst is
+	// the first, with why (docs/trainer.md).
+	Refused      int    `json:"refused,omitempty"`
+	RefusedFirst string `json:"refused_first,omitempty"`
 }
 
 // GPUMemory is a GPU's memory as the worker that trains on it admits trials to it, in bytes.

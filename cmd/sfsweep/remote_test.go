@@ -442,12 +442,15 @@ func TestStatusEngines(t *testing.T) {
 	}
 }
 
-// status prints a failed trial's reason, and how many more failed than it shows.
+// status prints a failed trial's reason, how many more failed than it shows, and a
+// running program's refused metrics lines.
 func TestStatusShowsFailures(t *testing.T) {
 	var b strings.Builder
 	p := workflows.SweepProgress{Total: 30, Completed: 5, Failed: 25, Failures: []workflows.TrialFailure{{TrialID: "abc", Reason: "program: exit status 1: ModuleNotFoundError"}}}
-	printStatus(&b, "sweep-x", sweepStatus{SweepProgress: p})
-	if !strings.Contains(b.String(), "trial abc: failed: program: exit status 1: ModuleNotFoundError") || !strings.Contains(b.String(), "and 24 more failed trials") {
+	running := []sweepclient.TrialState{{ID: "def", State: sweepclient.TrialTraining, Refused: 3, RefusedFirst: "line 2: not a JSON object: [1]"}}
+	printStatus(&b, "sweep-x", sweepStatus{SweepProgress: p, Trials: running})
+	if !strings.Contains(b.String(), "trial abc: failed: program: exit status 1: ModuleNotFoundError") || !strings.Contains(b.String(), "and 24 more failed trials") ||
+		!strings.Contains(b.String(), "trial def: training; 3 metrics lines refused, the first line 2: not a JSON object: [1]") {
 		t.Errorf("status:\n%s", b.String())
 	}
 }

@@ -94,6 +94,9 @@ func printStatus(w io.Writer, id string, st sweepStatus) {
 		if t.LastFailure != "" {
 			line += "; last failure: " + t.LastFailure
 		}
+		if t.Refused > 0 {
+			line += fmt.Sprintf("; %d metrics lines refused, the first %s", t.Refused, t.RefusedFirst)
+		}
 		fmt.Fprintln(w, line)
 	}
 	for _, f := range p.Failures {
