@@ -273,11 +273,18 @@ func sumCost(trials []Trial, steps func(Trial) int64) Cost {
 	var c Cost
 	for _, t := range trials {
 		cfg := t.Config
+		n := steps(t)
 		mc, err := cfg.ResolveModel()
 		if err != nil {
+			// a program's trial without a model of sfsweep's: its steps count, its
+			// tokens and FLOPs are the program's own
+			if cfg.Trainer != nil {
+				c.Trials++
+				c.Steps += n
+				c.Tokens += n * int64(cfg.BatchTokens)
+			}
 			continue
 		}
-		n := steps(t)
 		c.Trials++
 		c.Steps += n
 		c.Tokens += n * int64(cfg.BatchTokens)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -345,6 +346,9 @@ search:
 	if !strings.Contains(r.log, `| val\_ppl at rung |`) || !strings.Contains(r.log, "| completed | 2.8889 | 4 | 3.6000 |") {
 		t.Errorf("search table:\n%s", r.log)
 	}
+	if !strings.Contains(r.log, "best: val_ppl = 2.889 (mean of 1 seeds): trainer fake, q 0") {
+		t.Errorf("search summary: want the best by the trainer's parameters\n%s", r.log)
+	}
 	var best programTrial
 	for _, tr := range readAllTrials(t, r.state) {
 		if tr.config.Trainer.Params["q"] == 0.0 {
@@ -534,5 +538,24 @@ search:
 	code, log := run("rerun-search", search, "3")
 	if code != 0 || !strings.Contains(log, "search done: 4 configurations (2 completed, 2 stopped)") {
 		t.Fatalf("second search: exit %d, want 0 with 2 completed and 2 stopped\n%s", code, log)
+	}
+}
+
+// validate shows a program trainer's trials by its parameters, and counts their steps.
+func TestValidateProgramTrials(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	src := "name: p\ntrainer: {name: mine, version: v1}\nparameters: {dropout: [0.1, 0.2], model: [small]}\nsteps: 50\nseeds: [1, 2]\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"validate", file}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+	if !slices.Equal(header, []string{"trial", "trainer", "dropout", "model", "seed", "steps"}) || !strings.Contains(out, "4 trials") || !strings.Contains(out, "200 steps") ||
+		!regexp.MustCompile(`(?m)^[0-9a-f]{16} +mine +0.2 +small +2 +50 *$`).MatchString(out) {
+		t.Errorf("validate:\n%s", out)
 	}
 }

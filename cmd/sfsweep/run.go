@@ -21,6 +21,7 @@ import (
 	"github.com/sfsweep/sfsweep/infra/devserver"
 	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/program"
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/search"
 	"github.com/sfsweep/sfsweep/sweepclient"
@@ -320,6 +321,15 @@ func printSearchSummary(ctx context.Context, store blob.Store, m *sweeps.Manifes
 		trials, err := m.PointTrials(best.Grid, best.Point)
 		if err != nil {
 			return err
+		}
+		if cfg := trials[0].Config; cfg.Trainer != nil && cfg.Optimizer.Name == "" {
+			var params []string
+			for _, k := range cfg.Trainer.ParamNames() {
+				params = append(params, k+" "+program.Format(cfg.Trainer.Params[k]))
+			}
+			fmt.Fprintf(w, "best: %s = %.4g (mean of %d seeds): trainer %s, %s\n",
+				m.MetricName(), m.MetricSign()**best.Final, seeds, cfg.Trainer.Name, strings.Join(params, ", "))
+			return nil
 		}
 		p := trials[0].Points[0]
 		fmt.Fprintf(w, "best: %s = %.4g (mean of %d seeds): %s lr %g, betas (%g, %g), C %s, batch %d tokens\n",

@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/program"
 	"github.com/sfsweep/sfsweep/sweeps"
 )
 
@@ -46,6 +49,56 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			ProbeCost sweeps.Cost    `json:"probe_cost"`
 		}{m.Name, m.Count(), trials, cost, probes})
 	}
+	if m.Trainer != nil && (len(m.Optimizers) == 0 || m.Optimizers[0].Name == "") {
+		printProgramTrials(stdout, trials)
+	} else {
+		printEngineTrials(stdout, trials)
+	}
+	fmt.Fprintf(stdout, "\n%d grid points, %d trials (\"=\": the same trial as the line above), %d steps, %.4g training tokens, %.4g FLOPs\n",
+		m.Count(), cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
+	if probes.Steps > 0 {
+		fmt.Fprintf(stdout, "probes: %d more steps, %.4g tokens, %.4g FLOPs\n", probes.Steps, float64(probes.Tokens), probes.FLOPs)
+	}
+	return nil
+}
+
+// printProgramTrials prints a program trainer's trials by their parameters and seed.
+func printProgramTrials(w io.Writer, trials []sweeps.Trial) {
+	var names []string
+	for _, t := range trials {
+		for _, k := range t.Config.Trainer.ParamNames() {
+			if !slices.Contains(names, k) {
+				names = append(names, k)
+			}
+		}
+	}
+	slices.Sort(names)
+	row := func(cells []string) {
+		fmt.Fprintf(w, "%-16s ", cells[0])
+		for _, c := range cells[1:] {
+			fmt.Fprintf(w, " %-10s", c)
+		}
+		fmt.Fprintln(w)
+	}
+	row(append(append([]string{"trial", "trainer"}, names...), "seed", "steps"))
+	for _, t := range trials {
+		tr := t.Config.Trainer
+		cells := []string{t.ID, tr.Name}
+		for _, k := range names {
+			v, ok := tr.Params[k]
+			if !ok {
+				cells = append(cells, "")
+				continue
+			}
+			cells = append(cells, program.Format(v))
+		}
+		row(append(cells, strconv.FormatUint(t.Config.Seed, 10), strconv.Itoa(t.Config.Steps)))
+	}
+}
+
+// printEngineTrials prints the trials of optimizer grids by their optimizer, its
+// hyperparameters, batch, seed and model.
+func printEngineTrials(stdout io.Writer, trials []sweeps.Trial) {
 	fmt.Fprintf(stdout, "%-16s  %-9s %-9s %-6s %-6s %-8s %-9s %-5s %s\n", "trial", "optimizer", "lr", "beta1", "beta2", "C", "batch", "seed", "model")
 	for _, t := range trials {
 		mc, _ := t.Config.ResolveModel()
@@ -57,12 +110,6 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stdout, "%-16s  %-9s %-9g %-6g %-6g %-8s %-9d %-5d %s d%d L%d\n", id, p.Optimizer, p.LR, p.Beta1, p.Beta2, p.CLabel(), p.BatchTokens, p.Seed, mc.Arch, mc.Dim, mc.Layers)
 		}
 	}
-	fmt.Fprintf(stdout, "\n%d grid points, %d trials (\"=\": the same trial as the line above), %d steps, %.4g training tokens, %.4g FLOPs\n",
-		m.Count(), cost.Trials, cost.Steps, float64(cost.Tokens), cost.FLOPs)
-	if probes.Steps > 0 {
-		fmt.Fprintf(stdout, "probes: %d more steps, %.4g tokens, %.4g FLOPs\n", probes.Steps, float64(probes.Tokens), probes.FLOPs)
-	}
-	return nil
 }
 
 // warnRungs prints the manifest's warnings of rungs that judge too early
