@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -121,7 +122,12 @@ func (b *progressBars) sweep(p workflows.SweepProgress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	finished := p.Completed + p.Diverged + p.Failed
-	if !b.live && finished != b.last.Completed+b.last.Diverged+b.last.Failed {
+	switch {
+	case b.live || finished == b.last.Completed+b.last.Diverged+b.last.Failed:
+	case p.Configs != nil: // a search: its trials come as it runs, with no total
+		fmt.Fprintf(b.w, "search: %d configurations so far (%s); %d trials done (%d completed, %d diverged, %d failed)\n",
+			sum(p.Configs), countsText(p.Configs), finished, p.Completed, p.Diverged, p.Failed)
+	default:
 		fmt.Fprintf(b.w, "sweep: %d/%d trials done (%d completed, %d diverged, %d failed, %d had results)\n",
 			finished+p.Skipped, p.Total, p.Completed, p.Diverged, p.Failed, p.Skipped)
 	}
@@ -148,7 +154,11 @@ func (b *progressBars) draw() {
 	if p.Total > 0 {
 		fill = width * done / p.Total
 	}
-	fmt.Fprintf(b.w, "sweep [%s%s] %d/%d trials  %d diverged  %d failed\n", strings.Repeat("█", fill), strings.Repeat("·", width-fill), done, p.Total, p.Diverged, p.Failed)
+	total := strconv.Itoa(p.Total)
+	if p.Configs != nil {
+		total = "?" // a search's trials come as it runs
+	}
+	fmt.Fprintf(b.w, "sweep [%s%s] %d/%s trials  %d diverged  %d failed\n", strings.Repeat("█", fill), strings.Repeat("·", width-fill), done, total, p.Diverged, p.Failed)
 	b.lines = 1
 	for _, id := range slices.Sorted(maps.Keys(b.steps)) {
 		s := b.steps[id]

@@ -295,3 +295,14 @@ func TestValidateWarnsEarlyRungs(t *testing.T) {
 		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
 	}
 }
+
+// A search's progress has no total: its lines count what has come so far, never "n/0".
+func TestProgressOfSearch(t *testing.T) {
+	var buf bytes.Buffer
+	b := newProgressBars(&buf, false)
+	b.sweep(workflows.SweepProgress{Configs: map[string]int{"running": 2}})
+	b.sweep(workflows.SweepProgress{Completed: 1, Configs: map[string]int{"running": 1, "completed": 1}})
+	if out := buf.String(); strings.Contains(out, "/0") || !strings.Contains(out, "search: 2 configurations so far (1 completed, 1 running); 1 trials done") {
+		t.Errorf("progress:\n%s", out)
+	}
+}
