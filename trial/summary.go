@@ -22,6 +22,11 @@ type Summary struct {
 	BatchTokens int      `json:"batch_tokens"`
 	Seed        uint64   `json:"seed"`
 	Steps       int      `json:"steps"`
+	// Trainer is a program trainer's name and Params its own parameters, for a trial
+	// trained by a program (docs/trainer.md); without an optimizer grid, the optimizer's
+	// fields above are empty.
+	Trainer string         `json:"trainer,omitempty"`
+	Params  map[string]any `json:"params,omitempty"`
 
 	Status status.Status `json:"status"`
 	// Step is where a diverged trial's loss stopped being finite, or the rung a stopped
@@ -36,6 +41,8 @@ type Summary struct {
 	Val     map[string]training.Loss `json:"val_loss,omitempty"`
 	Test    map[string]training.Loss `json:"test_loss,omitempty"`
 	TestPPL map[string]training.Loss `json:"test_ppl,omitempty"`
+	// Metrics are a program's named metrics in its last metrics line (val_ppl, accuracy).
+	Metrics map[string]training.Loss `json:"metrics,omitempty"`
 	Seconds float64                  `json:"seconds,omitempty"` // the training time of its last attempt
 }
 
@@ -47,12 +54,15 @@ func Summarize(id string, cfg training.Config, out Outcome) Summary {
 	if o.Name != training.SFAdamW {
 		s.Schedule = o.Schedule
 	}
+	if t := cfg.Trainer; t != nil {
+		s.Trainer, s.Params = t.Name, t.Params
+	}
 	s.Attempts = out.Attempts
 	switch {
 	case out.Result != nil:
 		r := out.Result
 		s.Status, s.Step, s.Primary, s.Seconds = r.Status, r.DivergedAt, r.Primary, r.Seconds
-		s.Val, s.Test, s.TestPPL = losses(r.Val), losses(r.Test), losses(r.TestPPL)
+		s.Val, s.Test, s.TestPPL, s.Metrics = losses(r.Val), losses(r.Test), losses(r.TestPPL), losses(r.Metrics)
 	case out.Failed != "":
 		s.Status, s.Reason = status.Failed, out.Failed
 	case out.Stopped > 0:
@@ -65,8 +75,12 @@ func Summarize(id string, cfg training.Config, out Outcome) Summary {
 
 // Config is the part of a trial's run config its summary keeps.
 func (s Summary) Config() training.Config {
-	return training.Config{Optimizer: training.OptimizerConfig{Name: s.Optimizer, Schedule: s.Schedule, LR: s.LR, Beta1: s.Beta1, Beta2: s.Beta2, C: s.C,
+	cfg := training.Config{Optimizer: training.OptimizerConfig{Name: s.Optimizer, Schedule: s.Schedule, LR: s.LR, Beta1: s.Beta1, Beta2: s.Beta2, C: s.C,
 		WeightDecay: s.WeightDecay, WarmupFrac: s.WarmupFrac}, BatchTokens: s.BatchTokens, Seed: s.Seed, Loop: training.Loop{Steps: s.Steps}}
+	if s.Trainer != "" {
+		cfg.Trainer = &training.Trainer{Name: s.Trainer, Params: s.Params}
+	}
+	return cfg
 }
 
 func losses(m map[string]float64) map[string]training.Loss {

@@ -202,6 +202,31 @@ seeds: [1]
 	if tr := trials["invalid"]; tr.result != nil || !strings.Contains(tr.failed, "unrecognized arguments") || tr.attempt > 1 {
 		t.Errorf("invalid: result %+v, failed %q, attempts %d: want one attempt, failed with the program's stderr", tr.result, tr.failed, tr.attempt)
 	}
+	// trials.json shows a program trial by its trainer, parameters and named metrics
+	var index struct {
+		Trials []struct {
+			ID      string             `json:"id"`
+			Trainer string             `json:"trainer"`
+			Params  map[string]any     `json:"params"`
+			Metrics map[string]float64 `json:"metrics"`
+			Status  string             `json:"status"`
+		} `json:"trials"`
+	}
+	ixs, _ := filepath.Glob(filepath.Join(state, "s3", "*", "sweeps", "program-outcomes", "trials.json"))
+	if len(ixs) != 1 {
+		t.Fatalf("trials.json: %v", ixs)
+	}
+	readJSON(t, ixs[0], &index)
+	okRow := false
+	for _, r := range index.Trials {
+		if r.Trainer != "fake" || r.Params["q"] != 0.5 {
+			t.Errorf("trials.json row %+v: want trainer fake and its parameters", r)
+		}
+		okRow = okRow || (r.Params["mode"] == "ok" && r.Status == "completed" && math.Abs(r.Metrics["val_ppl"]-2*want) < 1e-9)
+	}
+	if !okRow {
+		t.Errorf("trials.json: no completed ok row with val_ppl %v: %+v", 2*want, index.Trials)
+	}
 	// failing before any metrics line the same way twice is not retried a third time
 	for _, mode := range []string{"early", "silent"} {
 		if tr := trials[mode]; tr.result != nil || tr.attempt != 2 || !strings.Contains(tr.failed, "not retried again") {
