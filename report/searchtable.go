@@ -28,11 +28,14 @@ type SearchRow struct {
 	Index     int                `json:"index"` // the candidate's index: order of suggestion
 	Optimizer string             `json:"optimizer"`
 	Params    map[string]float64 `json:"params"` // by SearchTable.Params
-	Status    search.Status      `json:"status"`
-	Step      int                `json:"step,omitempty"`          // stopped, diverged or failed: the step it ended at
-	Metric    *float64           `json:"metric,omitempty"`        // completed: the search's metric (mean over seeds)
-	Rung      int                `json:"rung,omitempty"`          // the last rung it reached with a finite value
-	RungLoss  *float64           `json:"rung_val_loss,omitempty"` // its value there, of SearchTable.RungMetric
+	// Text is how a parameter's value reads where it is not its number: a choice among a
+	// program parameter's strings, by name (sweeps.Manifest.ValueText).
+	Text     map[string]string `json:"text,omitempty"`
+	Status   search.Status     `json:"status"`
+	Step     int               `json:"step,omitempty"`          // stopped, diverged or failed: the step it ended at
+	Metric   *float64          `json:"metric,omitempty"`        // completed: the search's metric (mean over seeds)
+	Rung     int               `json:"rung,omitempty"`          // the last rung it reached with a finite value
+	RungLoss *float64          `json:"rung_val_loss,omitempty"` // its value there, of SearchTable.RungMetric
 }
 
 // SearchTable is a search's configurations, ranked: completed by their metric, then
@@ -70,6 +73,12 @@ func NewSearchTable(m *sweeps.Manifest, st *search.State) *SearchTable {
 		r := SearchRow{Index: c.Index, Optimizer: cmp.Or(g.Label, g.Name), Params: map[string]float64{}, Status: c.Status}
 		for k, v := range c.Point {
 			r.Params[k] = v
+			if text := m.ValueText(k, v); text != "" {
+				if r.Text == nil {
+					r.Text = map[string]string{}
+				}
+				r.Text[k] = text
+			}
 		}
 		if c.Status == search.StatusStopped || c.Status == search.StatusDiverged || c.Status == search.StatusFailed {
 			r.Step = c.StoppedAt
@@ -149,9 +158,12 @@ func (t *SearchTable) cells(r SearchRow) []string {
 	out := []string{strconv.Itoa(r.Rank), r.Optimizer}
 	for _, p := range t.Params {
 		v, ok := r.Params[p]
+		text, named := r.Text[p]
 		switch {
 		case !ok:
 			out = append(out, "")
+		case named:
+			out = append(out, text)
 		case p == sweeps.ParamLR:
 			out = append(out, formatLR(v))
 		default:
@@ -225,7 +237,7 @@ func (t *SearchTable) writeText(w io.Writer, latex bool) error {
 	if n := len(t.Rows) - len(rows); n > 0 {
 		more = fmt.Sprintf(" The first %d of %d configurations; %d more in the CSV and JSON.", len(rows), len(t.Rows), n)
 	}
-	note := fmt.Sprintf("Best: %s Ranked by %s (completed), then stopped by the rung they reached and their validation loss there.%s", best, t.Metric, more)
+	note := fmt.Sprintf("Best: %s Ranked by %s (completed), then stopped by the rung they reached and their %s there.%s", best, t.Metric, t.RungMetric, more)
 	header := t.header()
 	if !latex {
 		b.WriteString("**" + esc(t.Title) + "**\n\n")
@@ -272,6 +284,10 @@ func (t *SearchTable) writeCSV(w io.Writer) error {
 		rec := []string{strconv.Itoa(r.Rank), strconv.Itoa(r.Index), r.Optimizer}
 		for _, p := range t.Params {
 			v, ok := r.Params[p]
+			if text, named := r.Text[p]; named {
+				rec = append(rec, text)
+				continue
+			}
 			rec = append(rec, map[bool]string{true: formatG(v)}[ok])
 		}
 		step, rung := "", ""

@@ -140,6 +140,22 @@ func (p Parameter) Dim() Dim {
 	return Dim{Name: p.Name, Param: Param{Values: indices(len(p.Values))}, Whole: true, Index: true}
 }
 
+// ValueText is how a searched value v of the search dimension name reads: for a choice
+// among a program parameter's values that are not numbers (Dim.Index), the value the
+// index v stands for, as the program is passed it; "" for any other dimension, which
+// reads as its number.
+func (m *Manifest) ValueText(name string, v float64) string {
+	for _, p := range m.Parameters {
+		if p.Name != name || !p.Dim().Index {
+			continue
+		}
+		if i := int(v); float64(i) == v && i >= 0 && i < len(p.Values) {
+			return program.Format(p.Values[i])
+		}
+	}
+	return ""
+}
+
 // allInts reports whether every value was written as a whole number.
 func (p Parameter) allInts() bool {
 	for _, v := range p.Values {

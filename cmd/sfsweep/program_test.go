@@ -495,6 +495,10 @@ search: {method: grid, metric: val_ppl, early_stopping: {rule: asha, rungs: [2],
 	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "the search completed no configuration (4 failed)") {
 		t.Fatalf("exit %d, last line %q: want 1, no configuration completed\n%s%s", code, last, stdout.String(), stderr.String())
 	}
+	// a string parameter reads as its value in the search's table, not its choice index
+	if !strings.Contains(stdout.String(), "| fake | nanppl | 0.1 | failed") {
+		t.Errorf("search table:\n%s", stdout.String())
+	}
 	// a NaN metric fails its configuration with a reason, and a program's error is
 	// recorded once, not once per wrapper of it
 	for _, tr := range readAllTrials(t, filepath.Join(dir, "state")) {
