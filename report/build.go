@@ -116,6 +116,11 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 			w.put(keys.Table(w.out, nt.Name, f.Ext), func(b *bytes.Buffer) error { return nt.Table.Write(b, f.Format) })
 		}
 	}
+	if pt := NewParamTable(m, trials, outcomes); pt != nil {
+		for _, f := range Formats {
+			w.put(keys.Table(w.out, "parameters", f.Ext), func(b *bytes.Buffer) error { return pt.Write(b, f.Format) })
+		}
+	}
 	if err := writeSearch(ctx, store, w, m, opt.SweepID); err != nil {
 		return w.keys, err
 	}

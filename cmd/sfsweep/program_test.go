@@ -457,6 +457,11 @@ seeds: [1]
 			if done != 2 {
 				t.Fatalf("%d of %d trials completed, want 2\n%s", done, len(trials), log)
 			}
+			// the program's grid has its table, on disk where run says
+			tables, _ := filepath.Glob(filepath.Join("out", "sweeps", "relative-*", "tables", "parameters.md"))
+			if len(tables) != 1 || !strings.Contains(log, "| q | val\\_loss | test\\_ppl | val\\_ppl | seeds |") {
+				t.Errorf("parameters table %v:\n%s", tables, log)
+			}
 		})
 	}
 }
