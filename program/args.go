@@ -157,7 +157,7 @@ func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
 
 // Argv returns the argv of s for args, in the order given, by expanding its command
 // template: ${interpreter} (nothing when s has none), ${program} (its absolute path, a
-// relative Program resolved under programDir), ${args} (--key=value each),
+// relative Program resolved under programDir, a bare name on PATH: ProgramPath), ${args} (--key=value each),
 // ${args_no_hyphens} (key=value each), ${args_no_boolean_flags} (--key=value, a boolean
 // --key when true and nothing when false), ${args_json} (one argument, a JSON object),
 // ${env} (nothing: no shell ever runs the argv). The default template is
@@ -170,7 +170,8 @@ func (s Spec) Argv(programDir string, args []Arg) ([]string, error) {
 	if s.Program == "" && slices.Contains(tmpl, macroProgram) {
 		return nil, &fielderr.Error{Field: "trainer.program", Value: "", Reason: "is required", Line: s.Line}
 	}
-	prog, err := filepath.Abs(resolve(programDir, s.Program))
+	path, _ := s.ProgramPath(programDir)
+	prog, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("program: %s: %w", s.Program, err)
 	}

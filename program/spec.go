@@ -138,14 +138,15 @@ func (s Spec) Check() error {
 // Identity is s's identity, which a trial's ID hashes: "version:<version>"; else
 // "sha256:<hex>" of its Files (globs relative to dir, each matched file's relative path
 // and contents hashed in sorted order; a glob that matches no file is an error naming it);
-// with neither, the sha256 of the program file itself.
+// with neither, the sha256 of the program file itself (where ProgramPath finds it).
 func (s Spec) Identity(dir string) (string, error) {
 	if s.Version != "" {
 		return "version:" + s.Version, nil
 	}
 	h := sha256.New()
 	if len(s.Files) == 0 {
-		b, err := os.ReadFile(resolve(dir, s.Program))
+		path, _ := s.ProgramPath(dir)
+		b, err := os.ReadFile(path)
 		if err != nil {
 			return "", &fielderr.Error{Field: "trainer.program", Value: s.Program, Reason: "cannot be read: " + pathErr(err), Line: s.Line}
 		}
@@ -193,7 +194,7 @@ func (s Spec) Identity(dir string) (string, error) {
 // operator's error, not a trial's.
 func (s Spec) CheckRunnable(dir string) error {
 	if s.Program != "" {
-		p := resolve(dir, s.Program)
+		p, _ := s.ProgramPath(dir)
 		fi, err := os.Stat(p)
 		switch {
 		case err != nil:
@@ -234,6 +235,25 @@ func WithEnv(identity string, env map[string]string) string {
 		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", k, len(env[k]), env[k])
 	}
 	return identity + "+env:" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ProgramPath is where s's program is: its path (under dir if relative), or, for a bare
+// name that is no file under dir, the executable of that name on PATH, as a shell finds
+// it (a console script such as wandb_allennlp). The second result says it came from PATH.
+func (s Spec) ProgramPath(dir string) (string, bool) {
+	p := resolve(dir, s.Program)
+	if s.Program == "" || strings.ContainsRune(s.Program, filepath.Separator) || strings.ContainsRune(s.Program, '/') {
+		return p, false
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p, false
+	}
+	if found, err := exec.LookPath(s.Program); err == nil {
+		if abs, err := filepath.Abs(found); err == nil {
+			return abs, true
+		}
+	}
+	return p, false
 }
 
 // resolve returns p, or p under dir if it is relative.

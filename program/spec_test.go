@@ -1,6 +1,8 @@
 package program
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -164,5 +166,33 @@ func TestIdentity(t *testing.T) {
 	}
 	if _, err := (Spec{Program: "missing.py"}).Identity(dir); !errors.As(err, &fe) || fe.Field != "trainer.program" {
 		t.Errorf("a missing program: %v", err)
+	}
+}
+
+// A program named by a bare name that is no file beside the manifest is the executable of
+// that name on PATH (a console script, as W&B sweeps name them): its file is hashed for
+// the identity, checked, and run by its absolute path.
+func TestProgramOnPath(t *testing.T) {
+	bin, dir := t.TempDir(), t.TempDir()
+	script := []byte("#!/bin/sh\necho console\n")
+	if err := os.WriteFile(filepath.Join(bin, "my_console_script"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	s := Spec{Name: "c", Program: "my_console_script"}
+	id, err := s.Identity(dir)
+	sum := sha256.Sum256(script)
+	if err != nil || id != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Errorf("identity %q, %v: want the hash of the script on PATH", id, err)
+	}
+	if err := s.CheckRunnable(dir); err != nil {
+		t.Errorf("CheckRunnable: %v", err)
+	}
+	argv, err := s.Argv(dir, nil)
+	if err != nil || len(argv) != 1 || argv[0] != filepath.Join(bin, "my_console_script") {
+		t.Errorf("argv %q, %v", argv, err)
+	}
+	if _, err := (Spec{Name: "c", Program: "no_such_script_anywhere"}).Identity(dir); err == nil {
+		t.Error("a program found nowhere has an identity")
 	}
 }
