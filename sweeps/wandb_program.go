@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -188,6 +189,9 @@ func (w *wandbImport) trainer(keys map[string][2]*yaml.Node, override string, to
 	}
 	setKey(t, "name", quoted(trainerName(program)))
 	setKey(t, "program", quoted(program))
+	if !strings.ContainsAny(program, `/\`) && filepath.Ext(program) == "" {
+		w.note("program", program, line, "a bare name, as of a console script: sfsweep run takes the file of that name beside the manifest, else the executable on PATH, and hashes that file as the trainer's identity")
+	}
 	if !hasCommand || slices.Contains(command, "${interpreter}") {
 		// W&B's default command is ${env} ${interpreter} ${program} ${args}, and its
 		// interpreter python

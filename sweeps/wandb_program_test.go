@@ -343,3 +343,18 @@ func FuzzImportWandb(f *testing.F) {
 		}
 	})
 }
+
+// A sweep's program that is a bare name, as a console script on PATH is, is imported as
+// it is, with a note of how sfsweep finds it and what identifies it.
+func TestWandbProgramOnPath(t *testing.T) {
+	src := "program: wandb_allennlp\nmethod: grid\nparameters:\n  dropout: {values: [0.1, 0.2]}\n"
+	m, _, notes := importProgram(t, src, WandbOptions{})
+	if m.Trainer.Program != "wandb_allennlp" {
+		t.Errorf("trainer %+v", m.Trainer)
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool {
+		return strings.Contains(n, "wandb_allennlp: a bare name") && strings.Contains(n, "on PATH")
+	}) {
+		t.Errorf("no note of the program on PATH in\n%s", strings.Join(notes, "\n"))
+	}
+}
