@@ -318,6 +318,9 @@ func (s *Server) state(d *sweepData, r *row, live map[string]sweepclient.TrialSt
 	switch {
 	case ok:
 		r.State, r.Attempt, r.Error, r.At, r.Waiting = t.State, t.Attempt, t.LastFailure, t.Step, t.Waiting
+		if t.Refused > 0 { // a program's metrics lines refused this attempt
+			r.Error = strings.TrimPrefix(r.Error+"; ", "; ") + fmt.Sprintf("%d metrics lines refused, the first %s", t.Refused, t.RefusedFirst)
+		}
 		if s.opt.Steps != nil {
 			if p, ok := s.opt.Steps(r.ID); ok && p.Step >= r.At {
 				r.At = p.Step

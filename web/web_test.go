@@ -17,8 +17,10 @@ import (
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/report"
+	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/training"
+	"github.com/sfsweep/sfsweep/trial"
 )
 
 // hostile is text a manifest may hold that a page must show as text, never run.
@@ -511,5 +513,16 @@ func TestToken(t *testing.T) {
 	defer stop()
 	if code, _, _ := get(t, nil, u); code != 200 {
 		t.Errorf("loopback without a token: %d", code)
+	}
+}
+
+// A running program's refused metrics lines show on its row, beside a retry's failure.
+func TestRowShowsRefusedLines(t *testing.T) {
+	s := &Server{}
+	r := &row{Summary: trial.Summary{ID: "abc", Status: status.Missing}}
+	live := map[string]sweepclient.TrialState{"abc": {ID: "abc", State: sweepclient.TrialTraining, LastFailure: "lost the device", Refused: 2, RefusedFirst: "line 1: not a JSON object: x"}}
+	s.state(&sweepData{ID: "sweep-x"}, r, live)
+	if r.Error != "lost the device; 2 metrics lines refused, the first line 1: not a JSON object: x" {
+		t.Errorf("row error %q", r.Error)
 	}
 }
