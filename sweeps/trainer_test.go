@@ -76,8 +76,15 @@ func TestProgramManifestExpands(t *testing.T) {
 	}
 }
 
+// withoutTables is a manifest without its tables: section (which ends before output:).
+func withoutTables(src string) string {
+	i, j := strings.Index(src, "tables:\n"), strings.Index(src, "output:\n")
+	return src[:i] + src[j:]
+}
+
 func TestProgramWithOptimizerGrid(t *testing.T) {
-	src := strings.Replace(readExample(t, "c-sensitivity-quick.yaml"), "name: c-sensitivity-quick\n", "name: c-sensitivity-quick-program\ntrainer: {name: ref, version: v1}\nparameters: {compile: [false, true]}\n", 1)
+	// its tables go: their cells are optimizer settings, and compile takes two values
+	src := strings.Replace(withoutTables(readExample(t, "c-sensitivity-quick.yaml")), "name: c-sensitivity-quick\n", "name: c-sensitivity-quick-program\ntrainer: {name: ref, version: v1}\nparameters: {compile: [false, true]}\n", 1)
 	m, err := Parse([]byte(src))
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +157,12 @@ func TestProgramManifestErrors(t *testing.T) {
 				t.Fatalf("err = %v (field %q line %d), want field %q line %d, a reason about %q", err, fe.Field, fe.Line, c.field, c.line, c.reason)
 			}
 		})
+	}
+	// a table of optimizer settings beside a trainer parameter of several values would
+	// put two trials of one seed in a cell: refused by validate, not at the end of the run
+	src0 := strings.Replace(readExample(t, "c-sensitivity-quick.yaml"), "name: c-sensitivity-quick\n", "name: x\ntrainer: {name: ref, version: v1}\nparameters: {dropout: [0.0, 0.1]}\n", 1)
+	if _, err := Parse([]byte(src0)); err == nil || !strings.Contains(err.Error(), "trainer's parameter dropout takes more than one value") {
+		t.Errorf("a table beside a trainer parameter grid: err = %v", err)
 	}
 	// a native grid passes lr itself: a parameter may not shadow it
 	src := strings.Replace(readExample(t, "c-sensitivity-quick.yaml"), "name: c-sensitivity-quick\n", "name: x\ntrainer: {name: ref, version: v1}\nparameters: {lr: 0.1}\n", 1)

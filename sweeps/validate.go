@@ -84,6 +84,13 @@ func (m *Manifest) validate() error {
 		if t.Metric != "" && t.Metric != "test_ppl" && t.Metric != "val_loss" {
 			return &fielderr.Error{Field: f("metric"), Value: t.Metric, Reason: `must be "test_ppl" or "val_loss"`}
 		}
+		// its cells are optimizer settings, one trial a seed: trials that differ only in a
+		// trainer's parameter would share a cell
+		for _, p := range m.Parameters {
+			if len(p.Values) > 1 || p.Dist != nil {
+				return &fielderr.Error{Field: f("kind"), Value: t.Kind, Reason: fmt.Sprintf("its cells are the optimizers' settings, and the trainer's parameter %s takes more than one value: the table parameters (written for every grid of parameters) shows them", p.Name)}
+			}
+		}
 	}
 	if p := m.Output.Prefix; p != "" {
 		for _, seg := range strings.Split(p, "/") {
