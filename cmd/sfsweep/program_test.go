@@ -402,13 +402,7 @@ search:
 // files). Every trial completes: the trainer's paths are the manifest's, not those of the
 // working directory the embedded S3 gateway moves to.
 func TestProgramRelativePaths(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server (-short)")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := fakeTrainerBinary(t)
 	root := t.TempDir()
 	sub := filepath.Join(root, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
@@ -471,13 +465,7 @@ seeds: [1]
 // has and exits 1, saying in its last line that no configuration completed, and each
 // failed trial says why.
 func TestRunFailsSearchThatCompletesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server (-short)")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := fakeTrainerBinary(t)
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "nothing.yaml")
 	src := fmt.Sprintf(`name: completes-nothing
@@ -521,13 +509,7 @@ search: {method: grid, metric: val_ppl, early_stopping: {rule: asha, rungs: [2],
 // no failed.json beside their results, and the search's configurations are completed or
 // stopped at their rungs, none failed, and run exits 0.
 func TestProgramRerunAfterFailure(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the embedded Temporal server (-short)")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := fakeTrainerBinary(t)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	run := func(name, src, attempts string) (int, string) {
@@ -592,4 +574,18 @@ func TestValidateProgramTrials(t *testing.T) {
 		!regexp.MustCompile(`(?m)^[0-9a-f]{16} +mine +0.2 +small +2 +50 *$`).MatchString(out) {
 		t.Errorf("validate:\n%s", out)
 	}
+}
+
+// fakeTrainerBinary skips the test under -short (it starts the embedded Temporal server)
+// and returns the test binary, which runs as the fake trainer (fakeTrainerEnv).
+func fakeTrainerBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server (-short)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self
 }
