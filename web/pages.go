@@ -5,9 +5,11 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -63,6 +65,12 @@ type sweepView struct {
 	Matched  int
 	Pages    int
 	Iterates []string
+	// Engine is whether a trial has the engine's optimizer fields (lr, β, C, batch);
+	// Params the trainer parameters of program trials and Metrics their named metrics,
+	// each a column (a program trial without an optimizer grid has only these).
+	Engine   bool
+	Params   []string
+	Metrics  []string
 	Failed   []rowView
 	Tables   []table
 	Plots    []plot
@@ -76,9 +84,11 @@ type sweepView struct {
 // rowView is a row of the trial table.
 type rowView struct {
 	*row
-	Label  string
-	Losses []lossView
-	Chart  bool // drawn in the chart when the page opens
+	Label   string
+	Losses  []lossView
+	Params  []string // its values of sweepView.Params ("": none)
+	Metrics []string // its values of sweepView.Metrics
+	Chart   bool     // drawn in the chart when the page opens
 }
 
 type lossView struct {
@@ -129,6 +139,7 @@ const (
 func (s *Server) view(ctx context.Context, d *sweepData, q query, base string, parts int) (*sweepView, error) {
 	v := &sweepView{summary: s.summarize(d), Query: q, Manifest: d.Source, States: stateFilters, Base: base, GPUs: d.GPUs}
 	v.Sorts = []string{"state", "lr", "beta1", "beta2", "c", "batch", "seed", "step", "loss"}
+	v.Engine, v.Params, v.Metrics = columns(d.Rows)
 	if d.Live {
 		v.Poll = int(s.opt.Poll / time.Millisecond)
 	}
@@ -159,6 +170,12 @@ func (s *Server) view(ctx context.Context, d *sweepData, q query, base string, p
 		rv, err := s.rowView(ctx, &page[i], v.Iterates)
 		if err != nil {
 			return nil, err
+		}
+		for _, p := range v.Params {
+			rv.Params = append(rv.Params, paramText(rv.row.Params[p]))
+		}
+		for _, m := range v.Metrics {
+			rv.Metrics = append(rv.Metrics, metricText(rv.row, m))
 		}
 		if charted < 4 && (rv.Status == status.Completed || inFlight(rv.State)) {
 			rv.Chart = true
@@ -210,9 +227,73 @@ func (s *Server) rowView(ctx context.Context, r *row, iterates []string) (rowVie
 	return rv, nil
 }
 
+// columns are the columns the rows fill: whether any has the engine's optimizer, and
+// the trainer parameters and named metrics of any, in order of name.
+func columns(rows []row) (engine bool, params, metrics []string) {
+	ps, ms := map[string]bool{}, map[string]bool{}
+	for i := range rows {
+		r := &rows[i]
+		engine = engine || r.Optimizer != ""
+		for k := range r.Params {
+			ps[k] = true
+		}
+		for k := range r.Metrics {
+			ms[k] = true
+		}
+	}
+	return engine, slices.Sorted(maps.Keys(ps)), slices.Sorted(maps.Keys(ms))
+}
+
+// paramText is how a cell writes a trainer parameter's value.
+func paramText(v any) string {
+	if f, ok := number(v); ok {
+		return strconv.FormatFloat(f, 'g', 6, 64)
+	}
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// metricText is a named metric of a row's last metrics line: "" if it has none, "—" if
+// it was not finite.
+func metricText(r *row, name string) string {
+	v, ok := r.Metrics[name]
+	switch {
+	case !ok:
+		return ""
+	case math.IsNaN(float64(v)) || math.IsInf(float64(v), 0):
+		return "—"
+	}
+	return strconv.FormatFloat(float64(v), 'g', 6, 64)
+}
+
+// paramLabel is a program trial's trainer and parameters in a few words.
+func paramLabel(r *row) string {
+	var b strings.Builder
+	b.WriteString(r.Trainer)
+	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
+		fmt.Fprintf(&b, " %s=%s", k, paramText(r.Params[k]))
+	}
+	return b.String()
+}
+
 // rowLabel is a trial's configuration in a few words.
 func rowLabel(r *row) string {
+	if r.Trainer != "" && r.Optimizer == "" {
+		return paramLabel(r) + fmt.Sprintf(" seed %d", r.Seed)
+	}
 	var b strings.Builder
+	if r.Trainer != "" {
+		b.WriteString(paramLabel(r) + " ")
+	}
 	switch r.Optimizer {
 	case training.SFAdamW:
 		if r.C == 0 {

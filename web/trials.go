@@ -52,7 +52,7 @@ var stateFilters = []string{"in flight", statePend, sweepclient.TrialTraining, s
 // parseQuery reads a table's query from a URL's; anything it does not know is ignored.
 func parseQuery(v url.Values) query {
 	q := query{Sort: v.Get("sort"), Desc: v.Get("desc") == "1", State: v.Get("state"), Text: strings.TrimSpace(v.Get("q")), Page: 1, Size: defaultPageSize}
-	if _, ok := sortKeys[q.Sort]; !ok && q.Sort != "state" {
+	if _, ok := sortKeys[q.Sort]; !ok && q.Sort != "state" && !namedSort(q.Sort) {
 		q.Sort = ""
 	}
 	if !slices.Contains(stateFilters, q.State) {
@@ -149,9 +149,17 @@ func selectRows(rows []row, q query) (page []row, matched, pages int) {
 		key := sortKeys[q.Sort]
 		slices.SortStableFunc(sel, func(a, b *row) int {
 			var c int
-			if q.Sort == "state" {
+			switch {
+			case q.Sort == "state":
 				c = cmp.Compare(stateRank(a.State), stateRank(b.State))
-			} else {
+			case namedSort(q.Sort):
+				va, vb := namedKey(a, q.Sort), namedKey(b, q.Sort)
+				// a row without the column goes last, whichever the direction
+				if va == nil || vb == nil {
+					return cmp.Compare(b2i(va == nil), b2i(vb == nil))
+				}
+				c = compareValues(va, vb)
+			default:
 				ka, kb := key(a), key(b)
 				// a row with no value (NaN) goes last, whichever the direction
 				if na, nb := math.IsNaN(ka), math.IsNaN(kb); na || nb {
@@ -181,6 +189,55 @@ func b2i(b bool) int {
 	return 0
 }
 
+// namedSort reports whether a sort is by a trainer parameter ("p:lr") or a named metric
+// ("m:val_ppl").
+func namedSort(s string) bool {
+	name, ok := strings.CutPrefix(s, "p:")
+	if !ok {
+		name, ok = strings.CutPrefix(s, "m:")
+	}
+	return ok && name != "" && len(name) <= 100
+}
+
+// namedKey is a row's value of a named sort (nil: it has none).
+func namedKey(r *row, sort string) any {
+	if name, ok := strings.CutPrefix(sort, "p:"); ok {
+		return r.Params[name]
+	}
+	v, ok := r.Metrics[strings.TrimPrefix(sort, "m:")]
+	if !ok || r.Status != status.Completed || math.IsNaN(float64(v)) {
+		return nil
+	}
+	return float64(v)
+}
+
+// compareValues orders two parameter values: numbers by value, before anything else,
+// which goes by its text.
+func compareValues(a, b any) int {
+	fa, aNum := number(a)
+	fb, bNum := number(b)
+	switch {
+	case aNum && bNum:
+		return cmp.Compare(fa, fb)
+	case aNum != bNum:
+		return cmp.Compare(b2i(!aNum), b2i(!bNum))
+	}
+	return cmp.Compare(paramText(a), paramText(b))
+}
+
+// number is a parameter's value as a number, if it is one.
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case float64:
+		return v, true
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	}
+	return 0, false
+}
+
 // metric is the row's final validation loss at its reported iterate (NaN: none).
 func (r *row) metric() float64 {
 	if r.Status != status.Completed {
@@ -205,6 +262,16 @@ func (r *row) progressStep() int {
 
 // text is what the text filter searches: the ID, the optimizer and the values of a row.
 func (r *row) text() string {
+	if r.Trainer != "" && r.Optimizer == "" {
+		return fmt.Sprintf("%s %s seed=%d %s %s", r.ID, paramLabel(r), r.Seed, r.State, r.Error)
+	}
+	if r.Trainer != "" {
+		return paramLabel(r) + " " + r.engineText()
+	}
+	return r.engineText()
+}
+
+func (r *row) engineText() string {
 	return fmt.Sprintf("%s %s %s lr=%g β1=%g β2=%g c=%s batch=%d seed=%d %s %s", r.ID, r.Optimizer, r.Schedule, r.LR, r.Beta1, r.Beta2,
 		cLabel(r.Optimizer, r.C), r.BatchTokens, r.Seed, r.State, r.Error)
 }

@@ -526,3 +526,71 @@ func TestRowShowsRefusedLines(t *testing.T) {
 		t.Errorf("row error %q", r.Error)
 	}
 }
+
+// programManifest is a program trainer's grid of two parameters, one a string that is
+// hostile markup, with no optimizer grid.
+const programManifest = `name: programpage
+trainer: {name: my-trainer, version: "3"}
+parameters:
+  dropout: [0.0, 0.1]
+  model: [small, '` + hostile + `']
+steps: 10
+seeds: [1]
+`
+
+// A program sweep's page: a column for each trainer parameter and named metric, with
+// the trial's values (the engine's lr, β and C columns, which it has none of, are not
+// shown); it sorts by a parameter and a metric, and the text filter finds a value.
+func TestProgramTrialColumns(t *testing.T) {
+	store := newDir(t)
+	id, trials := fixture(t, store, programManifest, func(i int, p sweeps.Point) (*training.Result, string) {
+		r := curveResult(10, 3)
+		r.Metrics = map[string]float64{"val_ppl": 20 + p.Params["dropout"].(float64)*100}
+		if p.Params["model"] == "small" {
+			r.Metrics["val_ppl"] += 1
+		}
+		return r, ""
+	})
+	if len(trials) != 4 {
+		t.Fatalf("%d trials, want 4", len(trials))
+	}
+	ts := newTestServer(t, store, Options{})
+	_, _, page := get(t, nil, ts.URL+"/sweeps/"+id)
+	head := page[strings.Index(page, `id="trial-table"`):strings.Index(page, "<tbody>")]
+	for _, col := range []string{">dropout</a></th>", ">model</a></th>", ">val_ppl</a></th>", ">seed</a></th>"} {
+		if !strings.Contains(head, col) {
+			t.Errorf("the trial table has no column %q:\n%s", col, head)
+		}
+	}
+	for _, col := range []string{"<th>optimizer</th>", ">β1</a>", ">lr</a>"} {
+		if strings.Contains(head, col) {
+			t.Errorf("a program sweep without an optimizer grid shows the engine's column %q", col)
+		}
+	}
+	if strings.Contains(page, hostile) {
+		t.Error("a parameter's markup is on the page unescaped")
+	}
+	// rows, in the order a sort gives: the first data row's cells
+	firstRow := func(query string) string {
+		t.Helper()
+		_, _, p := get(t, nil, ts.URL+"/sweeps/"+id+query)
+		body := p[strings.Index(p, "<tbody>"):]
+		return body[:strings.Index(body, "</tr>")]
+	}
+	if r := firstRow("?sort=p:dropout&desc=1"); !strings.Contains(r, `<td class="num param">0.1</td>`) {
+		t.Errorf("sorted by dropout, descending, the first row is not dropout 0.1:\n%s", r)
+	}
+	if r := firstRow("?sort=m:val_ppl"); !strings.Contains(r, `<td class="num metric">20</td>`) || strings.Contains(r, "small") {
+		t.Errorf("sorted by val_ppl, the first row is not the one of 20 (dropout 0, the other model):\n%s", r)
+	}
+	if r := firstRow("?sort=m:val_ppl&desc=1"); !strings.Contains(r, `<td class="num metric">31</td>`) || !strings.Contains(r, "small") {
+		t.Errorf("sorted by val_ppl, descending, the first row is not the one of 31:\n%s", r)
+	}
+	_, _, found := get(t, nil, ts.URL+"/sweeps/"+id+"?q=model%3Dsmall")
+	if !strings.Contains(found, "· 2 trials") {
+		t.Errorf("the filter model=small does not find the 2 trials of that model")
+	}
+	if !strings.Contains(page, "my-trainer dropout=0.1 model=small seed 1") {
+		t.Error("a program trial's label is not its trainer and parameters")
+	}
+}
