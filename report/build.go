@@ -120,6 +120,12 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 		for _, f := range Formats {
 			w.put(keys.Table(w.out, "parameters", f.Ext), func(b *bytes.Buffer) error { return pt.Write(b, f.Format) })
 		}
+		metric := ParamPlotMetric(pt, m.MetricName())
+		for _, param := range pt.Params {
+			if fig, err := ParamPlot(pt, metric, param); err == nil {
+				w.figure("parameters-"+param, fig)
+			}
+		}
 	}
 	if err := writeSearch(ctx, store, w, m, opt.SweepID); err != nil {
 		return w.keys, err

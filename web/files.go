@@ -170,6 +170,9 @@ func plotTitle(name string) string {
 	case "interpolation":
 		return "Interpolation"
 	}
+	if p, ok := strings.CutPrefix(name, "parameters-"); ok {
+		return "Parameters: " + p
+	}
 	if p, ok := strings.CutPrefix(name, "search-"); ok {
 		return "Search: " + p
 	}
