@@ -109,6 +109,27 @@ func TestProgramWithOptimizerGrid(t *testing.T) {
 			t.Errorf("a trial of an optimizer grid is not passed %s: %v", k, trials[0].Config.Args())
 		}
 	}
+	// the example sets eval_seqs and test_seqs: they are passed; a manifest that does not
+	// passes neither (the program keeps its own defaults)
+	for _, k := range []string{"eval_seqs", "test_seqs"} {
+		if !keys[k] {
+			t.Errorf("a manifest's %s is not passed: %v", k, trials[0].Config.Args())
+		}
+	}
+	unset := strings.NewReplacer("eval_seqs: 64\n", "", "test_seqs: 128\n", "").Replace(src)
+	m, err = Parse([]byte(unset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err = m.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range trials[0].Config.Args() {
+		if a.Key == "eval_seqs" || a.Key == "test_seqs" {
+			t.Errorf("a program is passed %s = %v that its manifest does not give", a.Key, a.Value)
+		}
+	}
 }
 
 func readExample(t *testing.T, file string) string {

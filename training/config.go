@@ -159,10 +159,11 @@ func (c Config) WithDefaults() Config {
 	if c.Data.Default != "" && c.Data.MaxBytes == 0 {
 		c.Data.MaxBytes = 16 << 20
 	}
-	if c.EvalSeqs == 0 {
+	// a program is passed the evaluation sizes a manifest gives, and none it does not
+	if c.EvalSeqs == 0 && c.Trainer == nil {
 		c.EvalSeqs = 3200
 	}
-	if c.TestSeqs == 0 {
+	if c.TestSeqs == 0 && c.Trainer == nil {
 		c.TestSeqs = c.EvalSeqs
 	}
 	if mc, err := c.ResolveModel(); err == nil {
@@ -273,7 +274,8 @@ func (c Config) Validate() error {
 		v    int
 	}{{"steps", c.Steps}, {"batch_tokens", c.BatchTokens}, {"micro_batch", c.MicroBatch}, {"seq_len", c.SeqLen}, {"eval_seqs", c.EvalSeqs}, {"test_seqs", c.TestSeqs}}
 	for _, f := range pos {
-		if !sized && f.v == 0 && (f.name == "batch_tokens" || f.name == "micro_batch" || f.name == "seq_len") {
+		if f.v == 0 && (!sized && (f.name == "batch_tokens" || f.name == "micro_batch" || f.name == "seq_len") ||
+			c.Trainer != nil && (f.name == "eval_seqs" || f.name == "test_seqs")) {
 			continue // left to the program
 		}
 		if f.v < 1 {
