@@ -1,7 +1,8 @@
-// Package tlsproxy terminates TLS in front of a plain-text TCP service, with a throwaway
-// certificate authority to sign its certificates. The embedded Temporal server and S3
-// gateway listen in plain text on loopback; tests put them behind a Proxy to run the
-// remote mode's TLS, mutual-TLS and HTTPS paths against the real servers.
+// Package tlsproxy terminates TLS in front of a plain-text TCP service. The embedded
+// Temporal server and S3 gateway listen in plain text on loopback: sfsweep server puts
+// them behind a Proxy on the address the lab reaches them at, and tests do the same with
+// a throwaway certificate authority (CA) to run the remote mode's TLS, mutual-TLS and
+// HTTPS paths against the real servers.
 package tlsproxy
 
 import (
@@ -125,7 +126,12 @@ type Proxy struct {
 // Start listens on a free port of 127.0.0.1 with cfg (its certificates, client
 // authentication, ALPN protocols) and forwards every connection to upstream (host:port).
 func Start(cfg *tls.Config, upstream string) (*Proxy, error) {
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	return Listen("127.0.0.1:0", cfg, upstream)
+}
+
+// Listen is Start on addr (host:port).
+func Listen(addr string, cfg *tls.Config, upstream string) (*Proxy, error) {
+	ln, err := tls.Listen("tcp", addr, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tlsproxy: listen: %w", err)
 	}
@@ -138,7 +144,17 @@ func Start(cfg *tls.Config, upstream string) (*Proxy, error) {
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Peers lists, per completed handshake, the common name of the client's certificate, or ""
+// kept is how many handshakes Peers and Failed remember: the latest.
+const kept = 256
+
+func keepLast[T any](s []T) []T {
+	if len(s) > kept {
+		return append(s[:0], s[len(s)-kept:]...)
+	}
+	return s
+}
+
+// Peers lists, per completed handshake (the latest 256), the common name of the client's certificate, or ""
 // when the client presented none.
 func (p *Proxy) Peers() []string {
 	p.mu.Lock()
@@ -146,7 +162,7 @@ func (p *Proxy) Peers() []string {
 	return append([]string(nil), p.peers...)
 }
 
-// Failed lists the errors of the handshakes that failed.
+// Failed lists the errors of the handshakes that failed (the latest 256).
 func (p *Proxy) Failed() []error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -195,7 +211,7 @@ func (p *Proxy) serve(c *tls.Conn) {
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if err := c.Handshake(); err != nil {
 		p.mu.Lock()
-		p.failed = append(p.failed, err)
+		p.failed = keepLast(append(p.failed, err))
 		p.mu.Unlock()
 		return
 	}
@@ -205,7 +221,7 @@ func (p *Proxy) serve(c *tls.Conn) {
 		peer = certs[0].Subject.CommonName
 	}
 	p.mu.Lock()
-	p.peers = append(p.peers, peer)
+	p.peers = keepLast(append(p.peers, peer))
 	p.mu.Unlock()
 
 	up, err := net.DialTimeout("tcp", p.upstream, 10*time.Second)
