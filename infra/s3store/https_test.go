@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,5 +66,16 @@ func TestHTTPS(t *testing.T) {
 	untrusted := newStore(t, cfg)
 	if _, err := untrusted.Get(ctx, "a/b"); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("Get with a certificate of an unknown CA: %v, want a certificate error", err)
+	}
+
+	// the CA given in the config itself, as a worker that joins a lab's stack gives it
+	pemCA, err := os.ReadFile(caPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CABundle = pemCA
+	given := newStore(t, cfg)
+	if got, err := given.Get(ctx, "a/b"); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("Get over HTTPS with Config.CABundle: %q, %v", got, err)
 	}
 }

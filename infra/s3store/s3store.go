@@ -88,6 +88,10 @@ type Config struct {
 	// Credentials, if set, are used as they are; nil means the standard AWS configuration
 	// chain (environment, shared files, SSO, web identity, instance roles).
 	Credentials *Credentials
+	// CABundle is PEM of the certificate authorities an https endpoint's certificate is
+	// checked against in place of the system's (a lab's own, from sfsweep server); nil
+	// means the system's roots, or those of AWS_CA_BUNDLE.
+	CABundle []byte
 	// MaxAttempts bounds the attempts of each request (transient errors, throttling, 5xx
 	// responses, responses cut short and timeouts are retried with backoff); 0 means
 	// DefaultMaxAttempts.
@@ -185,6 +189,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, "")))
+	}
+	if len(cfg.CABundle) > 0 {
+		opts = append(opts, config.WithCustomCABundle(bytes.NewReader(cfg.CABundle)))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
