@@ -45,6 +45,7 @@ var commands = []command{
 	{name: "validate", summary: "check a sweep manifest and print its trials and their total cost, running nothing", run: runValidate},
 	{name: "import", summary: "import wandb SWEEP.yaml: a Weights & Biases sweep configuration as a manifest (docs/wandb.md)", run: runImport},
 	{name: "submit", summary: "submit a sweep manifest to a Temporal cluster and S3 (distributed mode)", run: runSubmit},
+	{name: "server", summary: "run Temporal and the S3 gateway for a small lab, behind TLS, with a join file for workers on other machines (docs/server.md)", run: runServer},
 	{name: "worker", summary: "run a worker of the gpu or cpu task queue against a Temporal cluster and S3", run: runWorker},
 	{name: "serve", summary: "serve the sweep page: sweeps, trials, failures, tables and curves as they land (read-only; loopback unless given a token)", run: runServe},
 	{name: "status", summary: "show a submitted sweep's progress", run: runStatus},

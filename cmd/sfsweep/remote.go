@@ -44,10 +44,18 @@ type remote struct {
 
 func (r *remote) flags(fs *flag.FlagSet) {
 	r.temporal, r.envErr = temporalclient.FromEnv(os.Getenv)
+	r.s3.Endpoint, r.s3.Region, r.s3.Bucket = os.Getenv(envS3Endpoint), os.Getenv(envS3Region), os.Getenv(envS3Bucket)
+	// a join file in the environment comes before the flags, which override it
+	if p := os.Getenv(envJoin); p != "" {
+		if err := r.loadJoin(p); err != nil && r.envErr == nil {
+			r.envErr = fmt.Errorf("%s: %w", envJoin, err)
+		}
+	}
+	fs.Func("join", "join file of an sfsweep server (Temporal and S3 with their certificates and key; docs/server.md); flags after it override it ["+envJoin+"]", r.loadJoin)
 	r.temporal.RegisterFlags(fs)
-	fs.StringVar(&r.s3.Endpoint, "s3-endpoint", os.Getenv("SFSWEEP_S3_ENDPOINT"), "S3 endpoint URL (empty: AWS) [SFSWEEP_S3_ENDPOINT]")
-	fs.StringVar(&r.s3.Region, "s3-region", os.Getenv("SFSWEEP_S3_REGION"), "S3 region (empty: the AWS configuration's) [SFSWEEP_S3_REGION]")
-	fs.StringVar(&r.s3.Bucket, "s3-bucket", os.Getenv("SFSWEEP_S3_BUCKET"), "S3 bucket [SFSWEEP_S3_BUCKET]")
+	fs.StringVar(&r.s3.Endpoint, "s3-endpoint", r.s3.Endpoint, "S3 endpoint URL (empty: AWS) [SFSWEEP_S3_ENDPOINT]")
+	fs.StringVar(&r.s3.Region, "s3-region", r.s3.Region, "S3 region (empty: the AWS configuration's) [SFSWEEP_S3_REGION]")
+	fs.StringVar(&r.s3.Bucket, "s3-bucket", r.s3.Bucket, "S3 bucket [SFSWEEP_S3_BUCKET]")
 	fs.StringVar(&r.s3.Prefix, "s3-prefix", os.Getenv("SFSWEEP_S3_PREFIX"), "key prefix in the bucket [SFSWEEP_S3_PREFIX]")
 }
 
