@@ -19,22 +19,28 @@ type averaging struct {
 	c      float64 // decoupling parameter C; 0 is vanilla
 
 	step   int64
-	sumLR2 float64 // Σ_{i≤t} γ_i²
-	maxLR  float64
+	sumLR2 float64 // Σ_{i≤t} max_{j≤i} γ_j²: the averaging weights so far
+	maxLR  float64 // max_{i≤t} γ_i
 	lastLR float64 // γ_t of the last step
 	lastC  float64 // c_{t+1} of the last step
 }
 
-// advance moves to the next step t and returns γ_t and c_{t+1}.
+// advance moves to the next step t and returns γ_t and c_{t+1}. Each z_{t+1} is weighed
+// by the square of the largest γ so far, as upstream's schedulefree does
+// (lr_max = max(lr, lr_max), weight = lr_max**weight_lr_power with the power 2): while γ
+// rises (warmup) or holds, that is γ_t² of Algorithms 1 and 2; where a caller decays γ
+// (SetLR, an LR-decay branch), the iterates of the decay keep the weight of the peak, so x
+// follows them instead of lagging.
 func (a *averaging) advance() (gamma, c float64) {
 	a.step++
 	gamma = warmupLR(a.lr, a.warmup, a.step)
-	a.sumLR2 += gamma * gamma
-	c = gamma * gamma / a.sumLR2
+	a.maxLR = math.Max(a.maxLR, gamma)
+	w := a.maxLR * a.maxLR
+	a.sumLR2 += w
+	c = w / a.sumLR2
 	if a.c > 0 {
 		c = math.Min(c*(1-a.beta)*a.c, 1)
 	}
-	a.maxLR = math.Max(a.maxLR, gamma)
 	a.lastLR, a.lastC = gamma, c
 	return gamma, c
 }
@@ -152,7 +158,8 @@ func (s *iterates[T]) LastLR() float64 { return s.avg.lastLR }
 
 // SetLR sets γ, the learning rate of the steps that follow (warmup still scales it before
 // T_warmup), for a caller that drives its own schedule, as the LR-decay branch of a
-// constant-LR run does. Each step's c_{t+1} weighs z_{t+1} by the γ_t it took.
+// constant-LR run does. Each step's c_{t+1} weighs z_{t+1} by the largest γ so far
+// (advance), not by the decayed γ_t it took.
 func (s *iterates[T]) SetLR(lr float64) { s.avg.lr = lr }
 
 // LastC returns c_{t+1} of the last step, the weight of z_{t+1} in x_{t+1}.

@@ -341,7 +341,9 @@ func TestStepAllocatesNothing(t *testing.T) {
 }
 
 // TestSetLR continues TestAlgorithm1ByHand's first step with γ_2 = 0.05 set by the caller:
-// z moves by the new γ, and c_3 = γ_2²/(γ_1² + γ_2²) = 0.2 weighs it in x.
+// z moves by the new γ, and as upstream's schedulefree weighs each z by the largest γ so
+// far, c_3 = γ_1²/(γ_1² + γ_1²) = 0.5 weighs it in x (γ_2²/(γ_1² + γ_2²) = 0.2 would be
+// Algorithm 1 read with the decayed γ).
 func TestSetLR(t *testing.T) {
 	o, w, z2 := firstStepByHand(t)
 	o.SetLR(0.05)
@@ -349,10 +351,10 @@ func TestSetLR(t *testing.T) {
 	o.Step([]float64{g})
 	v2 := 0.9*0.1 + 0.1*g*g
 	z3 := z2 - 0.05*g/(math.Sqrt(v2/0.19)+handEps)
-	x3 := 0.8*z2 + 0.2*z3
+	x3 := 0.5*z2 + 0.5*z3
 	x := []float64{0}
 	o.X(x)
-	for name, p := range map[string][2]float64{"z3": {o.Z()[0], z3}, "x3": {x[0], x3}, "c3": {o.LastC(), 0.2}, "γ2": {o.LastLR(), 0.05}} {
+	for name, p := range map[string][2]float64{"z3": {o.Z()[0], z3}, "x3": {x[0], x3}, "c3": {o.LastC(), 0.5}, "γ2": {o.LastLR(), 0.05}} {
 		if math.Abs(p[0]-p[1]) > 1e-15 {
 			t.Errorf("%s = %.17g, want %.17g (by hand)", name, p[0], p[1])
 		}

@@ -181,8 +181,8 @@ func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[
 // branchOptimizer is the run's optimizer over the prober's weights w, restored from st,
 // with the learning rate of sched: AdamW's schedule is sched; SF-AdamW starts at sched's
 // peak with no warmup left, and train sets its γ of each step from sched. SF-AdamW's
-// c_{t+1} then weighs each z_{t+1} by the decayed γ_t (Algorithm 1), so x moves less and
-// less as the branch nears its end.
+// c_{t+1} weighs each z_{t+1} by the largest γ so far, as upstream's schedulefree does,
+// so x keeps following z through the decay.
 func branchOptimizer(cfg Config, w []float32, st sfadamw.State[float32], sched sfadamw.Schedule) (*optimizer, error) {
 	o := &optimizer{}
 	var err error

@@ -149,11 +149,13 @@ class SFAdamW(_Shared, torch.optim.Optimizer):
         """Moves the group to the next step t and returns gamma_t and c_{t+1}."""
         group["step"] += 1
         gamma = warmup_lr(group["lr"], group["warmup_steps"], group["step"])
-        group["sum_lr2"] += gamma * gamma
-        c = gamma * gamma / group["sum_lr2"]
+        # upstream's weight: the largest lr so far, squared (weight_lr_power 2)
+        group["max_lr"] = max(group["max_lr"], gamma)
+        w = group["max_lr"] * group["max_lr"]
+        group["sum_lr2"] += w
+        c = w / group["sum_lr2"]
         if group["c"] > 0:
             c = min(c * (1 - group["betas"][0]) * group["c"], 1.0)
-        group["max_lr"] = max(group["max_lr"], gamma)
         group["last_lr"], group["last_c"] = gamma, c
         return gamma, c
 

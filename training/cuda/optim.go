@@ -232,12 +232,13 @@ func (s *SFAdamW) Step() error {
 	if s.cfg.WarmupSteps > 0 && s.step < int64(s.cfg.WarmupSteps) {
 		gamma = s.cfg.LR * float64(s.step) / float64(s.cfg.WarmupSteps)
 	}
-	s.sumLR2 += gamma * gamma
-	c := gamma * gamma / s.sumLR2
+	s.maxLR = math.Max(s.maxLR, gamma)
+	w := s.maxLR * s.maxLR // upstream's weight: the largest LR so far, squared
+	s.sumLR2 += w
+	c := w / s.sumLR2
 	if s.cfg.C > 0 {
 		c = math.Min(c*(1-s.cfg.Beta1)*s.cfg.C, 1)
 	}
-	s.maxLR = math.Max(s.maxLR, gamma)
 	s.lastLR, s.lastC = gamma, c
 	b2 := s.cfg.Beta2
 	rs := 1 / math.Sqrt(1-math.Pow(b2, float64(s.step)))
