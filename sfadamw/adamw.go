@@ -1,9 +1,11 @@
 package sfadamw
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/par"
 )
 
@@ -22,13 +24,16 @@ type AdamW[T Float] struct {
 	kdecay, kb1, komb1, kb2, komb2 T
 	kstep, krsb2, keps, kgs        T
 	kernel                         func(lo, hi int)
-	k32                            adamScalars
+	k32, k32nd                     adamScalars // k32nd: without weight decay
 }
 
 // NewAdamW returns AdamW over params, updated in place; m_0 = v_0 = 0.
 func NewAdamW[T Float](cfg AdamWConfig, params []T) (*AdamW[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if n := len(cfg.Decayed); n > 0 && cfg.Decayed[n-1].Hi > len(params) {
+		return nil, &fielderr.Error{Field: "decayed", Value: cfg.Decayed[n-1].Hi, Reason: fmt.Sprintf("ends beyond the %d parameters", len(params))}
 	}
 	o := &AdamW[T]{cfg: cfg, p: params, m: make([]T, len(params)), v: make([]T, len(params)), pool: par.Default()}
 	o.clipper = clipper[T]{maxNorm: cfg.GradClip}
@@ -55,6 +60,8 @@ func (o *AdamW[T]) Step(grad []T) {
 	o.keps, o.kgs = T(o.cfg.Eps), T(gs)
 	o.k32 = adamScalars{decay: float32(o.kdecay), b1: float32(o.kb1), omb1: float32(o.komb1), b2: float32(o.kb2),
 		omb2: float32(o.komb2), step: float32(o.kstep), rs: float32(o.krsb2), eps: float32(o.keps), gs: float32(o.kgs)}
+	o.k32nd = o.k32
+	o.k32nd.decay = 1
 	o.kgrad = grad
 	o.pool.For(len(grad), grain, o.kernel)
 	o.kgrad = nil
@@ -62,15 +69,22 @@ func (o *AdamW[T]) Step(grad []T) {
 
 // stepRange: p ← p(1−γλ); m ← β1m + (1−β1)g; v ← β2v + (1−β2)g²;
 // p ← p − γ/(1−β1^t) · m/(√v/√(1−β2^t) + ε).
-func (o *AdamW[T]) stepRange(lo, hi int) {
+// Each run of [lo, hi) decays or not as Config.Decayed says (p·1 = p exactly).
+func (o *AdamW[T]) stepRange(lo, hi int) { ForDecay(o.cfg.Decayed, lo, hi, o.stepSpan) }
+
+func (o *AdamW[T]) stepSpan(lo, hi int, decayed bool) {
 	g := o.kgrad[lo:hi]
 	p, m, v := o.p[lo:hi], o.m[lo:hi], o.v[lo:hi]
+	k32, decay := &o.k32, o.kdecay
+	if !decayed {
+		k32, decay = &o.k32nd, 1
+	}
 	if g32 := as32(g); g32 != nil {
-		adamWKernel(g32, as32(p), as32(m), as32(v), &o.k32)
+		adamWKernel(g32, as32(p), as32(m), as32(v), k32)
 		return
 	}
 	p, m, v = p[:len(g)], m[:len(g)], v[:len(g)]
-	decay, b1, omb1, b2, omb2 := o.kdecay, o.kb1, o.komb1, o.kb2, o.komb2
+	b1, omb1, b2, omb2 := o.kb1, o.komb1, o.kb2, o.komb2
 	step, rs, eps, gs := o.kstep, o.krsb2, o.keps, o.kgs
 	for i, gi := range g {
 		gi *= gs

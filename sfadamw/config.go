@@ -24,6 +24,54 @@ type Config struct {
 	C        float64
 	GradClip float64 // maximum global gradient norm; 0 disables clipping (the paper's setting)
 	KeepX    bool    // store x explicitly instead of recovering it from y and z
+	// Decayed are the runs of the parameter buffer that weight decay applies to; nil
+	// means every parameter. The paper's code (llm-baselines) decays the weights of
+	// linear layers only: no norm, bias or embedding.
+	Decayed []Span
+}
+
+// Span is the run [Lo, Hi) of a parameter buffer.
+type Span struct{ Lo, Hi int }
+
+// checkSpans reports spans that are empty, out of order or overlapping.
+func checkSpans(field string, spans []Span) error {
+	prev := 0
+	for i, s := range spans {
+		if s.Lo < prev || s.Hi <= s.Lo {
+			return &fielderr.Error{Field: fmt.Sprintf("%s[%d]", field, i), Value: fmt.Sprintf("[%d, %d)", s.Lo, s.Hi),
+				Reason: fmt.Sprintf("must be a non-empty run after the one before it (which ends at %d)", prev)}
+		}
+		prev = s.Hi
+	}
+	return nil
+}
+
+// ForDecay calls f on the runs of [lo, hi) in order, each with whether spans decay it
+// (every run decays where spans is nil): how an engine applies Config.Decayed.
+func ForDecay(spans []Span, lo, hi int, f func(lo, hi int, decay bool)) {
+	if spans == nil {
+		f(lo, hi, true)
+		return
+	}
+	at := lo
+	for _, s := range spans {
+		if s.Hi <= at {
+			continue
+		}
+		if s.Lo >= hi {
+			break
+		}
+		if s.Lo > at {
+			f(at, s.Lo, false)
+			at = s.Lo
+		}
+		end := min(s.Hi, hi)
+		f(at, end, true)
+		at = end
+	}
+	if at < hi {
+		f(at, hi, false)
+	}
 }
 
 // DefaultConfig returns the best SF-AdamW configuration of the paper's main experiments
@@ -54,6 +102,9 @@ func (c Config) Canonical() Config {
 // Validate reports the first out-of-range field as a *fielderr.Error.
 func (c Config) Validate() error {
 	if err := (SFConfig{LR: c.LR, Beta: c.Beta1, WarmupSteps: c.WarmupSteps, C: c.C}).validate("beta1"); err != nil {
+		return err
+	}
+	if err := checkSpans("decayed", c.Decayed); err != nil {
 		return err
 	}
 	return checkAdam(c.Beta2, c.Eps, c.WeightDecay, c.GradClip)
@@ -134,6 +185,7 @@ type AdamWConfig struct {
 	Eps         float64  // ε > 0, added outside the square root
 	WeightDecay float64  // λ ≥ 0: p ← p·(1 − γ_t λ) each step
 	GradClip    float64  // maximum global gradient norm; 0 disables (the paper uses 1.0)
+	Decayed     []Span   // the runs weight decay applies to; nil: every parameter (Config.Decayed)
 }
 
 // DefaultAdamWConfig returns the best AdamW configuration of the paper's main experiments
@@ -152,6 +204,9 @@ func (c AdamWConfig) Validate() error {
 		return err
 	}
 	if err := checkBeta("beta1", c.Beta1); err != nil {
+		return err
+	}
+	if err := checkSpans("decayed", c.Decayed); err != nil {
 		return err
 	}
 	return checkAdam(c.Beta2, c.Eps, c.WeightDecay, c.GradClip)

@@ -1,8 +1,11 @@
 package sfadamw
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/sfsweep/sfsweep/fielderr"
 )
 
 // SFAdamW is Schedule-Free AdamW: Algorithm 1 of the paper, or Algorithm 2 (refined
@@ -19,7 +22,7 @@ type SFAdamW[T Float] struct {
 	kb2, komb2, krsb2, keps T
 	kwd, kgs                T
 	kernel                  func(lo, hi int)
-	k32                     sfScalars
+	k32, k32nd              sfScalars // k32nd: without weight decay
 }
 
 // New returns SF-AdamW over params, which hold y and are updated in place. At
@@ -27,6 +30,9 @@ type SFAdamW[T Float] struct {
 func New[T Float](cfg Config, params []T) (*SFAdamW[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if n := len(cfg.Decayed); n > 0 && cfg.Decayed[n-1].Hi > len(params) {
+		return nil, &fielderr.Error{Field: "decayed", Value: cfg.Decayed[n-1].Hi, Reason: fmt.Sprintf("ends beyond the %d parameters", len(params))}
 	}
 	o := &SFAdamW[T]{cfg: cfg, v: make([]T, len(params))}
 	o.init(SFConfig{LR: cfg.LR, Beta: cfg.Beta1, WarmupSteps: cfg.WarmupSteps, C: cfg.C, KeepX: cfg.KeepX}, params)
@@ -52,20 +58,30 @@ func (o *SFAdamW[T]) Step(grad []T) {
 	o.keps, o.kwd, o.kgs = T(o.cfg.Eps), T(o.cfg.WeightDecay), T(gs)
 	o.k32 = sfScalars{b2: float32(o.kb2), omb2: float32(o.komb2), rs: float32(o.krsb2), eps: float32(o.keps),
 		wd: float32(o.kwd), gs: float32(o.kgs), c: float32(o.kc), lr: float32(o.klr), coef: float32(o.kcoef)}
+	o.k32nd = o.k32
+	o.k32nd.wd = 0
 	o.kgrad = grad
 	o.pool.For(len(grad), grain, o.kernel)
 	o.kgrad = nil
 }
 
-// stepRange is the fused kernel: second moment, direction Δ = g/(√v̂+ε) + λy, then the
-// Schedule-Free move of y and z (and of x where it is stored).
-func (o *SFAdamW[T]) stepRange(lo, hi int) {
+// stepRange runs the kernel over [lo, hi), each run with weight decay or without as
+// Config.Decayed says.
+func (o *SFAdamW[T]) stepRange(lo, hi int) { ForDecay(o.cfg.Decayed, lo, hi, o.stepSpan) }
+
+// stepSpan is the fused kernel: second moment, direction Δ = g/(√v̂+ε) + λy (λ = 0 where
+// decay is off), then the Schedule-Free move of y and z (and of x where it is stored).
+func (o *SFAdamW[T]) stepSpan(lo, hi int, decay bool) {
 	g, v, y := o.kgrad[lo:hi], o.v[lo:hi], o.y[lo:hi]
 	b2, omb2, rs, eps, wd, gs := o.kb2, o.komb2, o.krsb2, o.keps, o.kwd, o.kgs
 	c, lr, coef := o.kc, o.klr, o.kcoef
+	k32 := &o.k32
+	if !decay {
+		wd, k32 = 0, &o.k32nd
+	}
 	if o.z != nil && o.x == nil { // the common case, kept free of branches
 		if g32 := as32(g); g32 != nil {
-			sfAdamWKernel(g32, as32(y), as32(o.z[lo:hi]), as32(v), &o.k32)
+			sfAdamWKernel(g32, as32(y), as32(o.z[lo:hi]), as32(v), k32)
 			return
 		}
 		z := o.z[lo:hi]

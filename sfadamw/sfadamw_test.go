@@ -3,6 +3,7 @@ package sfadamw
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/sfsweep/sfsweep/fielderr"
@@ -171,7 +172,7 @@ func TestRefinedWithVanillaC(t *testing.T) {
 		if d := maxRelDiff(wa, wb); d > 1e-12 {
 			t.Errorf("β1=%g: refined with C=1/(1−β1) differs from vanilla by %.3g", b1, d)
 		}
-		if !refined.IsVanilla() || refined.Canonical() != base {
+		if !refined.IsVanilla() || !reflect.DeepEqual(refined.Canonical(), base) {
 			t.Errorf("β1=%g: Canonical(%+v) = %+v, want the vanilla config", b1, refined, refined.Canonical())
 		}
 		other := base
