@@ -127,6 +127,7 @@ func (m *Manifest) trialConfig(g Grid, p Point) training.Config {
 	o := training.OptimizerConfig{
 		Name: g.Name, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, Eps: g.Eps, WeightDecay: p.WeightDecay,
 		C: p.C, GradClip: g.GradClip, WarmupFrac: p.WarmupFrac, Schedule: g.Schedule, FinalFrac: g.FinalFrac, DecayFrac: g.DecayFrac,
+		DecayParams: g.DecayParams,
 	}
 	if g.program() {
 		o = training.OptimizerConfig{}

@@ -52,6 +52,7 @@ type Grid struct {
 	Beta2       Param      `yaml:"beta2,omitempty"`
 	C           CParam     `yaml:"c,omitempty"` // refined SF-AdamW: values, or "vanilla"
 	WeightDecay Param      `yaml:"weight_decay,omitempty"`
+	DecayParams string     `yaml:"decay_params,omitempty"` // linear (default) or all: what weight decay applies to
 	GradClip    *float64   `yaml:"grad_clip,omitempty"`
 	Eps         float64    `yaml:"eps,omitempty"`
 	Schedule    string     `yaml:"schedule,omitempty"` // AdamW: constant, cosine, linear, wsd

@@ -101,7 +101,17 @@ type OptimizerConfig struct {
 	Schedule    string   `json:"schedule,omitempty" yaml:"schedule,omitempty"`         // AdamW: constant, cosine (default), linear, wsd
 	FinalFrac   *float64 `json:"final_frac,omitempty" yaml:"final_frac,omitempty"`     // AdamW cosine: final LR / peak; default 0.1
 	DecayFrac   float64  `json:"decay_frac,omitempty" yaml:"decay_frac,omitempty"`     // AdamW wsd: decay branch as a fraction of steps
+	// DecayParams is what weight decay applies to: DecayLinear (the default, as the
+	// paper's code: the weights of linear layers, no norm, bias or embedding, so not the
+	// tied LM head either) or DecayAll (every parameter).
+	DecayParams string `json:"decay_params,omitempty" yaml:"decay_params,omitempty"`
 }
+
+// The values of OptimizerConfig.DecayParams.
+const (
+	DecayLinear = "linear"
+	DecayAll    = "all"
+)
 
 // The optimizer names.
 const (
@@ -185,6 +195,9 @@ func (c *Config) optimizerDefaults() {
 	}
 	if o.WeightDecay == nil {
 		o.WeightDecay = ptr(0.1)
+	}
+	if o.DecayParams == "" {
+		o.DecayParams = DecayLinear
 	}
 	if o.WarmupFrac == nil {
 		o.WarmupFrac = ptr(DefaultWarmupFrac)
@@ -323,6 +336,10 @@ func (c Config) validateOptimizer() error {
 	if wf := *o.WarmupFrac; math.IsNaN(wf) || wf < 0 || wf >= 1 {
 		return &fielderr.Error{Field: "optimizer.warmup_frac", Value: wf, Reason: "must be in [0, 1)"}
 	}
+	if o.DecayParams != DecayLinear && o.DecayParams != DecayAll {
+		return &fielderr.Error{Field: "optimizer.decay_params", Value: fmt.Sprintf("%q", o.DecayParams),
+			Reason: `must be "linear" (the weights of linear layers, as the paper's code) or "all" (every parameter)`}
+	}
 	var oerr error
 	switch o.Name {
 	case SFAdamW:
@@ -349,8 +366,25 @@ func (c Config) SFAdamWConfig() sfadamw.Config {
 	o := c.Optimizer
 	return sfadamw.Config{
 		LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: *o.WeightDecay,
-		WarmupSteps: c.WarmupSteps(), C: o.C, GradClip: *o.GradClip,
+		WarmupSteps: c.WarmupSteps(), C: o.C, GradClip: *o.GradClip, Decayed: c.decayed(),
 	}
+}
+
+// decayed are the runs of the parameter buffer weight decay applies to: nil (all) for
+// DecayAll, else those of the model's linear weights (model.Layout.Decayed).
+func (c Config) decayed() []sfadamw.Span {
+	if c.Optimizer.DecayParams == DecayAll {
+		return nil
+	}
+	mc, err := c.ResolveModel()
+	if err != nil {
+		return nil // Validate reports the model
+	}
+	var spans []sfadamw.Span
+	for _, r := range mc.Layout().Decayed() {
+		spans = append(spans, sfadamw.Span{Lo: r[0], Hi: r[1]})
+	}
+	return spans
 }
 
 // AdamWConfig returns the AdamW configuration of the run.
@@ -364,7 +398,7 @@ func (c Config) AdamWConfig() sfadamw.AdamWConfig {
 		s.DecaySteps = max(1, int(o.DecayFrac*float64(c.Steps)))
 		s.DecayStart = c.Steps - s.DecaySteps
 	}
-	return sfadamw.AdamWConfig{Schedule: s, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: *o.WeightDecay, GradClip: *o.GradClip}
+	return sfadamw.AdamWConfig{Schedule: s, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: *o.WeightDecay, GradClip: *o.GradClip, Decayed: c.decayed()}
 }
 
 // Canonical returns the config that identifies the run: defaults applied, the model

@@ -1,6 +1,7 @@
 package training
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -148,20 +149,36 @@ seed: 0
 }
 
 // The JSON of a run config is hashed into its trial's ID, and stored as config.json: its
-// bytes must not change, with defaults applied or as given. The sums are those of the
-// configs on the code before the run settings became shared types (commit ac8f7d0),
-// computed there.
+// bytes must not change, with defaults applied or as given. want are the sums since
+// weight decay became the paper's (decay_params, default linear), which changed every
+// trial's ID; before are those of the code before the run settings became shared types
+// (commit ac8f7d0), computed there, which the JSON gives again without decay_params: the
+// default added that field and nothing else.
 func TestHashStable(t *testing.T) {
 	want := [][3]string{ // Hash, the sha256 of the JSON with defaults, and as given
-		{"7e5e2d9f554d1da47e31ddb9ef2be02ffdad73e3694bef18ab8f8e64ff65ba27",
-			"2325ef4fa1d21f77efe6cf837437d3cb03b5bc0b4a44facd5f0383056a19ab88",
+		{"920ae95c8c66d73a2e0a1da78afd05b64105c1aaa5d6a47191aa6cfa6e91a12c",
+			"87ee14536cc40abc5bf7de22962e485f96dc9e2362b84b107a3b6b52fcae94b3",
 			"58d8aead19a557df0b2f5d6e172d608ea31302cb4edff030f7e2da0cf369a50b"},
-		{"352df923929fdcec5e1b269ea9d197580df303a34692e5bcdb1ce170e6c0ffa6",
-			"a4735071f6068e2d76a82194595d81661c06e99527755722828f49e500caaa23",
+		{"060d4ae8499d5b53c1514e8b6c4fcdc0b996c7be16274f18d56cb15b1082fbdf",
+			"0aacbe3bfb8d77d8e0b60ecfdd6b41e707a3a56cd073c3945cd5ed488e4f9c2e",
 			"f33b1f73cd68fb399e8d492690ee6cba0e2b1e5d99b2b8993264fdcaf68e1a3c"},
-		{"6985eada69d45c7f7f7b8d46d25f2dab67ed82b788977d8d7c0db8dd2f77b0c9",
-			"4ecda43677f97a6f6cb7a60e983b1b26728766ed2149c12cb69016ed3c663141",
+		{"f9426fc8747bd2d9e572d403a291a9beb6eab8b12e32cad30e089d27d5fb31ec",
+			"53ab88b219da73713b2bd19ea60b942091def35a83a320d78985f6338f2d1c4d",
 			"153e7efca9199ddf4405de888cf545bcf16e16f2a0c8cd34df2a7f3782a3923e"},
+	}
+	before := [][2]string{ // Hash and the sha256 of the JSON with defaults, without decay_params
+		{"7e5e2d9f554d1da47e31ddb9ef2be02ffdad73e3694bef18ab8f8e64ff65ba27", "2325ef4fa1d21f77efe6cf837437d3cb03b5bc0b4a44facd5f0383056a19ab88"},
+		{"352df923929fdcec5e1b269ea9d197580df303a34692e5bcdb1ce170e6c0ffa6", "a4735071f6068e2d76a82194595d81661c06e99527755722828f49e500caaa23"},
+		{"6985eada69d45c7f7f7b8d46d25f2dab67ed82b788977d8d7c0db8dd2f77b0c9", "4ecda43677f97a6f6cb7a60e983b1b26728766ed2149c12cb69016ed3c663141"},
+	}
+	without := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.Replace(b, []byte(`,"decay_params":"linear"`), nil, 1)
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:])
 	}
 	sum := func(v any) string {
 		b, err := json.Marshal(v)
@@ -182,6 +199,9 @@ func TestHashStable(t *testing.T) {
 		}
 		if got := [3]string{c.Hash(), sum(c), sum(given)}; got != want[i] {
 			t.Errorf("config %d: sums\n%q, want\n%q", i, got, want[i])
+		}
+		if got := [2]string{without(c.Canonical()), without(c)}; got != before[i] {
+			t.Errorf("config %d: without decay_params, sums\n%q, want those before it\n%q", i, got, before[i])
 		}
 	}
 }

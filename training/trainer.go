@@ -70,6 +70,9 @@ func (c Config) Args() []program.Arg {
 		if o.WeightDecay != nil {
 			add("weight_decay", *o.WeightDecay)
 		}
+		if o.DecayParams != "" {
+			add("decay_params", o.DecayParams)
+		}
 		if o.C != 0 {
 			add("c", o.C)
 		}
@@ -109,6 +112,6 @@ func (c Config) Args() []program.Arg {
 
 // RunArgNames are the names Args gives a run with an optimizer: a trainer's own
 // parameter may not take one of them in such a run.
-var RunArgNames = []string{"optimizer", "lr", "beta1", "beta2", "eps", "weight_decay", "c", "grad_clip",
+var RunArgNames = []string{"optimizer", "lr", "beta1", "beta2", "eps", "weight_decay", "decay_params", "c", "grad_clip",
 	"warmup_frac", "schedule", "final_frac", "decay_frac", "steps", "seed", "micro_batch", "seq_len",
 	"batch_tokens", "eval_every", "eval_seqs", "test_seqs", "checkpoint_every", "keep_checkpoints"}

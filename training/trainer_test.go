@@ -1,6 +1,7 @@
 package training
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,7 +35,7 @@ func TestTrainerConfig(t *testing.T) {
 	for _, a := range prog.Args() {
 		keys = append(keys, a.Key)
 	}
-	if got := strings.Join(keys, " "); !strings.HasPrefix(got, "optimizer lr beta1 beta2 eps weight_decay grad_clip warmup_frac steps seed micro_batch seq_len batch_tokens") {
+	if got := strings.Join(keys, " "); !strings.HasPrefix(got, "optimizer lr beta1 beta2 eps weight_decay decay_params grad_clip warmup_frac steps seed micro_batch seq_len batch_tokens") {
 		t.Fatalf("args %q", got)
 	}
 	if prog.Hash() == native.Hash() {
@@ -52,5 +53,55 @@ func TestTrainerConfig(t *testing.T) {
 	bad.Optimizer.Beta1 = 1.5
 	if err := bad.Validate(); err == nil {
 		t.Fatal("beta1 = 1.5 passed for a program's run")
+	}
+}
+
+// Weight decay applies where the paper's code applies it: the weights of linear layers,
+// not norms, biases or embeddings (GPT-2's tied head included), by default; decay_params
+// all gives every parameter, as before; another value is refused, naming the field.
+func TestDecayParams(t *testing.T) {
+	for _, name := range []string{"tiny-llama", "tiny-gpt2"} {
+		c := Config{Setup: Setup{Model: name}, Optimizer: OptimizerConfig{Name: SFAdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.99}, BatchTokens: 2048, Loop: Loop{Steps: 10}}.WithDefaults()
+		if c.Optimizer.DecayParams != DecayLinear {
+			t.Fatalf("%s: decay_params defaults to %q", name, c.Optimizer.DecayParams)
+		}
+		spans := c.SFAdamWConfig().Decayed
+		mc, _ := c.ResolveModel()
+		in := func(i int) bool {
+			for _, s := range spans {
+				if i >= s.Lo && i < s.Hi {
+					return true
+				}
+			}
+			return false
+		}
+		kinds := map[string]int{}
+		for _, tn := range mc.Layout().Tensors {
+			want := tn.Kind == "linear" || tn.Kind == "residual"
+			for _, i := range []int{tn.Offset, tn.Offset + tn.Size - 1} {
+				if in(i) != want {
+					t.Errorf("%s: %s (%s) decayed %v, want %v", name, tn.Name, tn.Kind, in(i), want)
+				}
+			}
+			kinds[tn.Kind]++
+		}
+		if kinds["norm"] == 0 || kinds["embedding"] == 0 || kinds["linear"] == 0 {
+			t.Fatalf("%s: kinds %v: the layout lacks a kind the test needs", name, kinds)
+		}
+		aw := c
+		aw.Optimizer.Name, aw.Optimizer.Schedule, aw.Optimizer.FinalFrac = AdamW, "", nil
+		if !slices.Equal(aw.WithDefaults().AdamWConfig().Decayed, spans) {
+			t.Errorf("%s: AdamW decays other runs than SF-AdamW", name)
+		}
+		all := c
+		all.Optimizer.DecayParams = DecayAll
+		if all.SFAdamWConfig().Decayed != nil || all.Hash() == c.Hash() {
+			t.Errorf("%s: decay_params all: spans %v, or the same ID as linear", name, all.SFAdamWConfig().Decayed)
+		}
+		bad := c
+		bad.Optimizer.DecayParams = "norms"
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "optimizer.decay_params") {
+			t.Errorf("decay_params norms: err = %v", err)
+		}
 	}
 }

@@ -80,6 +80,8 @@ def parse_args(argv):
     ap.add_argument("--beta2", type=float, default=0.99)
     ap.add_argument("--eps", type=float, default=1e-8)
     ap.add_argument("--weight_decay", type=float, default=0.1)
+    ap.add_argument("--decay_params", choices=("linear", "all"), default="linear",
+                    help="what weight decay applies to: the weights of linear layers (as llm-baselines), or all")
     ap.add_argument("--c", type=float, default=0.0, help="refined SF-AdamW's C; 0 is vanilla")
     ap.add_argument("--grad_clip", type=float, default=None, help="default 1.0 for adamw, 0 (off) for sfadamw")
     ap.add_argument("--warmup_frac", type=float, default=0.05)
@@ -206,9 +208,21 @@ def make_model(a):
     return model.to(device=a.device, dtype=getattr(torch, a.dtype))
 
 
+def param_groups(a, model):
+    """The parameters in the groups of weight decay: with decay_params "linear" (as
+    llm-baselines and sfsweep's engine) the weights of linear layers decay, the norms and
+    the token embedding (so a head tied to it) do not; with "all" every parameter does."""
+    if a.decay_params == "all":
+        return [{"params": list(model.parameters())}]
+    emb = model.emb.weight
+    decay = [p for p in model.parameters() if p.dim() == 2 and p is not emb]
+    rest = [p for p in model.parameters() if not (p.dim() == 2 and p is not emb)]
+    return [{"params": decay}, {"params": rest, "weight_decay": 0.0}]
+
+
 def make_optimizer(a, params):
     """Returns the optimizer as sfsweep's engine makes it from the same run config: warmup
-    and the WSD branch in whole steps of the run, weight decay on every parameter."""
+    and the WSD branch in whole steps of the run, weight decay as param_groups groups it."""
     warmup = int(a.warmup_frac * a.steps)
     if a.optimizer == "sfadamw":
         clip = 0.0 if a.grad_clip is None else a.grad_clip
@@ -249,7 +263,7 @@ class Trainer:
         self.a = a
         self.model = make_model(a)
         self.params = list(self.model.parameters())
-        self.opt = make_optimizer(a, self.params)
+        self.opt = make_optimizer(a, param_groups(a, self.model))
         self.sf = isinstance(self.opt, sf.SFAdamW)
         self.decay = None  # the probe's learning rate, a function of the step
         vocab = a.card["vocab"]
@@ -335,7 +349,8 @@ class Trainer:
 
     def identity(self):
         """What a checkpoint must agree on to be this run's: the optimizer and the model."""
-        return {"optimizer": self.a.optimizer, "card": {k: v for k, v in self.a.card.items() if k != "batch"}}
+        return {"optimizer": self.a.optimizer, "decay_params": self.a.decay_params,
+                "card": {k: v for k, v in self.a.card.items() if k != "batch"}}
 
     def restore(self, state):
         """Makes the trainer what it was when state was taken."""

@@ -244,9 +244,18 @@ func (s *SFAdamW) Step() error {
 	rs := 1 / math.Sqrt(1-math.Pow(b2, float64(s.step)))
 	n := s.e.layout.Size
 	s.e.bf.stale = true
-	err = s.e.st.launch("sfadamw_step", lin(n), blk, s.e.grads, s.e.params, s.z, s.v, int64(n),
-		float32(b2), float32(1-b2), float32(rs), float32(s.cfg.Eps), float32(s.cfg.WeightDecay), float32(gs),
-		float32(c), float32(gamma), float32(gamma*(s.cfg.Beta1*(1-c)-1)))
+	// one launch per run of the buffer that weight decay applies to, or not
+	sfadamw.ForDecay(s.cfg.Decayed, 0, n, func(lo, hi int, decay bool) {
+		wd := float32(s.cfg.WeightDecay)
+		if !decay {
+			wd = 0
+		}
+		if err == nil {
+			err = s.e.st.launch("sfadamw_step", lin(hi-lo), blk, off(s.e.grads, lo), off(s.e.params, lo), off(s.z, lo), off(s.v, lo), int64(hi-lo),
+				float32(b2), float32(1-b2), float32(rs), float32(s.cfg.Eps), wd, float32(gs),
+				float32(c), float32(gamma), float32(gamma*(s.cfg.Beta1*(1-c)-1)))
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("cuda: sfadamw step: %w", err)
 	}
@@ -387,9 +396,17 @@ func (a *AdamW) Step() error {
 	b1, b2 := a.cfg.Beta1, a.cfg.Beta2
 	n := a.e.layout.Size
 	a.e.bf.stale = true
-	err = a.e.st.launch("adamw_step", lin(n), blk, a.e.grads, a.e.params, a.m, a.v, int64(n),
-		float32(1-a.lr*a.cfg.WeightDecay), float32(b1), float32(1-b1), float32(b2), float32(1-b2),
-		float32(a.lr/(1-math.Pow(b1, t))), float32(1/math.Sqrt(1-math.Pow(b2, t))), float32(a.cfg.Eps), float32(gs))
+	sfadamw.ForDecay(a.cfg.Decayed, 0, n, func(lo, hi int, decayed bool) {
+		decay := float32(1 - a.lr*a.cfg.WeightDecay)
+		if !decayed {
+			decay = 1
+		}
+		if err == nil {
+			err = a.e.st.launch("adamw_step", lin(hi-lo), blk, off(a.e.grads, lo), off(a.e.params, lo), off(a.m, lo), off(a.v, lo), int64(hi-lo),
+				decay, float32(b1), float32(1-b1), float32(b2), float32(1-b2),
+				float32(a.lr/(1-math.Pow(b1, t))), float32(1/math.Sqrt(1-math.Pow(b2, t))), float32(a.cfg.Eps), float32(gs))
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("cuda: adamw step: %w", err)
 	}

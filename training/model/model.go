@@ -219,6 +219,25 @@ func (c Config) Layout() Layout {
 	return l
 }
 
+// Decayed are the runs [lo, hi) of the flat buffer that weight decay applies to, as the
+// paper's code (llm-baselines) groups them: the weights of linear layers (kinds linear and
+// residual), adjacent ones merged; not norms, biases or embeddings, and so not a head
+// tied to the token embedding.
+func (l Layout) Decayed() [][2]int {
+	var runs [][2]int
+	for _, t := range l.Tensors {
+		if t.Kind != "linear" && t.Kind != "residual" {
+			continue
+		}
+		if n := len(runs); n > 0 && runs[n-1][1] == t.Offset {
+			runs[n-1][1] = t.Offset + t.Size
+			continue
+		}
+		runs = append(runs, [2]int{t.Offset, t.Offset + t.Size})
+	}
+	return runs
+}
+
 // Tensor returns the tensor called name.
 func (l Layout) Tensor(name string) (Tensor, bool) {
 	i, ok := l.index[name]
