@@ -197,9 +197,9 @@ func TestHugeGridRefused(t *testing.T) {
 // is the hash of its config, and its JSON travels in the sweep's messages, so neither may
 // change for a manifest that stays the same. They were computed on the code before the run
 // settings became shared types (commit ac8f7d0), and hold for today's JSON without the
-// field decay_params, whose default (the paper's weight decay) changed every trial's ID; a
-// manifest corrected to the paper's setup (paper_test.go) changes its sum in the same
-// commit.
+// fields decay_params and untied, whose defaults (the paper's weight decay, its tied head)
+// changed every trial's ID; a manifest corrected to the paper's setup (paper_test.go)
+// changes its sum in the same commit.
 var stableTrials = map[string]string{
 	"c-sensitivity-2M-tiny.yaml":           "adcb2424207aeb7d255061f24277ad96368cb43757f7be96200a535ecc12c0ea",
 	"c-sensitivity-lr-tiny.yaml":           "b157a30b1b9427addf9b2cfdb9c942e71a316145a87148515bed5737372d169c",
@@ -273,16 +273,24 @@ func TestExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// the paper's weight decay (decay_params: linear, the default) is in every trial's
-		// config, and is all that changed since the sums were taken
-		const decay = `,"decay_params":"linear"`
-		if got := bytes.Count(b, []byte(decay)); got != len(trials) {
-			t.Errorf("%s: %d of %d trials name decay_params linear", f, got, len(trials))
+		// the paper's weight decay (decay_params: linear, the default) and tied head
+		// (untied: false, always written) are in every trial's config, and are all that
+		// changed since the sums were taken
+		strip := func(b []byte) []byte {
+			for _, f := range []string{`,"decay_params":"linear"`, `,"untied":false`} {
+				b = bytes.ReplaceAll(b, []byte(f), nil)
+			}
+			return b
 		}
-		b = bytes.ReplaceAll(b, []byte(decay), nil)
+		for _, f := range []string{`,"decay_params":"linear"`, `,"untied":false`} {
+			if got := bytes.Count(b, []byte(f)); got != len(trials) {
+				t.Errorf("%s: %d of %d trials have %s", f, got, len(trials), f)
+			}
+		}
+		b = strip(b)
 		for _, tr := range trials { // and each ID as the hash of that config
 			c, _ := json.Marshal(tr.Config)
-			sum := sha256.Sum256(bytes.Replace(c, []byte(decay), nil, 1))
+			sum := sha256.Sum256(strip(c))
 			b = bytes.ReplaceAll(b, []byte(`"id":"`+tr.ID+`"`), []byte(`"id":"`+hex.EncodeToString(sum[:])[:IDLen]+`"`))
 		}
 		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != stableTrials[filepath.Base(f)] {

@@ -149,13 +149,26 @@ seed: 0
 }
 
 // The JSON of a run config is hashed into its trial's ID, and stored as config.json: its
-// bytes must not change, with defaults applied or as given. want are the sums since
-// weight decay became the paper's (decay_params, default linear), which changed every
-// trial's ID; before are those of the code before the run settings became shared types
-// (commit ac8f7d0), computed there, which the JSON gives again without decay_params: the
-// default added that field and nothing else.
+// bytes must not change, with defaults applied or as given. want are the sums since the
+// model's head became tied by default (model_config's untied, always written), which
+// changed every trial's ID; decayed are those of before it, since weight decay became the
+// paper's (decay_params, default linear), which the JSON gives again without untied; before
+// are those of the code before the run settings became shared types (commit ac8f7d0),
+// computed there, which the JSON gives again without untied and decay_params. Each change
+// added its field and nothing else.
 func TestHashStable(t *testing.T) {
 	want := [][3]string{ // Hash, the sha256 of the JSON with defaults, and as given
+		{"fe0b35017e5dea7b4b7bb0f977c815e3e32e444305dc569e7a668fe15b5add73",
+			"87ee14536cc40abc5bf7de22962e485f96dc9e2362b84b107a3b6b52fcae94b3",
+			"58d8aead19a557df0b2f5d6e172d608ea31302cb4edff030f7e2da0cf369a50b"},
+		{"ef9e3210001c3d99edabe0b16d3092a3eefba1d98bbb43666f7f2f339aa5ee45",
+			"7cbad0ff360a87bed34f1ea34c9776722605d5c22310b7e83924e24f3c9231ee",
+			"48cb48cebfedcd01cb4b0d11a887b5dd4621a767a8aa3806b86165c1313e86d8"},
+		{"f1d68625c2201aad10f3256cc6df38205133f829773aafdab026f59f43c7f8bb",
+			"53ab88b219da73713b2bd19ea60b942091def35a83a320d78985f6338f2d1c4d",
+			"153e7efca9199ddf4405de888cf545bcf16e16f2a0c8cd34df2a7f3782a3923e"},
+	}
+	decayed := [][3]string{ // the same, without untied
 		{"920ae95c8c66d73a2e0a1da78afd05b64105c1aaa5d6a47191aa6cfa6e91a12c",
 			"87ee14536cc40abc5bf7de22962e485f96dc9e2362b84b107a3b6b52fcae94b3",
 			"58d8aead19a557df0b2f5d6e172d608ea31302cb4edff030f7e2da0cf369a50b"},
@@ -166,28 +179,24 @@ func TestHashStable(t *testing.T) {
 			"53ab88b219da73713b2bd19ea60b942091def35a83a320d78985f6338f2d1c4d",
 			"153e7efca9199ddf4405de888cf545bcf16e16f2a0c8cd34df2a7f3782a3923e"},
 	}
-	before := [][2]string{ // Hash and the sha256 of the JSON with defaults, without decay_params
+	before := [][2]string{ // Hash and the sha256 of the JSON with defaults, without untied and decay_params
 		{"7e5e2d9f554d1da47e31ddb9ef2be02ffdad73e3694bef18ab8f8e64ff65ba27", "2325ef4fa1d21f77efe6cf837437d3cb03b5bc0b4a44facd5f0383056a19ab88"},
 		{"352df923929fdcec5e1b269ea9d197580df303a34692e5bcdb1ce170e6c0ffa6", "a4735071f6068e2d76a82194595d81661c06e99527755722828f49e500caaa23"},
 		{"6985eada69d45c7f7f7b8d46d25f2dab67ed82b788977d8d7c0db8dd2f77b0c9", "4ecda43677f97a6f6cb7a60e983b1b26728766ed2149c12cb69016ed3c663141"},
 	}
-	without := func(v any) string {
+	// sum is the sha256 of v's JSON without the fields given
+	sum := func(v any, strip ...string) string {
 		b, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b = bytes.Replace(b, []byte(`,"decay_params":"linear"`), nil, 1)
-		s := sha256.Sum256(b)
-		return hex.EncodeToString(s[:])
-	}
-	sum := func(v any) string {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
+		for _, f := range strip {
+			b = bytes.Replace(b, []byte(f), nil, 1)
 		}
 		s := sha256.Sum256(b)
 		return hex.EncodeToString(s[:])
 	}
+	const untied, decay = `,"untied":false`, `,"decay_params":"linear"`
 	for i, src := range stableConfigs {
 		c, err := ParseConfig([]byte(src))
 		if err != nil {
@@ -200,8 +209,11 @@ func TestHashStable(t *testing.T) {
 		if got := [3]string{c.Hash(), sum(c), sum(given)}; got != want[i] {
 			t.Errorf("config %d: sums\n%q, want\n%q", i, got, want[i])
 		}
-		if got := [2]string{without(c.Canonical()), without(c)}; got != before[i] {
-			t.Errorf("config %d: without decay_params, sums\n%q, want those before it\n%q", i, got, before[i])
+		if got := [3]string{sum(c.Canonical(), untied), sum(c, untied), sum(given, untied)}; got != decayed[i] {
+			t.Errorf("config %d: without untied, sums\n%q, want those before it\n%q", i, got, decayed[i])
+		}
+		if got := [2]string{sum(c.Canonical(), untied, decay), sum(c, untied, decay)}; got != before[i] {
+			t.Errorf("config %d: without untied and decay_params, sums\n%q, want those before them\n%q", i, got, before[i])
 		}
 	}
 }

@@ -39,7 +39,8 @@ def main():
     m = json.load(open(card_path))["model"]
     if m["arch"] != "llama":
         raise SystemExit("arch %s: torch_llama.py holds the LLaMA-style model only" % m["arch"])
-    c = dict(vocab=m["vocab"], d=m["dim"], layers=m["layers"], heads=m["heads"], ctx=m["context"], hidden=m["hidden"], batch=2)
+    c = dict(vocab=m["vocab"], d=m["dim"], layers=m["layers"], heads=m["heads"], ctx=m["context"], hidden=m["hidden"], batch=2,
+             untied=m["untied"])
     model = torch_llama.Llama(c).double()
     model.load_state_dict(load(model_path), strict=True)
     rows = [tuple(map(int, line.split())) for line in open(tokens_path) if line.strip()]

@@ -33,13 +33,14 @@ CONFIGS["tiny-llama"] = CONFIGS["tiny"]
 
 def sdpa_forward(self, x, cos, sin, mask):
     B, T, d = x.shape
-    q = self.wq(x).view(B, T, self.h, self.hd).transpose(1, 2)
-    k = self.wk(x).view(B, T, self.h, self.hd).transpose(1, 2)
-    v = self.wv(x).view(B, T, self.h, self.hd).transpose(1, 2)
+    q, k, v = self.c_attn(x).split(d, dim=2)
+    q = q.view(B, T, self.h, self.hd).transpose(1, 2)
+    k = k.view(B, T, self.h, self.hd).transpose(1, 2)
+    v = v.view(B, T, self.h, self.hd).transpose(1, 2)
     q = torch_llama.apply_rope(q, cos, sin)
     k = torch_llama.apply_rope(k, cos, sin)
     y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    return self.wo(y.transpose(1, 2).reshape(B, T, d))
+    return self.c_proj(y.transpose(1, 2).reshape(B, T, d))
 
 
 def main():
@@ -74,9 +75,10 @@ def main():
         except Exception as e:  # noqa: BLE001
             print(json.dumps(dict(compile_failed=str(e)[:200])), file=sys.stderr)
     n_params = sum(p.numel() for p in model.parameters())
-    n_matmul = n_params - model.emb.weight.numel()
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    n_matmul = n_params  # the tied embedding is the head's matmul
+    wte = model.transformer.wte.weight
+    decay = [p for p in model.parameters() if p.dim() == 2 and p is not wte]
+    no_decay = [p for p in model.parameters() if p.dim() < 2 or p is wte]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8, fused=True)
     B, T, V = args.batch, args.seq, c["vocab"]

@@ -173,13 +173,13 @@ def model_card(a):
             m = json.load(f).get("model")
     if not m:
         return dict(vocab=a.vocab, d=a.dim, layers=a.layers, heads=a.heads, ctx=a.context, hidden=a.hidden,
-                    batch=16, rope_theta=10000.0, norm_eps=1e-5, init_std=0.02)
+                    batch=16, rope_theta=10000.0, norm_eps=1e-5, init_std=0.02, untied=False)
     if m.get("arch", "llama") != "llama":
         raise tk.ConfigError(f"model.arch = {m['arch']}: this trainer trains \"llama\" only")
     card = dict(vocab=m.get("vocab", 0), d=m.get("dim", 0), layers=m.get("layers", 0), heads=m.get("heads", 0),
                 ctx=m.get("context", 0), hidden=m.get("hidden", 0), batch=m.get("batch") or 16,
                 rope_theta=m.get("rope_theta") or 10000.0, norm_eps=m.get("norm_eps") or 1e-5,
-                init_std=m.get("init_std") or 0.02)
+                init_std=m.get("init_std") or 0.02, untied=bool(m.get("untied")))
     for field, key in (("vocab", "vocab"), ("dim", "d"), ("layers", "layers"), ("heads", "heads"),
                        ("context", "ctx"), ("hidden", "hidden")):
         if not isinstance(card[key], int) or card[key] < 1:
@@ -190,16 +190,14 @@ def model_card(a):
 
 
 def make_model(a):
-    """torch_llama's Llama of the card, with its RoPE base, norm epsilon and initialisation."""
+    """torch_llama's Llama of the card (llm-baselines' Llama, tied unless the card is
+    untied), with its RoPE base, norm epsilon and initialisation."""
     c = a.card
     torch.manual_seed(a.seed)
     model = Llama(c)
-    if c["init_std"] != 0.02:  # torch_llama initialises every matrix with N(0, 0.02²)
+    if c["init_std"] != 0.02:  # torch_llama initialises with σ = 0.02
         torch.manual_seed(a.seed)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() == 2:
-                    p.normal_(0.0, c["init_std"])
+        model.init_weights(c["init_std"])
     if c["rope_theta"] != 10000.0:
         model.cos, model.sin = rope_tables(c["ctx"], c["d"] // c["heads"], c["rope_theta"])
     for m in model.modules():
@@ -210,13 +208,13 @@ def make_model(a):
 
 def param_groups(a, model):
     """The parameters in the groups of weight decay: with decay_params "linear" (as
-    llm-baselines and sfsweep's engine) the weights of linear layers decay, the norms and
-    the token embedding (so a head tied to it) do not; with "all" every parameter does."""
+    llm-baselines and sfsweep's engine) the weights of the blocks' linear layers decay; the
+    norms, the token embedding and the LM head, tied or untied, do not; with "all" every
+    parameter does."""
     if a.decay_params == "all":
         return [{"params": list(model.parameters())}]
-    emb = model.emb.weight
-    decay = [p for p in model.parameters() if p.dim() == 2 and p is not emb]
-    rest = [p for p in model.parameters() if not (p.dim() == 2 and p is not emb)]
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith("transformer.h.")]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() == 2 and n.startswith("transformer.h."))]
     return [{"params": decay}, {"params": rest, "weight_decay": 0.0}]
 
 

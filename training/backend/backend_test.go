@@ -146,12 +146,24 @@ func TestCPUEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Each micro-batch adds two terms into the tied embedding's gradient (the head's and the
+	// gather's), so there the sum of two equal micro-batches rounds as ((h+e)+h)+e, not as
+	// 2(h+e): within a few ulps of the tensor's largest entry. Elsewhere it is exact.
+	wte, _ := cfg.Layout().Tensor("transformer.wte.weight")
+	var scale float32
+	for _, g := range g1[wte.Offset : wte.Offset+wte.Size] {
+		scale = max(scale, abs(g))
+	}
 	var nonzero int
 	for i := range g1 {
 		if g1[i] != 0 {
 			nonzero++
 		}
-		if g2[i] != 2*g1[i] {
+		tol := float32(0)
+		if i >= wte.Offset && i < wte.Offset+wte.Size {
+			tol = 1e-6 * scale
+		}
+		if abs(g2[i]-2*g1[i]) > tol {
 			t.Fatalf("gradient %d after two equal micro-batches = %v, want 2 × %v", i, g2[i], g1[i])
 		}
 	}
@@ -212,4 +224,11 @@ func TestCatalogFamilies(t *testing.T) {
 	if got := len(backend.Family("cuda")); got != 3 {
 		t.Errorf("family cuda has %d backends, want 3", got)
 	}
+}
+
+func abs(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

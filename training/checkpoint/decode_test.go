@@ -59,19 +59,22 @@ func TestDecodeRejects(t *testing.T) {
 		}, "heads = 0"},
 		{"other model", func(f *safetensors.File) {
 			f.Metadata[metaModel] = strings.Replace(f.Metadata[metaModel], `"vocab":32`, `"vocab":33`, 1)
-		}, `tensor "emb.weight": shape [32 16], the model's is [33 16]`},
+		}, `tensor "transformer.wte.weight": shape [32 16], the model's is [33 16]`},
+		{"untied model, tied file", func(f *safetensors.File) {
+			f.Metadata[metaModel] = strings.Replace(f.Metadata[metaModel], `"untied":false`, `"untied":true`, 1)
+		}, `tensor "lm_head.weight": missing`},
 		{"forged layer count", func(f *safetensors.File) {
 			f.Metadata[metaModel] = strings.Replace(f.Metadata[metaModel], `"layers":2`, `"layers":999999999`, 1)
 		}, "layers = 999999999: the file has only"},
 		{"more layers", func(f *safetensors.File) {
 			f.Metadata[metaModel] = strings.Replace(f.Metadata[metaModel], `"layers":2`, `"layers":3`, 1)
-		}, `tensor "blocks.2.n1.weight": missing`},
+		}, `tensor "transformer.h.2.ln_1.weight": missing`},
 		{"state not JSON", func(f *safetensors.File) { f.Metadata[metaState] = "{" }, `"sfsweep.state": not valid JSON`},
 		{"optimizers not JSON", func(f *safetensors.File) { f.Metadata[metaOptimizers] = "[" }, `"sfsweep.optimizers"`},
 		{"optimizer scalar", func(f *safetensors.File) {
 			f.Metadata[metaOptimizers] = strings.Replace(f.Metadata[metaOptimizers], `"max_lr":0.002`, `"max_lr":"0x12"`, 1)
 		}, `float "0x12"`},
-		{"missing parameter", func(f *safetensors.File) { dropTensor(f, "norm.weight") }, `tensor "norm.weight": missing`},
+		{"missing parameter", func(f *safetensors.File) { dropTensor(f, "transformer.ln_f.weight") }, `tensor "transformer.ln_f.weight": missing`},
 		{"missing optimizer vector", func(f *safetensors.File) { dropTensor(f, "state.opt.z") }, `optimizer "opt": vector "z"`},
 		{"unknown tensor", func(f *safetensors.File) {
 			f.Tensors = append(f.Tensors, safetensors.Tensor{Info: safetensors.Info{Name: "lm_head.bias", DType: safetensors.F32, Shape: []int{1}}, Data: make([]byte, 4)})
@@ -87,11 +90,11 @@ func TestDecodeRejects(t *testing.T) {
 		}, `vector name "a b"`},
 		{"parameter shape", func(f *safetensors.File) {
 			for i := range f.Tensors {
-				if f.Tensors[i].Name == "norm.weight" {
+				if f.Tensors[i].Name == "transformer.ln_f.weight" {
 					f.Tensors[i].Shape = []int{4, 4}
 				}
 			}
-		}, `tensor "norm.weight": shape [4 4], the model's is [16]`},
+		}, `tensor "transformer.ln_f.weight": shape [4 4], the model's is [16]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,7 +18,8 @@
 // (TF32 tensor cores only at precision backend.TF32, bfloat16 operands at backend.BF16); attention runs as llm.c does
 // it: batched SGEMMs around a causal softmax kernel, with the probabilities kept for the
 // backward pass. GPT-2 follows training/native/gpt2.go the same way (LayerNorm, biases,
-// exact GELU, learned positions, tied LM head). Every reduction has a fixed order, so a run
+// exact GELU, learned positions). The LM head is the token embedding unless the model is
+// untied, as in training/native. Every reduction has a fixed order, so a run
 // is reproducible bit for bit.
 //
 // Engines in one process share GPU 0, its primary context and the loaded kernels, and run at

@@ -144,8 +144,8 @@ func (e *Engine) rmsnormBackward(r *run, dx, dw, dout, x, w, rstd cu.DevicePtr) 
 }
 
 // headBackward is the backward pass of the loss and the LM head, shared by both
-// architectures (for GPT-2 the head is wte, so this is the first of the two contributions
-// to its gradient): the logits become their gradient, the head's gradient is added, the
+// architectures (tied, the head is wte, and this is the first of the two contributions to
+// its gradient): the logits become their gradient, the head's gradient is added, the
 // gradient at the final norm's output goes to dnorm, and dresid is cleared.
 func (e *Engine) headBackward(r *run) {
 	n, c, v := e.n, e.cfg.Dim, e.cfg.Vocab

@@ -18,9 +18,9 @@ import (
 // passes allocate no device memory.
 
 // weights are the device addresses of the tensors of one flat buffer in Layout order; qkv
-// is wq|wk|wv as one (3C,C) matrix and w13 is w1|w3 as one (2F,C) matrix, as in
-// training/native. For GPT-2, emb is transformer.wte and head the same tensor (tied), norm
-// and normB are ln_f, w13 is mlp.c_fc (F,C), and the layers have biases.
+// is attn.c_attn (3C,C) and w13 is mlp.w1|mlp.w2 as one (2F,C) matrix, as in
+// training/native. emb is transformer.wte and head the same tensor when tied, norm (and
+// GPT-2's normB) ln_f; for GPT-2 w13 is mlp.c_fc (F,C), and the layers have biases.
 type weights struct {
 	emb, norm, head cu.DevicePtr
 	wpe, normB      cu.DevicePtr // GPT-2 only
@@ -289,8 +289,7 @@ func (e *Engine) views(buf cu.DevicePtr) weights {
 		return off(buf, t.Offset)
 	}
 	if e.gpt2 {
-		wte := v("transformer.wte.weight")
-		w := weights{emb: wte, head: wte, wpe: v("transformer.wpe.weight"),
+		w := weights{emb: v("transformer.wte.weight"), head: v(e.cfg.Head()), wpe: v("transformer.wpe.weight"),
 			norm: v("transformer.ln_f.weight"), normB: v("transformer.ln_f.bias")}
 		for i := range e.cfg.Layers {
 			p := fmt.Sprintf("transformer.h.%d.", i)
@@ -305,13 +304,13 @@ func (e *Engine) views(buf cu.DevicePtr) weights {
 		}
 		return w
 	}
-	w := weights{emb: v("emb.weight"), norm: v("norm.weight"), head: v("head.weight")}
+	w := weights{emb: v("transformer.wte.weight"), norm: v("transformer.ln_f.weight"), head: v(e.cfg.Head())}
 	for i := range e.cfg.Layers {
-		p := fmt.Sprintf("blocks.%d.", i)
-		// wq, wk, wv and w1, w3 are adjacent in the layout (training/native checks it).
+		p := fmt.Sprintf("transformer.h.%d.", i)
+		// mlp.w1 and mlp.w2 are adjacent in the layout (training/native checks it).
 		w.layers = append(w.layers, layerWeights{
-			n1: v(p + "n1.weight"), qkv: v(p + "att.wq.weight"), wo: v(p + "att.wo.weight"),
-			n2: v(p + "n2.weight"), w13: v(p + "mlp.w1.weight"), w2: v(p + "mlp.w2.weight"),
+			n1: v(p + "ln_1.weight"), qkv: v(p + "attn.c_attn.weight"), wo: v(p + "attn.c_proj.weight"),
+			n2: v(p + "ln_2.weight"), w13: v(p + "mlp.w1.weight"), w2: v(p + "mlp.c_proj.weight"),
 		})
 	}
 	return w

@@ -20,8 +20,9 @@ import (
 type Arch string
 
 const (
-	// LLaMA is the paper's main model: token embedding, pre-norm RMSNorm, RoPE (θ = 10000),
-	// causal multi-head attention, SwiGLU MLP, final RMSNorm, untied LM head, no biases.
+	// LLaMA is the paper's main model, llm-baselines' Llama: token embedding, pre-norm
+	// RMSNorm, RoPE (θ = 10000), causal multi-head attention, SwiGLU MLP, final RMSNorm, LM
+	// head tied to the token embedding, no biases.
 	LLaMA Arch = "llama"
 	// GPT2 is the paper's appendix model: learned position embedding, LayerNorm, GELU MLP,
 	// biases, LM head tied to the token embedding.
@@ -41,7 +42,15 @@ type Config struct {
 	RopeTheta float64 `json:"rope_theta"` // RoPE base (LLaMA)
 	NormEps   float64 `json:"norm_eps"`   // ε of RMSNorm / LayerNorm
 	InitStd   float64 `json:"init_std"`   // standard deviation of the weight initialisation
+	// Untied gives the LM head its own weight, lm_head.weight, as llm-baselines'
+	// --untied_embeds; by default the head is the token embedding, as the paper's models.
+	// It is always written, so a config of before the field, whose LLaMA was untied, never
+	// has the hash of a tied one.
+	Untied bool `json:"untied"`
 }
+
+// Tied reports whether the LM head is the token embedding.
+func (c Config) Tied() bool { return !c.Untied }
 
 var presets = map[string]Config{
 	// The paper's models (appendix "Architectures"): 124M parameters at d 768.
@@ -58,9 +67,9 @@ var presets = map[string]Config{
 	"twin-llama": {Arch: LLaMA, Vocab: 512, Dim: 64, Layers: 4, Heads: 4, Context: 128, Hidden: 172, Batch: 16},
 	// The model of the findings' twins, which train it to the paper's ~20 tokens per
 	// parameter: twin-llama at 3/4 of the width, 3 blocks, and the byte vocabulary (257 ids)
-	// padded to a multiple of 64. 114,000 parameters; its step trains 1.5× the tokens per
-	// second of twin-llama's (sfsweep bench; AVX-512, 2 cores), so 1,100 steps of 2,048 tokens
-	// (19.8 tokens per parameter) cost about what 600 of twin-llama's did.
+	// padded to a multiple of 64. 98,640 parameters, tied; its step trains 1.5× the tokens per
+	// second of twin-llama's (sfsweep bench; AVX-512, 2 cores, untied), so 1,100 steps of
+	// 2,048 tokens (22.8 tokens per parameter) cost about what 600 of twin-llama's did.
 	"mini-llama": {Arch: LLaMA, Vocab: 320, Dim: 48, Layers: 3, Heads: 4, Context: 128, Hidden: 128, Batch: 16},
 	// A model small enough for finite-difference and oracle checks.
 	"micro-llama": {Arch: LLaMA, Vocab: 32, Dim: 16, Layers: 2, Heads: 2, Context: 8, Hidden: 24, Batch: 2},
@@ -147,15 +156,16 @@ type Tensor struct {
 	Shape  []int  `json:"shape"`
 	Offset int    `json:"offset"`
 	Size   int    `json:"size"`
-	// Kind says how the tensor is initialised and used: "embedding", "linear",
-	// "residual" (a linear layer writing into the residual stream), "norm" (scale, init 1)
-	// or "bias" (init 0).
+	// Kind says how the tensor is initialised and used: "embedding" (also the LM head of a
+	// tied model), "linear", "residual" (a linear layer writing into the residual stream),
+	// "head" (an untied LM head), "norm" (scale, init 1) or "bias" (init 0).
 	Kind string `json:"kind"`
 }
 
-// Layout places every parameter of a model in one flat buffer, layer by layer. Names follow
-// the PyTorch modules of the reference implementations (bench/torch/torch_llama.py for
-// LLaMA, nanoGPT for GPT-2), so weights map one to one onto a PyTorch state dict.
+// Layout places every parameter of a model in one flat buffer, layer by layer. Names are
+// those of the paper's code, llm-baselines (src/models/llama.py and base.py, which are
+// nanoGPT's), so weights map one to one onto its state dict; a tied LM head is the one
+// tensor transformer.wte.weight, as torch's named_parameters gives it.
 type Layout struct {
 	Tensors []Tensor `json:"tensors"`
 	Size    int      `json:"size"` // total number of parameters
@@ -176,23 +186,20 @@ func (c Config) Layout() Layout {
 	d, h, V := c.Dim, c.Hidden, c.Vocab
 	switch c.Arch {
 	case LLaMA:
-		add("emb.weight", "embedding", V, d)
+		add("transformer.wte.weight", "embedding", V, d)
 		for i := range c.Layers {
-			p := fmt.Sprintf("blocks.%d.", i)
-			add(p+"n1.weight", "norm", d)
-			add(p+"att.wq.weight", "linear", d, d)
-			add(p+"att.wk.weight", "linear", d, d)
-			add(p+"att.wv.weight", "linear", d, d)
-			add(p+"att.wo.weight", "residual", d, d)
-			add(p+"n2.weight", "norm", d)
+			p := fmt.Sprintf("transformer.h.%d.", i)
+			add(p+"ln_1.weight", "norm", d)
+			add(p+"attn.c_attn.weight", "linear", 3*d, d) // q, k, v
+			add(p+"attn.c_proj.weight", "residual", d, d)
+			add(p+"ln_2.weight", "norm", d)
 			add(p+"mlp.w1.weight", "linear", h, d) // gate
-			add(p+"mlp.w3.weight", "linear", h, d) // up
-			add(p+"mlp.w2.weight", "residual", d, h)
+			add(p+"mlp.w2.weight", "linear", h, d) // up
+			add(p+"mlp.c_proj.weight", "residual", d, h)
 		}
-		add("norm.weight", "norm", d)
-		add("head.weight", "linear", V, d)
+		add("transformer.ln_f.weight", "norm", d)
 	case GPT2:
-		add("transformer.wte.weight", "embedding", V, d) // also the LM head (tied)
+		add("transformer.wte.weight", "embedding", V, d)
 		add("transformer.wpe.weight", "embedding", c.Context, d)
 		for i := range c.Layers {
 			p := fmt.Sprintf("transformer.h.%d.", i)
@@ -212,6 +219,9 @@ func (c Config) Layout() Layout {
 		add("transformer.ln_f.weight", "norm", d)
 		add("transformer.ln_f.bias", "bias", d)
 	}
+	if c.Untied {
+		add("lm_head.weight", "head", V, d)
+	}
 	l.index = make(map[string]int, len(l.Tensors))
 	for i, t := range l.Tensors {
 		l.index[t.Name] = i
@@ -221,8 +231,8 @@ func (c Config) Layout() Layout {
 
 // Decayed are the runs [lo, hi) of the flat buffer that weight decay applies to, as the
 // paper's code (llm-baselines) groups them: the weights of linear layers (kinds linear and
-// residual), adjacent ones merged; not norms, biases or embeddings, and so not a head
-// tied to the token embedding.
+// residual), adjacent ones merged; not norms, biases, embeddings or the LM head, tied or
+// untied (llm-baselines takes an untied lm_head.weight out of its decayed set).
 func (l Layout) Decayed() [][2]int {
 	var runs [][2]int
 	for _, t := range l.Tensors {
@@ -261,14 +271,26 @@ func View[T any](l Layout, buf []T, name string) []T {
 func (c Config) NumParams() int { return c.Layout().Size }
 
 // MatmulParams returns N_matmul of the FLOP formula: every parameter except the input
-// embedding tables (a lookup, not a matmul), plus the tied LM head of GPT-2 (which is a
-// matmul with the token embedding).
+// embedding tables (a lookup, not a matmul), plus a tied LM head (a matmul with the token
+// embedding).
 func (c Config) MatmulParams() int {
 	n := c.NumParams() - c.Vocab*c.Dim
 	if c.Arch == GPT2 {
-		n += c.Vocab*c.Dim - c.Context*c.Dim
+		n -= c.Context * c.Dim
+	}
+	if c.Tied() {
+		n += c.Vocab * c.Dim
 	}
 	return n
+}
+
+// Head returns the name of the LM head's weight: lm_head.weight, or the token embedding
+// of a tied model.
+func (c Config) Head() string {
+	if c.Untied {
+		return "lm_head.weight"
+	}
+	return "transformer.wte.weight"
 }
 
 // FLOPsPerStep returns the floating-point operations of one training step (forward and

@@ -3,19 +3,19 @@
 // [gemm.Gemm] and the rest in row kernels (AVX-512 or AVX2 assembly for float32 on amd64,
 // picked at start-up).
 //
-// The model is the one of the PyTorch peer (bench/torch/torch_llama.py): token embedding,
-// L × [x += Attn(RMSNorm(x)); x += SwiGLU(RMSNorm(x))], a final RMSNorm, an untied LM head
-// and the mean next-token cross-entropy over all B·T positions. Attention is causal softmax
-// attention with scale 1/√D (D = Dim/Heads) and RoPE (rotate_half form, θ = RopeTheta) on
-// q and k; RMSNorm is x·rsqrt(mean(x²)+NormEps)·w; the MLP is w2(silu(w1·x) ⊙ w3·x); no
-// layer has a bias.
+// The model is llm-baselines' Llama (and the PyTorch peer's, bench/torch/torch_llama.py):
+// token embedding wte, L × [x += c_proj(Attn(c_attn(ln_1(x)))); x += mlp.c_proj(silu(w1·x) ⊙
+// w2·x) with x = ln_2(x)], a final RMSNorm ln_f, the LM head (by default wte itself, so the
+// gradient of wte is the sum of the gather's and the head's; lm_head.weight when the config
+// is untied) and the mean next-token cross-entropy over all B·T positions. Attention is causal
+// softmax attention with scale 1/√D (D = Dim/Heads) and RoPE (rotate_half form, θ =
+// RopeTheta) on q and k; RMSNorm is x·rsqrt(mean(x²)+NormEps)·w; no layer has a bias.
 //
 // # GPT-2
 //
 // With cfg.Arch = model.GPT2 the model is nanoGPT's: x = wte[token] + wpe[position],
 // L × [x += c_proj(Attn(c_attn(ln_1(x)))); x += mlp.c_proj(GELU(mlp.c_fc(ln_2(x))))], ln_f,
-// logits = ln_f(x)·wteᵀ (the LM head is tied to the token embedding, so the gradient of wte
-// is the sum of the gather's and the head's) and the same cross-entropy. Attention is the
+// logits = ln_f(x)·wteᵀ (tied as the LLaMA's, or untied) and the same cross-entropy. Attention is the
 // same causal attention without RoPE; every linear layer has a bias; LayerNorm is
 // (x − mean)·rsqrt(var + NormEps)·w + b with the biased variance, as torch.nn.LayerNorm.
 // GELU is the exact form 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU's default), not GPT-2's tanh

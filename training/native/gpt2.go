@@ -54,7 +54,7 @@ func (m *Model[T]) backwardGPT2() {
 	n, c, f := m.n, m.cfg.Dim, m.cfg.Hidden
 	a, k := &m.act, &m.k
 
-	// tied head: m.g.head is m.g.emb, so this is the first of the two wte contributions
+	// tied, m.g.head is m.g.emb, and this is the first of the two wte contributions
 	m.headBackward()
 	k.layernormBackward(a.dresid, m.g.norm, m.g.normB, a.dnorm, a.resid[2*m.cfg.Layers], m.p.norm, a.nfMean, a.nfRstd)
 

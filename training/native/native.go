@@ -47,8 +47,9 @@ type Model[T Float] struct {
 // allocated once by New.
 func (m *Model[T]) ActivationBytes() int { return m.actBytes }
 
-// weights are named views of one flat buffer in cfg.Layout() order. For GPT-2, emb is
-// transformer.wte, head is the same slice (the tied LM head), norm and normB are ln_f.
+// weights are named views of one flat buffer in cfg.Layout() order. emb is
+// transformer.wte, head the same slice when the LM head is tied, norm (and GPT-2's normB)
+// ln_f.
 type weights[T Float] struct {
 	emb    []T // (V,C)
 	wpe    []T // (Context,C), GPT-2 only
@@ -159,8 +160,7 @@ func (m *Model[T]) views(buf []T) weights[T] {
 	}
 	c, f := m.cfg.Dim, m.cfg.Hidden
 	if m.gpt2 {
-		wte := v("transformer.wte.weight")
-		w := weights[T]{emb: wte, head: wte, wpe: v("transformer.wpe.weight"),
+		w := weights[T]{emb: v("transformer.wte.weight"), head: v(m.cfg.Head()), wpe: v("transformer.wpe.weight"),
 			norm: v("transformer.ln_f.weight"), normB: v("transformer.ln_f.bias")}
 		for i := range m.cfg.Layers {
 			p := fmt.Sprintf("transformer.h.%d.", i)
@@ -175,16 +175,16 @@ func (m *Model[T]) views(buf []T) weights[T] {
 		}
 		return w
 	}
-	w := weights[T]{emb: v("emb.weight"), norm: v("norm.weight"), head: v("head.weight")}
+	w := weights[T]{emb: v("transformer.wte.weight"), norm: v("transformer.ln_f.weight"), head: v(m.cfg.Head())}
 	for i := range m.cfg.Layers {
-		p := fmt.Sprintf("blocks.%d.", i)
+		p := fmt.Sprintf("transformer.h.%d.", i)
 		w.layers = append(w.layers, layerWeights[T]{
-			n1:  v(p + "n1.weight"),
-			qkv: span(p+"att.wq.weight", p+"att.wv.weight", 3*c*c),
-			wo:  v(p + "att.wo.weight"),
-			n2:  v(p + "n2.weight"),
-			w13: span(p+"mlp.w1.weight", p+"mlp.w3.weight", 2*f*c),
-			w2:  v(p + "mlp.w2.weight"),
+			n1:  v(p + "ln_1.weight"),
+			qkv: v(p + "attn.c_attn.weight"),
+			wo:  v(p + "attn.c_proj.weight"),
+			n2:  v(p + "ln_2.weight"),
+			w13: span(p+"mlp.w1.weight", p+"mlp.w2.weight", 2*f*c),
+			w2:  v(p + "mlp.c_proj.weight"),
 		})
 	}
 	return w
@@ -355,7 +355,7 @@ func (m *Model[T]) Backward() error {
 
 // headBackward is the backward pass of the loss and the LM head, shared by both
 // architectures: the logits become their gradient in place, the head's weight gradient is
-// added (for GPT-2 into the tied token embedding), the gradient at the final norm's output
+// added (into the token embedding's when tied), the gradient at the final norm's output
 // goes to a.dnorm, and the residual-stream gradient a.dresid is cleared.
 func (m *Model[T]) headBackward() {
 	n, c, v := m.n, m.cfg.Dim, m.cfg.Vocab

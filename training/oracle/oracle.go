@@ -13,9 +13,9 @@
 // Inverse, Sigmoid — and custom ops (ops.go) for the embedding gather, the causal softmax,
 // the cross-entropy and the exact (erf) GELU.
 //
-// Two architectures: LLaMA (RMSNorm, RoPE, SwiGLU, untied head) and GPT-2 as nanoGPT
-// (learned position embedding, LayerNorm with biased variance, biases, exact GELU, LM head
-// tied to the token embedding).
+// Two architectures: LLaMA as llm-baselines (RMSNorm, RoPE, SwiGLU) and GPT-2 as nanoGPT
+// (learned position embedding, LayerNorm with biased variance, biases, exact GELU); in
+// both the LM head is the token embedding unless the config is untied.
 package oracle
 
 import (
@@ -279,6 +279,20 @@ func (m *Model) build() (err error) {
 		return unheads(what+" y", must(what+" att·v")(gorgonia.BatchedMatMul(a, v)))
 	}
 
+	// The (3d, d) matrices that select q, k and v from the fused c_attn output (columns
+	// [0,d), [d,2d), [2d,3d)). A selection matmul is exact and avoids Slice/Concat, which are
+	// wrong at offsets that are multiples of 256 in v0.9.18.
+	var sel [3]*gorgonia.Node
+	for part, name := range []string{"q", "k", "v"} {
+		s := make([]float64, 3*d*d)
+		for i := range d {
+			s[(part*d+i)*d+i] = 1
+		}
+		sel[part] = m.constant("const.c_attn.select."+name, s, 3*d, d)
+	}
+	wte := param["transformer.wte.weight"]
+	head := param[c.Head()] // wte itself when tied: the same node feeds the gather and the head
+
 	var logits *gorgonia.Node // (N, V)
 	switch c.Arch {
 	case model.LLaMA:
@@ -295,33 +309,31 @@ func (m *Model) build() (err error) {
 			return must(what)(gorgonia.Add(a, b))
 		}
 
-		x := must("embedding")(gorgonia.ApplyOp(embeddingOp{vocab: c.Vocab, dim: d}, param["emb.weight"], m.tokens)) // (N, d)
+		x := must("embedding")(gorgonia.ApplyOp(embeddingOp{vocab: c.Vocab, dim: d}, wte, m.tokens)) // (N, d)
 		for l := range c.Layers {
-			p := fmt.Sprintf("blocks.%d.", l)
+			p := fmt.Sprintf("transformer.h.%d.", l)
 			at := func(s string) string { return p + s }
 
-			h := rmsnorm(at("n1"), x, param[at("n1.weight")])
-			q := heads(at("q"), rope(at("q rope"), linear(at("wq"), h, param[at("att.wq.weight")])))
-			k := heads(at("k"), rope(at("k rope"), linear(at("wk"), h, param[at("att.wk.weight")])))
-			v := heads(at("v"), linear(at("wv"), h, param[at("att.wv.weight")]))
+			h := rmsnorm(at("ln_1"), x, param[at("ln_1.weight")])
+			qkv := linear(at("c_attn"), h, param[at("attn.c_attn.weight")]) // (N, 3d)
+			q := heads(at("q"), rope(at("q rope"), must(at("select q"))(gorgonia.Mul(qkv, sel[0]))))
+			k := heads(at("k"), rope(at("k rope"), must(at("select k"))(gorgonia.Mul(qkv, sel[1]))))
+			v := heads(at("v"), must(at("select v"))(gorgonia.Mul(qkv, sel[2])))
 			y := attention(at("att"), q, k, v) // (N, d)
-			x = must(at("residual 1"))(gorgonia.Add(x, linear(at("wo"), y, param[at("att.wo.weight")])))
+			x = must(at("residual 1"))(gorgonia.Add(x, linear(at("attn.c_proj"), y, param[at("attn.c_proj.weight")])))
 
-			h = rmsnorm(at("n2"), x, param[at("n2.weight")])
+			h = rmsnorm(at("ln_2"), x, param[at("ln_2.weight")])
 			gate := linear(at("w1"), h, param[at("mlp.w1.weight")]) // (N, F)
-			up := linear(at("w3"), h, param[at("mlp.w3.weight")])
+			up := linear(at("w2"), h, param[at("mlp.w2.weight")])
 			sig := must(at("sigmoid"))(gorgonia.Sigmoid(gate))
 			silu := must(at("silu"))(gorgonia.HadamardProd(gate, sig))
 			act := must(at("swiglu"))(gorgonia.HadamardProd(silu, up))
-			x = must(at("residual 2"))(gorgonia.Add(x, linear(at("w2"), act, param[at("mlp.w2.weight")])))
+			x = must(at("residual 2"))(gorgonia.Add(x, linear(at("mlp.c_proj"), act, param[at("mlp.c_proj.weight")])))
 		}
-		logits = linear("head", rmsnorm("norm", x, param["norm.weight"]), param["head.weight"])
+		logits = linear("head", rmsnorm("ln_f", x, param["transformer.ln_f.weight"]), head)
 
 	case model.GPT2:
-		// Constant inputs: the position of every row, and the (3d, d) matrices that select
-		// q, k and v from the fused c_attn output (columns [0,d), [d,2d), [2d,3d)). A
-		// selection matmul is exact and avoids Slice/Concat, which are wrong at offsets that
-		// are multiples of 256 in v0.9.18.
+		// Constant input: the position of every row.
 		pos := make([]float64, N)
 		for n := range pos {
 			pos[n] = float64(n % T)
@@ -331,16 +343,7 @@ func (m *Model) build() (err error) {
 			return fmt.Errorf("positions: %w", err)
 		}
 		positions := gorgonia.NewVector(g, dt, gorgonia.WithShape(N), gorgonia.WithName("const.positions"), gorgonia.WithValue(pv))
-		var sel [3]*gorgonia.Node
-		for part, name := range []string{"q", "k", "v"} {
-			s := make([]float64, 3*d*d)
-			for i := range d {
-				s[(part*d+i)*d+i] = 1
-			}
-			sel[part] = m.constant("const.c_attn.select."+name, s, 3*d, d)
-		}
 
-		wte := param["transformer.wte.weight"]
 		tok := must("wte")(gorgonia.ApplyOp(embeddingOp{vocab: c.Vocab, dim: d}, wte, m.tokens))                               // (N, d)
 		pe := must("wpe")(gorgonia.ApplyOp(embeddingOp{vocab: c.Context, dim: d}, param["transformer.wpe.weight"], positions)) // (N, d)
 		x := must("embedding")(gorgonia.Add(tok, pe))
@@ -361,8 +364,7 @@ func (m *Model) build() (err error) {
 			act := must(at("gelu"))(gorgonia.ApplyOp(geluOp{}, fc))
 			x = must(at("residual 2"))(gorgonia.Add(x, linearBias(at("mlp.c_proj"), act, param[at("mlp.c_proj.weight")], param[at("mlp.c_proj.bias")])))
 		}
-		// The LM head is tied: the same wte node feeds the gather and the head.
-		logits = linear("head", layernorm("ln_f", x, param["transformer.ln_f.weight"], param["transformer.ln_f.bias"]), wte)
+		logits = linear("head", layernorm("ln_f", x, param["transformer.ln_f.weight"], param["transformer.ln_f.bias"]), head)
 
 	default:
 		return fmt.Errorf("architecture %q: no graph", c.Arch)

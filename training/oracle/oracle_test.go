@@ -20,8 +20,8 @@ type testCase struct {
 }
 
 // testCases returns the configurations every cross-check runs: micro-llama with a sequence
-// shorter than its context, a wider model with an odd head count and a vocabulary that is
-// not a power of two, micro-llama at its full context, a medium model whose sizes are
+// shorter than its context, a wider model with an odd head count, a vocabulary that is
+// not a power of two and an untied head, micro-llama at its full context, a medium model whose sizes are
 // large enough for blocked and parallel kernels and multiples of no usual tile size, and
 // the degenerate case of one head and sequences of one token.
 func testCases(t testing.TB) []testCase {
@@ -30,7 +30,7 @@ func testCases(t testing.TB) []testCase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wide := model.Config{Arch: model.LLaMA, Vocab: 50, Dim: 24, Layers: 2, Heads: 3, Context: 8, Hidden: 40, Batch: 3}.WithDefaults()
+	wide := model.Config{Arch: model.LLaMA, Vocab: 50, Dim: 24, Layers: 2, Heads: 3, Context: 8, Hidden: 40, Batch: 3, Untied: true}.WithDefaults()
 	medium := model.Config{Arch: model.LLaMA, Vocab: 301, Dim: 60, Layers: 2, Heads: 5, Context: 40, Hidden: 164, Batch: 2}.WithDefaults()
 	oneHead := model.Config{Arch: model.LLaMA, Vocab: 7, Dim: 4, Layers: 1, Heads: 1, Context: 4, Hidden: 3, Batch: 3}.WithDefaults()
 	return []testCase{
@@ -44,7 +44,7 @@ func testCases(t testing.TB) []testCase {
 
 // gpt2TestCases returns the GPT-2 configurations: micro-gpt2 with a sequence shorter than
 // its context, an odd one (odd head size 5, vocabulary 37, MLP width not 4d, sequence one
-// short of the context), micro-gpt2 at its full context with one sequence, and a medium
+// short of the context, untied head), micro-gpt2 at its full context with one sequence, and a medium
 // model large enough for the native engine's blocked and parallel kernels.
 func gpt2TestCases(t testing.TB) []testCase {
 	t.Helper()
@@ -52,7 +52,7 @@ func gpt2TestCases(t testing.TB) []testCase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	odd := model.Config{Arch: model.GPT2, Vocab: 37, Dim: 15, Layers: 2, Heads: 3, Context: 9, Hidden: 44, Batch: 3}.WithDefaults()
+	odd := model.Config{Arch: model.GPT2, Vocab: 37, Dim: 15, Layers: 2, Heads: 3, Context: 9, Hidden: 44, Batch: 3, Untied: true}.WithDefaults()
 	medium := model.Config{Arch: model.GPT2, Vocab: 301, Dim: 60, Layers: 2, Heads: 5, Context: 40, Hidden: 164, Batch: 2}.WithDefaults()
 	return []testCase{
 		{"micro-gpt2/b2t5", micro, 2, 5},
@@ -112,8 +112,9 @@ func TestLossMatchesReference(t *testing.T) {
 // rows that occur in the batch). Tolerance: max|fd − g| ≤ 1e-7 · max|g| over the checked
 // elements of each tensor; measured ≤ 2.3e-8 (the embedding of the wide model, where it
 // is the O(h²) truncation error: ×4 at step 2e-5); GPT-2 ≤ 6e-9. GPT-2 runs micro-gpt2 and the odd
-// config; its tied wte gets a gradient in every row (the head), its wpe only in the rows of
-// positions < seqLen, which are the ones probed.
+// config; a tied wte gets a gradient in every row (the head), an untied one (the wide and
+// odd configs) only in the rows of the batch's tokens, a wpe only in the rows of positions <
+// seqLen; those are the ones probed.
 func TestGradientFiniteDifferences(t *testing.T) {
 	const h, tol = 1e-5, 1e-7
 	cases, gpt2 := testCases(t), gpt2TestCases(t)
@@ -145,8 +146,8 @@ func TestGradientFiniteDifferences(t *testing.T) {
 			for _, ten := range tc.cfg.Layout().Tensors {
 				var idx []int
 				switch {
-				case ten.Name == "emb.weight":
-					// Only rows of tokens in the batch have a gradient: probe those.
+				case ten.Name == "transformer.wte.weight" && tc.cfg.Untied:
+					// Untied, only rows of tokens in the batch have a gradient: probe those.
 					for len(idx) < c.entries {
 						tok := int(tokens[rng.IntN(len(tokens))])
 						idx = append(idx, ten.Offset+tok*tc.cfg.Dim+rng.IntN(tc.cfg.Dim))

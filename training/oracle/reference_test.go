@@ -64,16 +64,15 @@ func refLoss(cfg model.Config, params []float64, tokens, targets []int32, batch,
 		x := make([][]float64, seqLen)
 		for t := range seqLen {
 			tok := int(tokens[b*seqLen+t])
-			x[t] = append([]float64(nil), w("emb.weight")[tok*d:(tok+1)*d]...)
+			x[t] = append([]float64(nil), w("transformer.wte.weight")[tok*d:(tok+1)*d]...)
 		}
 		for layer := range cfg.Layers {
-			p := func(s string) []float64 { return w("blocks." + strconv.Itoa(layer) + "." + s) }
+			p := func(s string) []float64 { return w("transformer.h." + strconv.Itoa(layer) + "." + s) }
 			q, k, v := make([][]float64, seqLen), make([][]float64, seqLen), make([][]float64, seqLen)
 			for t := range seqLen {
-				h := rmsnorm(x[t], p("n1.weight"))
-				q[t] = matvec(p("att.wq.weight"), h, d)
-				k[t] = matvec(p("att.wk.weight"), h, d)
-				v[t] = matvec(p("att.wv.weight"), h, d)
+				h := rmsnorm(x[t], p("ln_1.weight"))
+				qkv := matvec(p("attn.c_attn.weight"), h, 3*d)
+				q[t], k[t], v[t] = qkv[:d], qkv[d:2*d], qkv[2*d:]
 				rope(q[t], t)
 				rope(k[t], t)
 			}
@@ -102,26 +101,26 @@ func refLoss(cfg model.Config, params []float64, tokens, targets []int32, batch,
 						}
 					}
 				}
-				att := matvec(p("att.wo.weight"), y, d)
+				att := matvec(p("attn.c_proj.weight"), y, d)
 				for i := range d {
 					x[t][i] += att[i]
 				}
 			}
 			for t := range seqLen {
-				h := rmsnorm(x[t], p("n2.weight"))
+				h := rmsnorm(x[t], p("ln_2.weight"))
 				gate := matvec(p("mlp.w1.weight"), h, F)
-				up := matvec(p("mlp.w3.weight"), h, F)
+				up := matvec(p("mlp.w2.weight"), h, F)
 				for i := range F {
 					gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
 				}
-				mlp := matvec(p("mlp.w2.weight"), gate, d)
+				mlp := matvec(p("mlp.c_proj.weight"), gate, d)
 				for i := range d {
 					x[t][i] += mlp[i]
 				}
 			}
 		}
 		for t := range seqLen {
-			logits := matvec(w("head.weight"), rmsnorm(x[t], w("norm.weight")), V)
+			logits := matvec(w(cfg.Head()), rmsnorm(x[t], w("transformer.ln_f.weight")), V)
 			total += refCrossEntropy(logits, targets[b*seqLen+t])
 		}
 	}
@@ -144,7 +143,7 @@ func refCrossEntropy(logits []float64, target int32) float64 {
 // refLossGPT2 is an independent plain-Go float64 forward pass of the GPT-2 model as nanoGPT
 // writes it (one sequence at a time, one token at a time): x = wte[tok] + wpe[pos]; per
 // block x += c_proj(attn(ln_1(x))), x += mlp.c_proj(gelu(c_fc(ln_2(x)))); ln_f; logits =
-// wte·x (tied head); the mean next-token cross-entropy over all batch·seqLen positions.
+// wte·x (or lm_head·x, untied); the mean next-token cross-entropy over all batch·seqLen positions.
 // LayerNorm uses the biased variance, GELU the exact erf form, attention the fused c_attn
 // output split q|k|v along its rows.
 func refLossGPT2(cfg model.Config, params []float64, tokens, targets []int32, batch, seqLen int) float64 {
@@ -252,7 +251,7 @@ func refLossGPT2(cfg model.Config, params []float64, tokens, targets []int32, ba
 		}
 		for t := range seqLen {
 			xf := layernorm(x[t], w("transformer.ln_f.weight"), w("transformer.ln_f.bias"))
-			logits := affine(wte, make([]float64, V), xf)
+			logits := affine(w(cfg.Head()), make([]float64, V), xf)
 			total += refCrossEntropy(logits, targets[b*seqLen+t])
 		}
 	}
