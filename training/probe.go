@@ -111,18 +111,82 @@ type LRDecayResult struct {
 	EvalSeqs   int         `json:"eval_seqs"`
 	DivergedAt int         `json:"diverged_at,omitempty"`
 	Curve      []ProbeStep `json:"curve"`
+	// Constant is the validation loss of the run itself at the branch's end, continued from
+	// the same checkpoint at constant LR on the same batches, where the run does not
+	// evaluate that step (Config.Evaluates): the branch's control at matched compute. Nil
+	// where the run's own curve has the step; NaN (null) if the continuation diverged.
+	Constant *Loss `json:"val_constant,omitempty"`
 }
 
 // LRDecay continues a run of cfg (AdamW or SF-AdamW) from its checkpoint at fromStep
 // (weights w, y for SF-AdamW, and optimizer state st) with the learning rate decaying
 // linearly from its value at fromStep to zero over frac·fromStep steps, on the batches
-// the run would have read.
+// the run would have read. Where the run does not evaluate the branch's last step, it
+// also continues the run at constant LR to that step and evaluates it (Constant), so that
+// every branch has its control at the same step.
 func LRDecay(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep int, frac float64, data Batches) (*LRDecayResult, error) {
 	if math.IsNaN(frac) || frac <= 0 || frac > 1 {
 		return nil, &fielderr.Error{Field: "decay_branch.frac", Value: frac, Reason: "must be in (0, 1]"}
 	}
-	res, _, err := decayBranch(ctx, cfg, w, st, fromStep, probe.LRDecay{Frac: frac}.BranchSteps(fromStep), data, false)
-	return res, err
+	steps := probe.LRDecay{Frac: frac}.BranchSteps(fromStep)
+	res, _, err := decayBranch(ctx, cfg, w, st, fromStep, steps, data, false)
+	if err != nil || cfg.Evaluates(fromStep+steps) {
+		return res, err
+	}
+	c, err := constantBranch(ctx, cfg, w, st, fromStep, steps, data)
+	if err != nil {
+		return nil, err
+	}
+	res.Constant = &c
+	return res, nil
+}
+
+// Evaluates reports whether the run evaluates its validation loss after step: every
+// EvalEvery steps and at its last.
+func (c Config) Evaluates(step int) bool {
+	return (c.EvalEvery > 0 && step%c.EvalEvery == 0) || step == c.Steps
+}
+
+// constantBranch continues a run from its checkpoint at fromStep on its own schedule for
+// steps steps, as the run itself trains, and returns the validation loss at its evaluated
+// iterate: NaN if a step's loss is not finite.
+func constantBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches) (Loss, error) {
+	var sched sfadamw.Schedule
+	switch cfg.Optimizer.Name {
+	case AdamW:
+		sched = cfg.AdamWConfig().Schedule
+	case SFAdamW:
+		sched = sfadamw.Schedule{Kind: sfadamw.Constant, Peak: cfg.Optimizer.LR, WarmupSteps: cfg.WarmupSteps()}
+	default:
+		return 0, &fielderr.Error{Field: "optimizer.name", Value: cfg.Optimizer.Name, Reason: "the LR-decay branch continues an adamw or sfadamw run"}
+	}
+	p, err := newProbe(ctx, cfg, w, data)
+	if err != nil {
+		return 0, err
+	}
+	defer p.eng.Close()
+	o, err := branchOptimizer(cfg, p.w, st, sched)
+	if err != nil {
+		return 0, err
+	}
+	_, diverged, err := p.train(ctx, o, sched, fromStep, steps)
+	if err != nil || diverged != 0 {
+		return Loss(math.NaN()), err
+	}
+	l, _, err := p.evaluatedLoss(o, cfg.EvalSeqs)
+	return Loss(l), err
+}
+
+// branchStartLR is the learning rate of a run of cfg at step: AdamW's schedule's, or
+// SF-AdamW's γ_t = γ·min(1, t/T_warmup) (Algorithm 1).
+func branchStartLR(cfg Config, step int) (float64, error) {
+	switch cfg.Optimizer.Name {
+	case AdamW:
+		return cfg.AdamWConfig().Schedule.At(step), nil
+	case SFAdamW:
+		return sfadamw.Schedule{Kind: sfadamw.Constant, Peak: cfg.Optimizer.LR, WarmupSteps: cfg.WarmupSteps()}.At(step), nil
+	}
+	return 0, &fielderr.Error{Field: "optimizer.name", Value: cfg.Optimizer.Name, Reason: "the LR-decay branch continues an adamw or sfadamw run"}
 }
 
 // LRDecayWeights is LRDecay over a given number of steps; it also returns the weights of
@@ -136,14 +200,9 @@ func LRDecayWeights(ctx context.Context, cfg Config, w []float32, st sfadamw.Sta
 }
 
 func decayBranch(ctx context.Context, cfg Config, w []float32, st sfadamw.State[float32], fromStep, steps int, data Batches, keep bool) (*LRDecayResult, []float32, error) {
-	var startLR float64
-	switch cfg.Optimizer.Name {
-	case AdamW:
-		startLR = cfg.AdamWConfig().Schedule.At(fromStep)
-	case SFAdamW: // γ_t = γ·min(1, t/T_warmup), Algorithm 1
-		startLR = sfadamw.Schedule{Kind: sfadamw.Constant, Peak: cfg.Optimizer.LR, WarmupSteps: cfg.WarmupSteps()}.At(fromStep)
-	default:
-		return nil, nil, &fielderr.Error{Field: "optimizer.name", Value: cfg.Optimizer.Name, Reason: "the LR-decay branch continues an adamw or sfadamw run"}
+	startLR, err := branchStartLR(cfg, fromStep)
+	if err != nil {
+		return nil, nil, err
 	}
 	// constant at startLR up to fromStep, then linear to 0 over steps: γ = 0 at the last
 	sched := sfadamw.Schedule{Kind: sfadamw.WSD, Peak: startLR, DecayStart: fromStep, DecaySteps: steps}

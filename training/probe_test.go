@@ -179,6 +179,62 @@ func TestDecayBranchSFAdamW(t *testing.T) {
 	}
 }
 
+// An LR-decay branch that ends on a step its run does not evaluate carries the run's own
+// validation loss at that step, continued from the checkpoint: to the bit the Val of a run
+// of the same config that evaluates more often (evaluation changes no training step).
+func TestLRDecayControl(t *testing.T) {
+	for _, opt := range []string{SFAdamW, AdamW} {
+		t.Run(opt, func(t *testing.T) {
+			cfg := testConfig(opt)
+			cfg.Optimizer.Schedule = ""
+			if opt == AdamW {
+				cfg.Optimizer.Schedule = "constant"
+			}
+			cfg = cfg.WithDefaults()
+			ck, b := weightsAt(t, cfg, 20)
+			st, err := ck.Optimizer(StateOptimizer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			res, err := LRDecay(ctx, cfg, ck.Params, st, 20, 0.25, b) // ends at 25
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Steps != 5 || res.Constant == nil {
+				t.Fatalf("branch of %d steps, control %v", res.Steps, res.Constant)
+			}
+			dense := cfg
+			dense.EvalEvery = 5
+			run2, err := run(t, dense, newStore(t), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			iter := IterW
+			if opt == SFAdamW {
+				iter = IterX
+			}
+			var want float64
+			for _, p := range run2.Curves {
+				if p.Step == 25 {
+					want = p.Val[iter]
+				}
+			}
+			if float64(*res.Constant) != want || want == 0 {
+				t.Errorf("control at step 25 %v, the run's Val[%s] there %v", *res.Constant, iter, want)
+			}
+			if float64(res.After) == want {
+				t.Errorf("the decayed branch ends at the control's loss %v", want)
+			}
+			// on the run's evaluation grid there is no control: the curve has the step
+			on, err := LRDecay(ctx, cfg, ck.Params, st, 20, 0.5, b)
+			if err != nil || on.Constant != nil {
+				t.Errorf("branch ending at 30: control %v, %v", on.Constant, err)
+			}
+		})
+	}
+}
+
 // Interpolation at α = 1 and α = 0 is the loss at each checkpoint; in between it is a
 // loss too.
 func TestInterpolate(t *testing.T) {
