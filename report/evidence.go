@@ -173,6 +173,16 @@ func compare(e *evidence, a *config, va value, b *config, vb value, want string)
 	return c
 }
 
+// missing is a part of a claim that the sweep has no data for: a comparison without seeds,
+// whose verdict is NoData, so that the finding reads partial, never holds.
+func missing(config, value, want string) Comparison {
+	c := Comparison{A: Side{Config: config, Value: value}, B: Side{Config: config, Value: value}, Want: want}
+	if want == "≤" || want == "≈" {
+		c.Margin = margin
+	}
+	return c
+}
+
 // The values the checks compare.
 var (
 	primaryVal = value{"Val (primary)", func(_ *evidence, _ string, r *training.Result) (float64, bool) {

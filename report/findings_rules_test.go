@@ -39,42 +39,49 @@ func verdicts(rows []Comparison) []Verdict {
 	return out
 }
 
-// judge reads the adjusted p-value and the side of the bound, claim by claim.
+// judge reads a "holds" on the comparison's own p-value (a finding is a conjunction, an
+// intersection–union test) and a "does not hold" on its Holm-adjusted one, with the side
+// of the bound, claim by claim.
 func TestJudge(t *testing.T) {
 	for _, c := range []struct {
-		want     string
-		n        int
-		diff     float64
-		adjusted float64
-		v        Verdict
+		want        string
+		n           int
+		diff        float64
+		p, adjusted float64
+		v           Verdict
 	}{
-		{"<", 0, 0, 1, NoData},
-		{"<", 1, -5, 0, Noise},
-		{"<", 3, -1, 0.01, Holds},
-		{"<", 3, 1, 0.01, DoesNotHold},
-		{"<", 3, -1, 0.2, Noise},
-		{">", 3, 1, 0.01, Holds},
-		{">", 3, -1, 0.01, DoesNotHold},
-		{"≤", 3, 0.005, 0.01, Holds},       // worse, but by less than the margin
-		{"≤", 3, 0.03, 0.01, DoesNotHold},  // worse by more than the margin
-		{"≤", 3, -0.2, 0.3, Noise},         // far better on average, but noise hides it: no longer holds
-		{"≈", 3, -0.004, 0.01, Holds},      // inside ±margin
-		{"≈", 3, -0.05, 0.01, DoesNotHold}, // beyond −margin
-		{"≈", 3, 0, 0.5, Noise},
+		{"<", 0, 0, 1, 1, NoData},
+		{"<", 1, -5, 0, 0, Noise},
+		{"<", 3, -1, 0.01, 0.01, Holds},
+		{"<", 3, 1, 0.01, 0.01, DoesNotHold},
+		{"<", 3, -1, 0.2, 0.2, Noise},
+		{"<", 3, -1, 0.03, 0.2, Holds},       // holds alone: Holm does not take it away
+		{"<", 3, 1, 0.03, 0.2, Noise},        // the other side alone, not after Holm
+		{"<", 3, 1, 0.01, 0.04, DoesNotHold}, // the other side after Holm
+		{">", 3, 1, 0.01, 0.01, Holds},
+		{">", 3, -1, 0.01, 0.01, DoesNotHold},
+		{"≤", 3, 0.005, 0.01, 0.01, Holds},       // worse, but by less than the margin
+		{"≤", 3, 0.03, 0.01, 0.01, DoesNotHold},  // worse by more than the margin
+		{"≤", 3, -0.2, 0.3, 0.3, Noise},          // far better on average, but noise hides it: no longer holds
+		{"≈", 3, -0.004, 0.01, 0.01, Holds},      // inside ±margin
+		{"≈", 3, -0.05, 0.01, 0.01, DoesNotHold}, // beyond −margin
+		{"≈", 3, 0, 0.5, 0.5, Noise},
 	} {
-		r := Comparison{Want: c.want, Paired: stats.Paired{N: c.n, Diff: c.diff}, Adjusted: c.adjusted}
+		r := Comparison{Want: c.want, Paired: stats.Paired{N: c.n, Diff: c.diff}, P: c.p, Adjusted: c.adjusted}
 		if c.want == "≤" || c.want == "≈" {
 			r.Margin = margin
 		}
 		if v := judge(r); v != c.v {
-			t.Errorf("judge(%s, n %d, diff %g, p Holm %g) = %s, want %s", c.want, c.n, c.diff, c.adjusted, v, c.v)
+			t.Errorf("judge(%s, n %d, diff %g, p %g, p Holm %g) = %s, want %s", c.want, c.n, c.diff, c.p, c.adjusted, v, c.v)
 		}
 	}
 }
 
-// decide tests each row and adjusts a finding's rows together by Holm's method: two
-// differences each beyond noise alone (p 0.03 and 0.04 at 2 degrees of freedom) are noise
-// together (Holm: 2·0.03 = 0.06); a row over fewer than two seeds is not in the family.
+// decide tests each row and adjusts a finding's rows together by Holm's method, for "does
+// not hold" only: two differences each beyond noise alone (p 0.03 and 0.04 at 2 degrees
+// of freedom) both hold together, since the finding needs both (Holm: 2·0.03 = 0.06 would
+// take them away); the same two on the wrong side are noise together, not "does not
+// hold". A row over fewer than two seeds is not in the family.
 func TestDecideHolm(t *testing.T) {
 	d03, d04 := -tFor(0.03), -tFor(0.04)
 	// differences d−1, d, d+1 have standard error 1/√3: scale so that t is as wanted
@@ -87,11 +94,14 @@ func TestDecideHolm(t *testing.T) {
 	if math.Abs(rows[0].P-0.03) > 1e-9 || math.Abs(rows[1].P-0.04) > 1e-9 || math.Abs(rows[0].Adjusted-0.06) > 1e-9 || math.Abs(rows[1].Adjusted-0.06) > 1e-9 {
 		t.Errorf("p %g, %g; Holm %g, %g; want 0.03, 0.04; 0.06, 0.06", rows[0].P, rows[1].P, rows[0].Adjusted, rows[1].Adjusted)
 	}
-	if v := verdicts(rows); v[0] != Noise || v[1] != Noise {
-		t.Errorf("together: %v, want noise, noise", v)
+	if v := verdicts(rows); v[0] != Holds || v[1] != Holds {
+		t.Errorf("together: %v, want holds, holds", v)
 	}
-	if v := verdicts([]Comparison{row("<", three(d03)...)}); v[0] != Holds {
-		t.Errorf("alone: %v, want holds", v)
+	if v := verdicts([]Comparison{row(">", three(d03)...), row(">", three(d04)...)}); v[0] != Noise || v[1] != Noise {
+		t.Errorf("together on the wrong side: %v, want noise, noise", v)
+	}
+	if v := verdicts([]Comparison{row(">", three(d03)...)}); v[0] != DoesNotHold {
+		t.Errorf("alone on the wrong side: %v, want does not hold", v)
 	}
 	if v := verdicts([]Comparison{row("<", three(d03)...), row("<", -1)}); v[0] != Holds || v[1] != Noise {
 		t.Errorf("beside a row of one seed: %v, want holds, noise", v)
@@ -147,7 +157,10 @@ func TestOverall(t *testing.T) {
 	}{
 		{nil, NoData},
 		{rows(NoData, NoData), NoData},
-		{rows(Holds, NoData, Holds), Holds},
+		{rows(Holds, Holds), Holds},
+		{rows(Holds, NoData, Holds), Partial}, // a part without data never holds
+		{rows(Noise, NoData), Noise},
+		{rows(DoesNotHold, NoData), DoesNotHold},
 		{rows(Holds, Noise), Noise},
 		{rows(Noise, Holds), Noise},
 		{rows(Holds, Noise, DoesNotHold), DoesNotHold},
@@ -186,6 +199,11 @@ func TestFindingsEachRuleFails(t *testing.T) {
 		{"obs1-interpolation", func(s map[string]*spec) { s["sf 0.95"].interp = []float64{3.4, 3.3, 3.25, 3.3, 3.4} }},
 		// refined x worse than its y by 0.04 nats on every seed, beyond the margin
 		{"refined-momentum", func(s map[string]*spec) { s["sf 0.5 C=50"].val["x"] = 3.50 }},
+		// vanilla at β1 0.95 tuned: its best LR on validation, 4e-3, has a test perplexity of
+		// 22, below C = 200's 24 at 2e-3; vanilla at C = 200's own LR (27) would let it hold
+		{"refined-best", func(s map[string]*spec) {
+			s["sf 0.95 lr 0.004"].val["x"], s["sf 0.95 lr 0.004"].ppl = 3.2, 22
+		}},
 	} {
 		specs := paperSpecs()
 		c.spoil(specs)
@@ -203,7 +221,7 @@ func TestFindingsLRDecayWorseIsNoImprovement(t *testing.T) {
 	specs := paperSpecs()
 	specs["sf 0.95"].lrDecay = -0.05
 	f := wantVerdict(t, newFakeSweep(t, findingsManifest, specs).findings(t), "obs1-lr-decay", Holds)
-	if len(f.Rows) != 2 || f.Rows[1].Want != "≤" || f.Rows[1].Paired.Diff > -0.04 {
+	if len(f.Rows) != 6 || f.Rows[5].Want != "≤" || f.Rows[5].Paired.Diff > -0.04 {
 		t.Errorf("rows: %+v", f.Rows)
 	}
 }
@@ -292,4 +310,15 @@ func TestFindingsEMAYRange(t *testing.T) {
 	if len(f.Rows) != 3 || !strings.Contains(f.Note, "β1 0.98 left out") {
 		t.Errorf("rows %d, note %q", len(f.Rows), f.Note)
 	}
+}
+
+// obs3-y's first part, y below x at a β1 < 0.9, has no data in a sweep of β1 ≥ 0.9 alone:
+// the finding is partial there, not holding on its second part; with a β1 < 0.9 it holds.
+func TestFindingsObs3YPartial(t *testing.T) {
+	tuned := strings.Replace(findingsManifest, "betas: [[0.5, 0.99], [0.95, 0.99]], c: [vanilla, 50, 200]", "betas: [[0.95, 0.99]], c: [vanilla, 50, 200]", 1)
+	f := wantVerdict(t, newFakeSweep(t, tuned, paperSpecs()).findings(t), "obs3-y", Partial)
+	if len(f.Rows) != 2 || f.Rows[0].Verdict != NoData || f.Rows[1].Verdict != Holds {
+		t.Errorf("rows: %+v", f.Rows)
+	}
+	wantVerdict(t, newFakeSweep(t, findingsManifest, paperSpecs()).findings(t), "obs3-y", Holds)
 }

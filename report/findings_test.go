@@ -34,6 +34,7 @@ optimizers:
   - {name: adamw, lr: 1e-3, betas: [[0.9, 0.95]], schedule: constant}
   - {name: adamw, lr: 1e-3, betas: [[0.9, 0.95]], schedule: cosine}
   - {name: sfadamw, lr: 2e-3, betas: [[0.5, 0.99], [0.95, 0.99]], c: [vanilla, 50, 200]}
+  - {name: sfadamw, lr: 4e-3, betas: [[0.95, 0.99]]}
 probes:
   decay: {steps: 2, at: [15]}
   lr_decay: {frac: 0.5}
@@ -53,7 +54,10 @@ type spec struct {
 	decayFirst float64
 	// lrDecay is what an LR-decay branch gains over the run at the step it ends on (the
 	// run's curve there − the branch's end, from every checkpoint); 0: no branch
-	lrDecay     float64
+	lrDecay float64
+	// noControl leaves out the LR-decay branch's control (LRDecayResult.Constant), as a
+	// probe of before it wrote its results
+	noControl   bool
 	decayWobble []float64
 	wobble      map[string][]float64
 	// interp and decayed are the loss along the plain and the decayed interpolation, from
@@ -67,13 +71,14 @@ func paperSpecs() map[string]*spec {
 	return map[string]*spec{
 		"adamw constant": {val: map[string]float64{"w": 3.5, "ewa_w": 3.4}, ppl: 33, decay: 0.3, lrDecay: 0.2,
 			interp: []float64{3.6, 3.5, 3.45, 3.5, 3.6}, decayed: []float64{3.2, 3.3, 3.4, 3.5, 3.6}, jitter: -0.001},
-		"adamw cosine":  {val: map[string]float64{"w": 3.3, "ewa_w": 3.29}, ppl: 25, jitter: 0.002},
-		"sf 0.95":       {val: map[string]float64{"x": 3.3, "y": 3.32, "ewa_x": 3.3, "ewa_y": 3.28}, ppl: 27, decay: 0.002, lrDecay: 0.002, interp: []float64{3.295, 3.3, 3.3, 3.305, 3.31}, jitter: 0.001},
-		"sf 0.5":        {val: map[string]float64{"x": 3.6, "y": 3.5, "ewa_x": 3.6, "ewa_y": 3.45}, ppl: 40, decay: 0.2, jitter: 0.003},
-		"sf 0.95 C=200": {val: map[string]float64{"x": 3.25, "y": 3.26, "ewa_x": 3.25, "ewa_y": 3.24}, ppl: 24, jitter: 0.0005},
-		"sf 0.95 C=50":  {val: map[string]float64{"x": 3.27, "y": 3.28, "ewa_x": 3.27, "ewa_y": 3.26}, ppl: 26},
-		"sf 0.5 C=50":   {val: map[string]float64{"x": 3.45, "y": 3.46, "ewa_x": 3.45, "ewa_y": 3.44}, ppl: 30},
-		"sf 0.5 C=200":  {val: map[string]float64{"x": 3.47, "y": 3.47, "ewa_x": 3.47, "ewa_y": 3.46}, ppl: 31, jitter: 0.001},
+		"adamw cosine":     {val: map[string]float64{"w": 3.3, "ewa_w": 3.29}, ppl: 25, jitter: 0.002},
+		"sf 0.95":          {val: map[string]float64{"x": 3.3, "y": 3.32, "ewa_x": 3.3, "ewa_y": 3.28}, ppl: 27, decay: 0.002, lrDecay: 0.002, interp: []float64{3.295, 3.3, 3.3, 3.305, 3.31}, jitter: 0.001},
+		"sf 0.5":           {val: map[string]float64{"x": 3.6, "y": 3.5, "ewa_x": 3.6, "ewa_y": 3.45}, ppl: 40, decay: 0.2, jitter: 0.003},
+		"sf 0.95 lr 0.004": {val: map[string]float64{"x": 3.4, "y": 3.42, "ewa_x": 3.4, "ewa_y": 3.38}, ppl: 30, jitter: 0.001},
+		"sf 0.95 C=200":    {val: map[string]float64{"x": 3.25, "y": 3.26, "ewa_x": 3.25, "ewa_y": 3.24}, ppl: 24, jitter: 0.0005},
+		"sf 0.95 C=50":     {val: map[string]float64{"x": 3.27, "y": 3.28, "ewa_x": 3.27, "ewa_y": 3.26}, ppl: 26},
+		"sf 0.5 C=50":      {val: map[string]float64{"x": 3.45, "y": 3.46, "ewa_x": 3.45, "ewa_y": 3.44}, ppl: 30},
+		"sf 0.5 C=200":     {val: map[string]float64{"x": 3.47, "y": 3.47, "ewa_x": 3.47, "ewa_y": 3.46}, ppl: 31, jitter: 0.001},
 	}
 }
 
@@ -86,6 +91,9 @@ func specName(t sweeps.Trial) string {
 	n := "sf " + formatG(o.Beta1)
 	if o.C != 0 {
 		n += " C=" + formatG(o.C)
+	}
+	if o.LR != 2e-3 {
+		n += " lr " + formatG(o.LR)
 	}
 	return n
 }
@@ -178,8 +186,13 @@ func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...
 				break
 			}
 			n := tp.LRDecay.BranchSteps(from)
-			put(keys.LRDecay(tr.ID, from, tp.LRDecay.Frac), training.LRDecayResult{FromStep: from, Steps: n, Before: at(from),
-				After: training.Loss(at(from+n) - sp.lrDecay - sp.jitter*float64(seed))})
+			res := training.LRDecayResult{FromStep: from, Steps: n, Before: at(from),
+				After: training.Loss(at(from+n) - sp.lrDecay - sp.jitter*float64(seed))}
+			if !tr.Config.Evaluates(from+n) && !sp.noControl { // the probe's control, as training.LRDecay writes it
+				c := training.Loss(at(from + n))
+				res.Constant = &c
+			}
+			put(keys.LRDecay(tr.ID, from, tp.LRDecay.Frac), res)
 		}
 		for _, seg := range []struct {
 			losses  []float64
@@ -294,12 +307,14 @@ func TestFindingsHold(t *testing.T) {
 		t.Errorf("AdamW's gains: %+v, want mean 0.298 ± 0.001 over 3 seeds", r.A.Seeds)
 	}
 
-	// the LR-decay branches compared at step 15, where the one from 10 ends (the one from
-	// 15 ends at 22, after the run): AdamW's gains 0.2 − 0.001·s, SF-AdamW's 0.002 + 0.001·s
-	if rows := fs["obs1-lr-decay"].Rows; len(rows) != 2 || rows[0].A.Value != "Val (primary) at step 15, LR decayed from step 10" ||
-		rows[0].B.Value != "Val (primary) at step 15, constant LR" || rows[0].Want != "<" || math.Abs(rows[0].Paired.Diff+0.198) > 1e-9 ||
-		rows[1].Want != "≤" || math.Abs(rows[1].Paired.Diff-0.004) > 1e-9 || !strings.HasPrefix(rows[1].A.Config, "SF-AdamW ") ||
-		rows[1].A.Value != "Val (primary) at step 15, constant LR" {
+	// every LR-decay branch compared at the step it ends: the one from 10 at 15 with the
+	// run's curve, those from 5 and 15 (ending at 7 and at 22, after the run) with their
+	// controls; AdamW's gains 0.2 − 0.001·s, SF-AdamW's 0.002 + 0.001·s
+	if rows := fs["obs1-lr-decay"].Rows; len(rows) != 6 || rows[1].A.Value != "Val (primary) at the end of the branch from step 10, LR decayed" ||
+		rows[1].B.Value != "Val (primary) at the end of the branch from step 10, constant LR" || rows[1].Want != "<" || math.Abs(rows[1].Paired.Diff+0.198) > 1e-9 ||
+		math.Abs(rows[0].Paired.Diff+0.198) > 1e-9 || math.Abs(rows[2].Paired.Diff+0.198) > 1e-9 ||
+		rows[4].Want != "≤" || math.Abs(rows[4].Paired.Diff-0.004) > 1e-9 || !strings.HasPrefix(rows[4].A.Config, "SF-AdamW ") ||
+		rows[4].A.Value != "Val (primary) at the end of the branch from step 10, constant LR" {
 		t.Errorf("obs1-lr-decay rows: %+v", rows)
 	}
 
@@ -403,8 +418,9 @@ func TestFindingsNoData(t *testing.T) {
 		t.Errorf("without decay probes: %+v", f)
 	}
 	wantVerdict(t, fs, "obs2-momentum", NoData)
-	// the decayed segment not run: its row has no data, the others decide
-	f = wantVerdict(t, fs, "obs1-interpolation", Holds)
+	// the decayed segment not run: its row has no data, the others hold, and the finding
+	// is partial
+	f = wantVerdict(t, fs, "obs1-interpolation", Partial)
 	if len(f.Rows) != 3 || f.Rows[1].Verdict != NoData || f.Rows[1].Paired.N != 0 || f.Rows[0].Paired.N != 2 {
 		t.Errorf("interpolation rows: %+v", f.Rows)
 	}
@@ -413,19 +429,36 @@ func TestFindingsNoData(t *testing.T) {
 		t.Errorf("a diverged seed: %+v, paired %+v", a.Seeds, f.Rows[0].Paired)
 	}
 
-	// evaluations every 4 steps: no branch (5 → 7, 10 → 15, 15 → 22) ends on one, and
-	// the branch is not compared with the run at another step
-	fs = newFakeSweep(t, strings.Replace(findingsManifest, "eval_every: 5", "eval_every: 4", 1), paperSpecs()).findings(t)
-	f = wantVerdict(t, fs, "obs1-lr-decay", NoData)
-	if len(f.Rows) != 0 || !strings.Contains(f.Note, "the latest, from step 15, ends at step 22; the run evaluates every 4 steps and at its last, 20") ||
-		!strings.Contains(f.Note, "SF-AdamW lr 2e-3") || !strings.Contains(f.Need, "multiple of eval_every") {
-		t.Errorf("no branch ends on an evaluation: note %q, need %q, %d rows", f.Note, f.Need, len(f.Rows))
+	// evaluations every 4 steps: no branch (5 → 7, 10 → 15, 15 → 22) ends on one; each is
+	// compared with its control, the run continued to its end at constant LR
+	every4 := strings.Replace(findingsManifest, "eval_every: 5", "eval_every: 4", 1)
+	f = wantVerdict(t, newFakeSweep(t, every4, paperSpecs()).findings(t), "obs1-lr-decay", Holds)
+	if len(f.Rows) != 6 || math.Abs(f.Rows[1].Paired.Diff+0.198) > 1e-9 {
+		t.Errorf("branches off the evaluation grid: %d rows %+v", len(f.Rows), f.Rows)
+	}
+	// without the controls (results of a probe of before them) no branch is compared with
+	// the run at another step: no data
+	bare := paperSpecs()
+	for _, sp := range bare {
+		sp.noControl = true
+	}
+	f = wantVerdict(t, newFakeSweep(t, every4, bare).findings(t), "obs1-lr-decay", NoData)
+	if !strings.Contains(f.Need, "probes.lr_decay") {
+		t.Errorf("no control: note %q, need %q, %d rows", f.Note, f.Need, len(f.Rows))
+	}
+	// with the controls of AdamW only, SF-AdamW's half has no data: partial
+	bare["adamw constant"].noControl = false
+	f = wantVerdict(t, newFakeSweep(t, every4, bare).findings(t), "obs1-lr-decay", Partial)
+	if len(f.Rows) != 6 || f.Rows[0].Verdict != Holds || f.Rows[3].Verdict != NoData {
+		t.Errorf("half the controls: %+v", f.Rows)
 	}
 
-	// AdamW alone: its half of the LR-decay finding is tested, and the note says what is missing
+	// AdamW alone: its half of the LR-decay finding is tested, the other half has no data,
+	// and the note says what is missing
 	awOnly := strings.Replace(findingsManifest, "  - {name: sfadamw, lr: 2e-3, betas: [[0.5, 0.99], [0.95, 0.99]], c: [vanilla, 50, 200]}\n", "", 1)
-	f = wantVerdict(t, newFakeSweep(t, awOnly, paperSpecs()).findings(t), "obs1-lr-decay", Holds)
-	if len(f.Rows) != 1 || !strings.HasPrefix(f.Rows[0].A.Config, "AdamW (constant)") || f.Note != "no vanilla SF-AdamW configuration completed a seed." {
+	awOnly = strings.Replace(awOnly, "  - {name: sfadamw, lr: 4e-3, betas: [[0.95, 0.99]]}\n", "", 1)
+	f = wantVerdict(t, newFakeSweep(t, awOnly, paperSpecs()).findings(t), "obs1-lr-decay", Partial)
+	if len(f.Rows) != 4 || !strings.HasPrefix(f.Rows[0].A.Config, "AdamW (constant)") || f.Rows[3].Verdict != NoData || f.Note != "no vanilla SF-AdamW configuration completed a seed." {
 		t.Errorf("AdamW alone: note %q, rows %+v", f.Note, f.Rows)
 	}
 
@@ -448,7 +481,11 @@ optimizers:
 	}
 	wantVerdict(t, fs, "obs3-y", Holds)
 	wantVerdict(t, fs, "refined-momentum", Holds)
-	wantVerdict(t, fs, "refined-best", Holds)
+	// the C table at one LR: its vanilla is not tuned, so the claim against the tuned
+	// vanilla has no data
+	if f := wantVerdict(t, fs, "refined-best", NoData); !strings.Contains(f.Note, "ran at one LR (0.002)") {
+		t.Errorf("refined-best at one LR: note %q", f.Note)
+	}
 
 	// nothing has finished
 	fs = newFakeSweep(t, findingsManifest, nil).findings(t)
@@ -480,8 +517,9 @@ optimizers:
 		}
 	}
 	fs := newFakeSweep(t, grid, specs).findings(t)
-	f := wantVerdict(t, fs, "refined-best", Noise)
-	if len(f.Rows) != 2 || !strings.Contains(f.Rows[0].A.Config, "C=200 lr 2e-3 β (0.9, 0.99)") || !strings.Contains(f.Rows[1].A.Config, "C=200 lr 2e-3 β (0.95, 0.99)") {
+	// one LR: no tuned vanilla at either β1, so no data
+	f := wantVerdict(t, fs, "refined-best", NoData)
+	if len(f.Rows) != 2 || f.Rows[0].Verdict != NoData || !strings.Contains(f.Note, "β1 0.9 ran at one LR") || !strings.Contains(f.Note, "β1 0.95 ran at one LR") {
 		t.Errorf("refined-best rows: %+v", f.Rows)
 	}
 	// 5 + 4 + 4 + 4 refined cells: C = 10 at β1 = 0.9 and C = 20 at 0.95 are the vanilla trials

@@ -6,6 +6,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sfsweep/sfsweep/internal/status"
@@ -14,12 +15,13 @@ import (
 )
 
 // obs1LRDecay: for the best constant-LR AdamW configuration, per seed, the loss at the end
-// of its LR-decay branch is below the run's own loss at the same step; for the best
-// vanilla SF-AdamW configuration, the branch shows no improvement: the run at constant LR
+// of each LR-decay branch is below the run's own loss at the same step; for the best
+// vanilla SF-AdamW configuration, each branch shows no improvement: the run at constant LR
 // is not above it by the margin or more (a branch that ends higher is no improvement
-// either, so this is a non-inferiority test, not one of equality). Each compares the
-// latest branch that ends on a step its run evaluated (matchedBranch); a configuration
-// none of whose branches does is left out, and the note says why.
+// either, so this is a non-inferiority test, not one of equality). The run's loss at the
+// branch's end is from its curve where it evaluated that step, else the branch's control
+// (training.LRDecayResult.Constant), so every branch is compared at matched compute. A
+// configuration without a branch is a part without data.
 func obs1LRDecay(e *evidence) ([]Comparison, string) {
 	sf := e.best(e.where(vanilla))
 	var aw *config
@@ -37,21 +39,34 @@ func obs1LRDecay(e *evidence) ([]Comparison, string) {
 		if c == nil {
 			continue
 		}
-		from, end, why := e.matchedBranch(c)
-		switch {
-		case from == 0:
-			notes = append(notes, c.label()+": "+why)
-		case c == aw:
-			rows = append(rows, compare(e, c, e.lrDecayEnd(from, end), c, curveAt(end), "<"))
-		default: // no improvement: the run at constant LR is not above the branch by the margin
-			rows = append(rows, compare(e, c, curveAt(end), c, e.lrDecayEnd(from, end), "≤"))
+		froms := e.branchesOf(c)
+		if len(froms) == 0 {
+			notes = append(notes, c.label()+": no LR-decay branch (probes.lr_decay)")
+			want := "≤"
+			if c == aw {
+				want = "<"
+			}
+			rows = append(rows, missing(c.label(), "LR-decay branch", want))
+			continue
+		}
+		for _, from := range froms {
+			if c == aw {
+				rows = append(rows, compare(e, c, e.lrDecayEnd(from), c, e.constantEnd(from), "<"))
+			} else {
+				rows = append(rows, compare(e, c, e.constantEnd(from), c, e.lrDecayEnd(from), "≤"))
+			}
 		}
 	}
 	if aw == nil { // then sf is not
 		notes = append(notes, fmt.Sprintf("no constant-LR AdamW configuration at batch %d completed a seed", sf.cfg.BatchTokens))
+		rows = append(rows, missing("constant-LR AdamW", "LR-decay branch", "<"))
 	}
 	if sf == nil {
 		notes = append(notes, "no vanilla SF-AdamW configuration completed a seed")
+		rows = append(rows, missing("vanilla SF-AdamW", "LR-decay branch", "≤"))
+	}
+	if !slices.ContainsFunc(rows, func(r Comparison) bool { return r.A.N+r.B.N > 0 }) {
+		return nil, strings.Join(notes, ". ") + "."
 	}
 	if len(notes) == 0 {
 		return rows, ""
@@ -59,35 +74,32 @@ func obs1LRDecay(e *evidence) ([]Comparison, string) {
 	return rows, strings.Join(notes, ". ") + "."
 }
 
-// matchedBranch is the LR-decay branch of configuration c that its finding compares: the
-// latest checkpoint step from whose branch (in any completed seed) the end step is one
-// where the run evaluated its validation loss, and that end step. Where none is, from is
-// 0 and why says so.
-func (e *evidence) matchedBranch(c *config) (from, end int, why string) {
-	var latest *training.LRDecayResult
+// branchesOf are the checkpoint steps of configuration c's LR-decay branches, in any of
+// its completed seeds, in order.
+func (e *evidence) branchesOf(c *config) []int {
+	var froms []int
 	for _, s := range c.seeds {
-		r := s.Result
-		if r == nil || r.Status != status.Completed {
+		if s.Result == nil || s.Result.Status != status.Completed {
 			continue
 		}
 		for _, b := range e.lrDecays[s.id] {
-			stop := b.FromStep + b.Steps
-			if _, ok := curveVal(r, stop); ok && b.FromStep > from {
-				from, end = b.FromStep, stop
-			}
-			if latest == nil || b.FromStep > latest.FromStep {
-				latest = b
+			if !slices.Contains(froms, b.FromStep) {
+				froms = append(froms, b.FromStep)
 			}
 		}
 	}
-	switch {
-	case from > 0:
-		return from, end, ""
-	case latest == nil:
-		return 0, 0, "no LR-decay branch (probes.lr_decay)"
+	slices.Sort(froms)
+	return froms
+}
+
+// branch is the seed's LR-decay branch from checkpoint step from.
+func (e *evidence) branch(id string, from int) *training.LRDecayResult {
+	for _, b := range e.lrDecays[id] {
+		if b.FromStep == from {
+			return b
+		}
 	}
-	return 0, 0, fmt.Sprintf("no LR-decay branch ends on a step the run evaluated (the latest, from step %d, ends at step %d; the run evaluates every %d steps and at its last, %d), and a branch is compared only with the run at the same step: no verdict",
-		latest.FromStep, latest.FromStep+latest.Steps, c.cfg.EvalEvery, c.cfg.Steps)
+	return nil
 }
 
 // curveVal is the run's validation loss at its primary iterate at step, from its curve.
@@ -101,21 +113,30 @@ func curveVal(r *training.Result, step int) (float64, bool) {
 	return 0, false
 }
 
-// curveAt is the run's validation loss at its primary iterate at step.
-func curveAt(step int) value {
-	return value{fmt.Sprintf("Val (primary) at step %d, constant LR", step), func(_ *evidence, _ string, r *training.Result) (float64, bool) {
-		return curveVal(r, step)
+// constantEnd is the run's own validation loss at its primary iterate at the end of its
+// LR-decay branch from checkpoint step from: from its curve, else the branch's control.
+func (e *evidence) constantEnd(from int) value {
+	return value{fmt.Sprintf("Val (primary) at the end of the branch from step %d, constant LR", from), func(e *evidence, id string, r *training.Result) (float64, bool) {
+		b := e.branch(id, from)
+		if b == nil {
+			return 0, false
+		}
+		if v, ok := curveVal(r, b.FromStep+b.Steps); ok {
+			return v, true
+		}
+		if b.Constant == nil {
+			return 0, false
+		}
+		return float64(*b.Constant), true
 	}}
 }
 
 // lrDecayEnd is the validation loss at the end of the LR-decay branch from checkpoint
-// step from, which ends at step end: NaN, a diverged seed, if the branch diverged.
-func (e *evidence) lrDecayEnd(from, end int) value {
-	return value{fmt.Sprintf("Val (primary) at step %d, LR decayed from step %d", end, from), func(e *evidence, id string, _ *training.Result) (float64, bool) {
-		for _, b := range e.lrDecays[id] {
-			if b.FromStep == from {
-				return float64(b.After), true
-			}
+// step from: NaN, a diverged seed, if the branch diverged.
+func (e *evidence) lrDecayEnd(from int) value {
+	return value{fmt.Sprintf("Val (primary) at the end of the branch from step %d, LR decayed", from), func(e *evidence, id string, _ *training.Result) (float64, bool) {
+		if b := e.branch(id, from); b != nil {
+			return float64(b.After), true
 		}
 		return 0, false
 	}}

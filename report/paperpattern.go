@@ -142,7 +142,8 @@ func checkCCells(t *Table, p *paperCTable) []cCellCheck {
 		if k.paperChange > 0 {
 			want = ">"
 		}
-		k.verdict = judge(Comparison{Want: want, Paired: k.paired, Adjusted: k.adjusted})
+		// each cell is a claim of its own, so a "holds" too is read on the adjusted p-value
+		k.verdict = judgeAt(Comparison{Want: want, Paired: k.paired, P: k.p, Adjusted: k.adjusted}, k.adjusted)
 	}
 	return out
 }

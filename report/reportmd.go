@@ -52,8 +52,9 @@ func writeHeader(b *strings.Builder) {
 	conf := formatG(100 * (1 - stats.Level))
 	fmt.Fprintf(b, "Each check compares configurations seed by seed: a paired t-test over the seeds both completed, "+
 		"with the mean difference A − B and its %s%% confidence interval (t-based, not adjusted for multiplicity). "+
-		"Each row is one test at %g%%, two-sided, and the p-values of a finding's rows are adjusted together by Holm's step-down method; "+
-		"a row's verdict reads its adjusted p (p Holm).\n\n", conf, stats.Level*100)
+		"Each row is one test at %g%%, two-sided. A finding needs every one of its rows, so it is an intersection–union test: "+
+		"a row holds on its own p, with no adjustment; a row does not hold only on its p adjusted with the finding's others by Holm's step-down method (p Holm), "+
+		"since any one failing row fails the finding.\n\n", conf, stats.Level*100)
 	fmt.Fprintf(b, "- A claimed difference (A < B, A > B): *%s*: the difference the paper reports, beyond seed noise; *%s*: the opposite difference, beyond noise.\n", Holds, DoesNotHold)
 	fmt.Fprintf(b, "- A claim that A is not worse than B (A − B < δ, lower is better) is a non-inferiority test, and a claim of no effect or of a match (−δ < A − B < δ) "+
 		"two one-sided tests of equivalence, each one-sided test at %g%%: *%s*: the difference lies within the margin δ, beyond noise; *%s*: it lies beyond the margin, beyond noise. "+
@@ -61,7 +62,7 @@ func writeHeader(b *strings.Builder) {
 		"δ = %s nats of loss (a perplexity is compared as its log, so about 1%%): a third of the smallest gain the paper reports as real, "+
 		"refined SF-AdamW's 3%% in test perplexity.\n", stats.Level*100/2, Holds, DoesNotHold, formatG(margin))
 	fmt.Fprintf(b, "- *%s*: the seeds decide neither way (always so with one seed); *%s*: the sweep lacks the configurations or probes the check needs. "+
-		"A finding holds when every row with data holds.\n\n", Noise, NoData)
+		"A finding holds when every row holds; it is *%s* when every row with data holds and a part of the claim has none.\n\n", Noise, NoData, Partial)
 }
 
 // writeSummary writes one row per check: its ID, the claim, and its verdict on each
@@ -165,7 +166,7 @@ func writeFinding(b *strings.Builder, f Finding) {
 			writePipeRow(b, []string{sideText(r.A), sideText(r.B), expected(r), strconv.Itoa(p.N), diff, se, crit, ci, pv, adj, string(r.Verdict)})
 		}
 		fmt.Fprintf(b, "\n*Intervals: %s%%, mean ± t crit · SE, paired t over the shared seeds, not adjusted. p: two-sided, against the bound of the expected relation (0 or the margin). "+
-			"p Holm: adjusted over this finding's %d rows with two seeds or more; a row's verdict reads p Holm at %g.*\n\n",
+			"p Holm: adjusted over this finding's %d rows with two seeds or more; a row holds on p at %g, and does not hold only on p Holm at %[3]g.*\n\n",
 			formatG(100*(1-stats.Level)), tested, stats.Level)
 	}
 	if f.Note != "" {

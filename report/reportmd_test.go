@@ -43,7 +43,7 @@ func TestReportMarkdown(t *testing.T) {
 		"| obs4-eos | In full-batch training, the preconditioned sharpness at y hovers at the stability threshold 2/((1−β1)γ). (Observation 4 · fig:eos) | no data in this sweep |\n",
 		"## findings\n\nManifest `sweeps/findings.yaml`; tables and plots under `sweeps/findings` in the store.\n\n",
 		// 24 trials (no C equals 1/(1 − β1)), one diverged; 1.5 s of training each completed one
-		"| trials | completed | diverged | failed | missing | training time |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n| 24 | 23 | 1 | 0 | 0 | 34.5s |\n",
+		"| trials | completed | diverged | failed | missing | training time |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n| 27 | 26 | 1 | 0 | 0 | 39s |\n",
 		"#### c\\_findings\n\n| β1 | Vanilla | C=50 | 200 |\n",
 		"![curves](findings/curves.png)\n",
 		"#### obs1-decay: holds\n\n*Observation 1 · fig:Obs1 (right).* From every checkpoint probed, a short AdamW decay",
@@ -51,11 +51,11 @@ func TestReportMarkdown(t *testing.T) {
 			"SF-AdamW lr 2e-3 β (0.95, 0.99), batch 32 · decay-probe gain (before − after) from step 15: 0.004 ± 0.001 (n=3) | A > B | 3 | 0.294 | 0.001155 | 4.303 | [0.289, 0.299] | 1.5e-05 | 3.1e-05 | holds |\n",
 		// SF-AdamW's gain against 0 within the margin: 0.004 ± 4.303·0.001/√3
 		" | 0 | −0.01 < A − B < 0.01 | 3 | 0.004 | 0.0005774 | 4.303 | [0.001516, 0.006484] | 0.0091 | 0.0091 | holds |\n",
-		"p Holm: adjusted over this finding's 2 rows with two seeds or more; a row's verdict reads p Holm at 0.05.*\n\n#### obs1-ewa",
+		"p Holm: adjusted over this finding's 2 rows with two seeds or more; a row holds on p at 0.05, and does not hold only on p Holm at 0.05.*\n\n#### obs1-ewa",
 		"δ = 0.01 nats of loss",
 		"#### refined-large-batch: no data in this sweep\n\n", // a 0.5M-token twin: out of the large-batch claim's scope
 		"Out of this check's scope: the paper makes this claim of its 2M-token runs, and this sweep twins its 0.5M-token runs",
-		"batch 32 · Val (primary) at step 15, constant LR: 3.798 ± 0.099 (n=3) | A < B | 3 | -0.198 |", // the LR-decay branch against the run at the step it ends
+		"batch 32 · Val (primary) at the end of the branch from step 10, constant LR: 3.798 ± 0.099 (n=3) | A < B | 3 | -0.198 |", // the LR-decay branch against the run at the step it ends
 		"(n=2, 1 diverged)",
 		"Every refined configuration against its vanilla one",
 		"#### obs5-reformulation: no data in this sweep\n\n*Observation 5 · eq. (SF_y).* Schedule-Free averages the momentum iterates y without storing an extra copy of the model.\n\nPaper: An identity of the update (eq. SF_y): no number.\n\nNeeds no sweep: it is an identity",
@@ -87,7 +87,7 @@ func TestReportSeveralManifests(t *testing.T) {
 	for _, want := range []string{
 		"| check | claim | findings | empty |\n| --- | --- | --- | --- |\n",
 		"(Observation 1 · fig:Obs1 (right)) | holds | no data in this sweep |\n",
-		"| 24 | 0 | 0 | 0 | 24 | 0s |\n",
+		"| 27 | 0 | 0 | 0 | 27 | 0s |\n",
 		"#### obs1-decay: no data in this sweep\n\n*Observation 1 · fig:Obs1 (right).* From every checkpoint probed, a short AdamW decay (LR 1e-4 → 0) lowers AdamW's loss more than SF-AdamW's, and leaves SF-AdamW's unchanged (within the margin): SF-AdamW already follows the river.\n\n" +
 			"Paper: The paper shows curves, no number: the AdamW decay \"leads to a sharp loss drop for AdamW, but has no effect when applied to the SF-AdamW trajectory\" (fig:Obs1, right).\n\n" +
 			"no vanilla SF-AdamW configuration completed a seed\n\nNeeds a constant-LR AdamW and a vanilla SF-AdamW configuration with decay-probe results (probes.decay)",
