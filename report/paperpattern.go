@@ -90,6 +90,7 @@ type cCellCheck struct {
 	row         float64
 	col         string
 	paperChange float64 // the paper's refined / vanilla − 1
+	want        string  // the paper's direction: "<", ">", or "≈" within the margin
 	twinChange  float64 // the twin's, of the means over seeds
 	paired      stats.Paired
 	p, adjusted float64
@@ -97,9 +98,12 @@ type cCellCheck struct {
 }
 
 // checkCCells compares every refined cell of t that the paper also ran with the vanilla
-// cell of its row, seed by seed (test perplexity, paired t-test), and judges it against
-// the paper's direction: lower than vanilla where the paper's is lower, higher where it is
-// higher. The p-values are adjusted together by Holm's method, as a finding's rows are.
+// cell of its row, seed by seed (paired t-test), and judges it against the paper's
+// direction: lower than vanilla where the paper's is lower, higher where it is higher, on
+// test perplexity; where the paper's cell is within the margin of vanilla's (|log ratio| <
+// margin, as its +0.1%), the same within the margin, by two one-sided tests on the log of
+// test perplexity. Each cell is a claim of its own, so its p-values are adjusted together
+// by Holm's method for either verdict.
 func checkCCells(t *Table, p *paperCTable) []cCellCheck {
 	var out []cCellCheck
 	for r, rowKey := range t.Rows {
@@ -116,10 +120,20 @@ func checkCCells(t *Table, p *paperCTable) []cCellCheck {
 			if c.Col == "vanilla" || !ok || isVanillaC(beta1, c.Col) || c.Status == status.Missing {
 				continue // not a refined cell both ran
 			}
-			k := cCellCheck{row: beta1, col: c.Col, paperChange: pc/pv - 1, twinChange: math.NaN()}
+			k := cCellCheck{row: beta1, col: c.Col, paperChange: pc/pv - 1, twinChange: math.NaN(), want: "<"}
+			switch {
+			case math.Abs(math.Log(pc/pv)) < margin:
+				k.want = "≈"
+			case pc > pv:
+				k.want = ">"
+			}
 			if c.Status == status.Completed && v.Status == status.Completed {
 				k.twinChange = c.Value/v.Value - 1
-				k.paired = Compare(c.Spread, v.Spread)
+				if k.want == "≈" {
+					k.paired = Compare(logSpread(c.Spread), logSpread(v.Spread))
+				} else {
+					k.paired = Compare(c.Spread, v.Spread)
+				}
 			}
 			out = append(out, k)
 		}
@@ -129,7 +143,7 @@ func checkCCells(t *Table, p *paperCTable) []cCellCheck {
 	for i := range out {
 		out[i].p, out[i].adjusted = 1, 1
 		if out[i].paired.N >= 2 {
-			out[i].p = out[i].paired.PValue(0)
+			out[i].p = testP(out[i].paired, out[i].want, margin)
 			ps, tested = append(ps, out[i].p), append(tested, i)
 		}
 	}
@@ -138,12 +152,22 @@ func checkCCells(t *Table, p *paperCTable) []cCellCheck {
 	}
 	for i := range out {
 		k := &out[i]
-		want := "<"
-		if k.paperChange > 0 {
-			want = ">"
+		c := Comparison{Want: k.want, Paired: k.paired, P: k.p, Adjusted: k.adjusted}
+		if k.want == "≈" {
+			c.Margin = margin
 		}
 		// each cell is a claim of its own, so a "holds" too is read on the adjusted p-value
-		k.verdict = judgeAt(Comparison{Want: want, Paired: k.paired, P: k.p, Adjusted: k.adjusted}, k.adjusted)
+		k.verdict = judgeAt(c, k.adjusted)
+	}
+	return out
+}
+
+// logSpread is s with every seed's value replaced by its logarithm: a perplexity as a loss.
+func logSpread(s Spread) Spread {
+	out := s
+	out.Samples = make([]SeedValue, len(s.Samples))
+	for i, v := range s.Samples {
+		out.Samples[i] = SeedValue{Seed: v.Seed, Value: math.Log(v.Value)}
 	}
 	return out
 }
@@ -215,7 +239,7 @@ func writeCAgainstPaper(b *strings.Builder, t *Table) {
 			len(checks), len(checks), tally[Holds], tally[DoesNotHold], tally[Noise], tally[NoData])
 	}
 	var rows []string
-	agree, n := 0, 0
+	agree, amongTies, n := 0, 0, 0
 	for r, rowKey := range t.Rows {
 		beta1, _ := strconv.ParseFloat(rowKey, 64)
 		cells := t.Cells[r*len(t.Columns) : (r+1)*len(t.Columns)]
@@ -230,8 +254,11 @@ func writeCAgainstPaper(b *strings.Builder, t *Table) {
 		}
 		n++
 		same := "differs"
-		if pb == tb || slices.Contains(tied, pb) || (isVanillaC(beta1, pb) && tb == "vanilla") {
+		switch {
+		case pb == tb || (isVanillaC(beta1, pb) && tb == "vanilla"):
 			same, agree = "agrees", agree+1
+		case slices.Contains(tied, pb):
+			same, amongTies = "differs; the paper's best is among the twin's ties", amongTies+1
 		}
 		tiedText := ""
 		if len(tied) > 0 {
@@ -240,7 +267,7 @@ func writeCAgainstPaper(b *strings.Builder, t *Table) {
 		rows = append(rows, fmt.Sprintf("β1 %s: paper C = %s, twin C = %s%s: %s", rowKey, pb, tb, tiedText, same))
 	}
 	if n > 0 {
-		fmt.Fprintf(b, "Best C of each row, among the columns both ran (the twin's chosen on validation loss, the paper's by its test perplexity): %s. The twin's best agrees with the paper's in %d of %d rows.\n\n",
-			strings.Join(rows, "; "), agree, n)
+		fmt.Fprintf(b, "Best C of each row, among the columns both ran (the twin's the argmin of mean validation loss, the paper's of its test perplexity; the columns not distinguishable from the twin's best beside it): %s. The twin's best agrees with the paper's in %d of %d rows; in %d more the paper's best is among the twin's ties.\n\n",
+			strings.Join(rows, "; "), agree, n, amongTies)
 	}
 }
