@@ -166,6 +166,11 @@ var checks = []check{
 // Findings checks the paper's claims on the results res of manifest m, reading the probe
 // results they need from store. The findings come in the order of the paper.
 func Findings(ctx context.Context, store blob.Store, m *sweeps.Manifest, res *Results) ([]Finding, error) {
+	return findingsIn(ctx, store, m, res, paperRegime())
+}
+
+// findingsIn is Findings with the twin judged against regime rg.
+func findingsIn(ctx context.Context, store blob.Store, m *sweeps.Manifest, res *Results, rg regime) ([]Finding, error) {
 	e, err := gatherEvidence(ctx, store, m, res)
 	if err != nil {
 		return nil, err
@@ -180,6 +185,9 @@ func Findings(ctx context.Context, store blob.Store, m *sweeps.Manifest, res *Re
 		f.Verdict = overall(f.Rows)
 		if f.Verdict == NoData {
 			f.Need = c.need
+		} else if why := outsideRegime(c, e, f.Rows, rg); why != "" {
+			f.Note = strings.TrimSpace(why + " Its rows alone read: " + string(f.Verdict) + ". " + f.Note)
+			f.Verdict = Outside
 		}
 		out = append(out, f)
 	}

@@ -276,7 +276,7 @@ func TestFindingsDecayEveryCheckpoint(t *testing.T) {
 // any other; both say so.
 func TestFindingsScope(t *testing.T) {
 	f := newFakeSweep(t, findingsManifest+"tables:\n  - {kind: hyperparameters, name: h, label: fig:modified_large_twin}\n", paperSpecs())
-	fs, err := Findings(context.Background(), f.store, f.m, f.res)
+	fs, err := findingsIn(context.Background(), f.store, f.m, f.res, fakeRegime)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,6 +98,13 @@ func specName(t sweeps.Trial) string {
 	return n
 }
 
+// tableLabelledLarge makes a fake sweep a twin of the paper's large-batch runs.
+var tableLabelledLarge = sweeps.Table{Kind: "hyperparameters", Name: "large", Label: "tab:hyperparameter_main_largeBS_twin"}
+
+// fakeRegime is the paper's regime at the fake sweeps' scale: micro-llama (4,944
+// parameters) for 20 steps of 32 tokens, so that their checks are in it.
+var fakeRegime = regime{paperSetup{"fake runs", 20, 32}, paperSetup{"fake large runs", 20, 32}, 4944}
+
 // fakeSlope is how much the fake runs' validation loss falls a step: the branch from step
 // 10 of 5 steps starts 0.1 above the run's loss at its end.
 const fakeSlope = 0.02
@@ -222,13 +229,13 @@ func newFakeSweep(t *testing.T, src string, specs map[string]*spec, diverged ...
 // with a table labelled as a large-batch twin (scope.go), so that one fake sweep tests all.
 func (f *fakeSweep) findings(t *testing.T) map[string]Finding {
 	t.Helper()
-	fs, err := Findings(context.Background(), f.store, f.m, f.res)
+	fs, err := findingsIn(context.Background(), f.store, f.m, f.res, fakeRegime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	large := *f.m
-	large.Tables = append(slices.Clone(large.Tables), sweeps.Table{Kind: "hyperparameters", Name: "large", Label: "tab:hyperparameter_main_largeBS_twin"})
-	fsLarge, err := Findings(context.Background(), f.store, &large, f.res)
+	large.Tables = append(slices.Clone(large.Tables), tableLabelledLarge)
+	fsLarge, err := findingsIn(context.Background(), f.store, &large, f.res, fakeRegime)
 	if err != nil {
 		t.Fatal(err)
 	}

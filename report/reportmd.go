@@ -62,7 +62,10 @@ func writeHeader(b *strings.Builder) {
 		"δ = %s nats of loss (a perplexity is compared as its log, so about 1%%): a third of the smallest gain the paper reports as real, "+
 		"refined SF-AdamW's 3%% in test perplexity.\n", stats.Level*100/2, Holds, DoesNotHold, formatG(margin))
 	fmt.Fprintf(b, "- *%s*: the seeds decide neither way (always so with one seed); *%s*: the sweep lacks the configurations or probes the check needs. "+
-		"A finding holds when every row holds; it is *%s* when every row with data holds and a part of the claim has none.\n\n", Noise, NoData, Partial)
+		"A finding holds when every row holds; it is *%s* when every row with data holds and a part of the claim has none.\n", Noise, NoData, Partial)
+	fmt.Fprintf(b, "- *%s*: the twin trains more than %d times fewer or more tokens per parameter than the paper's runs of the claim (21 at 0.5M tokens a step, 42 at 2M), "+
+		"or, for refined SF-AdamW, its C averages more than %d times fewer or more iterates (T(2C−1)/C² after T steps) than the paper's C over the paper's steps: "+
+		"the note gives the reason and what the rows alone read.\n\n", Outside, regimeFactor, regimeFactor)
 }
 
 // writeSummary writes one row per check: its ID, the claim, and its verdict on each

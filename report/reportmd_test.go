@@ -14,7 +14,7 @@ func (f *fakeSweep) section(t *testing.T) Section {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := Findings(context.Background(), f.store, f.m, f.res)
+	fs, err := findingsIn(context.Background(), f.store, f.m, f.res, fakeRegime)
 	if err != nil {
 		t.Fatal(err)
 	}
