@@ -40,7 +40,7 @@ func TestCompare(t *testing.T) {
 		{[]float64{11, 12, 13}, []float64{10, 10, 10}, Noise, 1 / math.Sqrt(3)},
 		{[]float64{11.9, 12, 12.1}, []float64{10, 10, 10}, Higher, 0.1 / math.Sqrt(3)},
 		{[]float64{10, 10, 10}, []float64{11.9, 12, 12.1}, Lower, 0.1 / math.Sqrt(3)},
-		// a large difference between unpaired samples is noise once paired: the seeds move both
+		// a small difference, hidden by the samples' spread unpaired, is beyond noise once paired: the seeds move both
 		{[]float64{10, 20, 30}, []float64{10.5, 20.5, 30.5}, Lower, 0},
 		{[]float64{10}, []float64{20}, Noise, 0},
 	}
