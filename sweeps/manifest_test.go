@@ -303,6 +303,37 @@ func TestExamples(t *testing.T) {
 	}
 }
 
+// The settling experiments (settle/*.yaml, run by settle.sh) parse and expand, and each
+// fits its budget of the issue that asked for them: at most 12 trials.
+func TestSettleManifests(t *testing.T) {
+	files, err := filepath.Glob("settle/*.yaml")
+	if err != nil || len(files) != 6 {
+		t.Fatalf("%d settling manifests (%v), want 6", len(files), err)
+	}
+	script, err := os.ReadFile("settle.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Parse(src)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		trials, err := m.Expand()
+		if err != nil || len(trials) == 0 || len(trials) > 12 {
+			t.Errorf("%s: %d trials, %v", f, len(trials), err)
+		}
+		if !strings.Contains(string(script), "sweeps/"+f+"\n") {
+			t.Errorf("settle.sh does not run %s", f)
+		}
+	}
+}
+
 // Oversized and deeply nested manifests are refused with a clear error, quickly.
 func TestParseHostileInput(t *testing.T) {
 	big := base + "description: \"" + strings.Repeat("x", 10<<20) + "\"\n"
