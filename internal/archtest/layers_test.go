@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -18,13 +19,14 @@ var floors = [][]string{
 	// plain values and the object store's interface
 	{"fielderr", "internal/status", "internal/keys", "internal/par", "internal/fp32", "internal/probe",
 		"internal/blob", "internal/netx", "internal/stats", "internal/faultproxy", "internal/tlsproxy", "internal/pki",
-		"internal/archtest", "internal/peak", "infra", "training/checkpoint/safetensors", "training/cuda", "training/cuda/flashmath"},
+		"internal/archtest", "internal/peak", "infra", "training/checkpoint/safetensors", "training/cuda/flashmath"},
 	// the optimizers, the matrix product, data, the search engine, the workflows' messages
 	{"sfadamw", "training/model", "training/gemm", "training/data", "search", "workflows", "internal/figure", "program"},
 	// what builds on the optimizers: engines' interface, checkpoints; the workflows' client
 	{"training/backend", "training/checkpoint", "sweepclient", "analysis"},
-	// the engines
-	{"training/native", "training/oracle"},
+	// the engines (training/cuda's floor is that of its cuda build, which imports the
+	// engines' interface, the model and the optimizers; untagged it imports none of them)
+	{"training/native", "training/oracle", "training/cuda"},
 	// the trainer
 	{"training"},
 	// the trial record and the manifest
@@ -65,9 +67,21 @@ type pkg struct {
 	Imports    []string
 }
 
-func list(t *testing.T) []pkg {
+// builds are the build tags the floors must hold under: the default build, and the cuda
+// engine's (cgo on, so that go list reads the files that import "C"; it compiles nothing).
+var builds = []struct {
+	name string
+	args []string
+	env  []string
+}{
+	{"default", nil, nil},
+	{"cuda", []string{"-tags", "cuda"}, []string{"CGO_ENABLED=1"}},
+}
+
+func list(t *testing.T, args, env []string) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	cmd := exec.Command("go", append(append([]string{"list"}, args...), "-json=ImportPath,Imports", module+"/...")...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -93,7 +107,14 @@ func TestImportsPointDown(t *testing.T) {
 			floor[p] = i
 		}
 	}
-	pkgs := list(t)
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) { importsPointDown(t, floor, list(t, b.args, b.env)) })
+	}
+}
+
+// importsPointDown checks the imports of pkgs against the floors and the rooms of external
+// dependencies.
+func importsPointDown(t *testing.T, floor map[string]int, pkgs []pkg) {
 	if len(pkgs) < 20 {
 		t.Fatalf("go list found %d packages", len(pkgs))
 	}
