@@ -57,6 +57,10 @@ type Activities struct {
 	// OnStall, if set, is called when a Train or probe attempt is abandoned because its
 	// compute stopped making progress (see watched).
 	OnStall func(err error)
+	// OnDeviceFault, if set, is called when a Train or probe attempt fails with a device
+	// fault (backend.IsDeviceFault), before the attempt returns its failure: the worker
+	// stops taking tasks and ends its process, whose device context the fault has lost.
+	OnDeviceFault func(err error)
 
 	mu       sync.Mutex
 	datasets map[string]*data.Dataset

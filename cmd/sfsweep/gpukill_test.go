@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -22,18 +24,7 @@ import (
 // GPUs run under the cuda name).
 func TestGPUWorkerKilled(t *testing.T) {
 	ctx := serverTest(t, 3*time.Minute, "starts the embedded Temporal server, worker processes, and trains")
-	lab := newGPULab(ctx, t, killManifest) // the reference, trained on the cpu backend
-	src := strings.Replace(killManifest, "name: worker-kill\n", "name: gpu-kill\nbackend: cuda\n", 1)
-	manifest := filepath.Join(lab.dir, "gpu-kill.yaml")
-	if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	per, trial := reservation(t, manifest), onlyTrial(t, src)
-	lab.objects = filepath.Join(lab.gw.Root(), lab.gw.Bucket(), "trials", trial.ID)
-	gate := standInMachine(t, lab.dir, 2, mibFor(t, per, 1))
-	openGate(t, gate)
-	node := startProcess(ctx, t, lab.dir, "gpu node", "worker", "-gpus", "all", "-slots", "2", "-cache", lab.cache)
-	sweepID := lab.submit(ctx, t, manifest)
+	lab, trial, _, node, sweepID := gpuNodeTrial(ctx, t, "gpu-kill", 2)
 
 	const ckEvery = 50
 	lab.waitPastCheckpoint(ctx, t, ckEvery, node)
@@ -73,6 +64,26 @@ func TestGPUWorkerKilled(t *testing.T) {
 	node.interrupt(t)
 }
 
+// gpuNodeTrial starts killManifest's trial under the cuda backend, named name, on a GPU
+// node (a supervisor and its worker processes) of gpus stand-in GPUs, its gate open; the
+// lab holds the same configuration trained uninterrupted on the cpu backend.
+func gpuNodeTrial(ctx context.Context, t *testing.T, name string, gpus int) (lab *gpuLab, trial sweeps.Trial, gate string, node *process, sweepID string) {
+	t.Helper()
+	lab = newGPULab(ctx, t, killManifest)
+	src := strings.Replace(killManifest, "name: worker-kill\n", "name: "+name+"\nbackend: cuda\n", 1)
+	manifest := filepath.Join(lab.dir, name+".yaml")
+	if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	per := reservation(t, manifest)
+	trial = onlyTrial(t, src)
+	lab.objects = filepath.Join(lab.gw.Root(), lab.gw.Bucket(), "trials", trial.ID)
+	gate = standInMachine(t, lab.dir, gpus, mibFor(t, per, 1))
+	openGate(t, gate)
+	node = startProcess(ctx, t, lab.dir, "gpu node", "worker", "-gpus", "all", "-slots", strconv.Itoa(gpus), "-cache", lab.cache)
+	return lab, trial, gate, node, lab.submit(ctx, t, manifest)
+}
+
 var workerProcessLine = regexp.MustCompile(`worker: (GPU \S+) \(.*\): worker process (\d+),`)
 
 // trainingProcess returns the GPU whose stand-in engine was made, and the pid of its
@@ -92,4 +103,50 @@ func trainingProcess(t *testing.T, out string) (gpu string, pid int) {
 		t.Fatalf("no worker process of %s:\n%s", evs[0].gpu, out)
 	}
 	return evs[0].gpu, pid
+}
+
+// A device fault in the middle of a trial, a sticky error after which every call of the
+// process on its GPU fails, ends the worker process of that GPU: the attempt fails with the
+// fault, the process stops polling at once, so that it takes no second attempt, and exits;
+// the supervisor starts it again, and the trial resumes from its newest checkpoint in the
+// new process, bitwise equal to the same configuration trained uninterrupted.
+func TestGPUDeviceFault(t *testing.T) {
+	ctx := serverTest(t, 3*time.Minute, "starts the embedded Temporal server, worker processes, and trains")
+	lab, trial, gate, node, sweepID := gpuNodeTrial(ctx, t, "gpu-fault", 1)
+
+	lab.waitPastCheckpoint(ctx, t, 50, node)
+	gpu, pid := trainingProcess(t, node.output())
+	faulted := node.await(standInFaulted)
+	if err := os.WriteFile(filepath.Join(gate, gateFault), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := (sweeper{t, ctx}).finish(sweepID, node); st.Completed != 1 {
+		t.Fatalf("sweep: %+v\n%s", st, node.output())
+	}
+	select {
+	case <-faulted:
+	default:
+		t.Fatalf("the device did not fault:\n%s", node.output())
+	}
+	out := node.output()
+	if !strings.Contains(out, "worker: "+gpu+": worker process exited (exit status 1): starting it again in 1s") ||
+		!strings.Contains(out, "exiting for a fresh device context after a device fault") {
+		t.Errorf("the faulted worker process of %s did not exit for the supervisor to start it again:\n%s", gpu, out)
+	}
+	// the faulted process made the one engine it faulted in, and no other
+	made, err := filepath.Glob(filepath.Join(gate, "engine-"+strconv.Itoa(pid)+"-*"))
+	if err != nil || len(made) != 1 {
+		t.Errorf("the faulted process %d made %d engines (%v), want 1: it took another attempt", pid, len(made), err)
+	}
+	attempt, cause := trainAttempt(ctx, t, lab.tc, workflows.TrialWorkflowID(sweepID, trial.ID))
+	if attempt != 2 || !strings.Contains(cause, "device fault") {
+		t.Errorf("the Train activity completed on attempt %d after %q, want attempt 2 after the device fault", attempt, cause)
+	}
+	got := readResult(t, filepath.Join(lab.objects, keys.ResultName))
+	got.ConfigHash, got.Engine = lab.want.ConfigHash, lab.want.Engine // the backend's name differs, not the bits
+	sameResult(t, got, lab.want)
+	if got.Resumed <= 0 {
+		t.Errorf("resumed_from = %d: the trial did not resume from a checkpoint", got.Resumed)
+	}
+	node.interrupt(t)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -159,10 +160,31 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			time.AfterFunc(2*time.Second, func() { stop(fmt.Errorf("worker: exiting to get a fresh device: %w", err)) })
 		}
 	}
+	// A device fault has lost this process's device context: it stops polling at once, so
+	// that it takes no other attempt, and exits a moment later, once the faulted attempt's
+	// failure has reached the server; its supervisor starts it again.
+	var polling struct {
+		sync.Mutex
+		stop func()
+	}
+	acts.OnDeviceFault = func(err error) {
+		polling.Lock()
+		stopPolling := polling.stop
+		polling.Unlock()
+		if stopPolling != nil {
+			go stopPolling()
+		}
+		time.AfterFunc(2*time.Second, func() {
+			stop(fmt.Errorf("worker: exiting for a fresh device context after a device fault: %w", err))
+		})
+	}
 	stopWorkers, err := startWorkers(c, acts, roles, *slots)
 	if err != nil {
 		return err
 	}
+	polling.Lock()
+	polling.stop = stopWorkers
+	polling.Unlock()
 	defer stopWorkers()
 	fmt.Fprintf(stderr, "worker: %s, %d slot(s) per device, Temporal %s, bucket %s\n", roles, *slots, r.temporal.Address, r.s3.Bucket)
 	if gpu != nil {

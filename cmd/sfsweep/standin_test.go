@@ -31,6 +31,15 @@ const standInGateEnv = "SFSWEEP_TEST_STAND_IN_GATE"
 // gateOpen is the file of the gate directory that lets the stand-in engines train.
 const gateOpen = "open"
 
+// gateFault is the file of the gate directory that faults a stand-in GPU: the next Backward
+// of one of its engines takes the file and fails with a *backend.DeviceFaultError, and from
+// then on every Forward, Backward and new engine of that process fails the same way, as a
+// sticky CUDA error leaves a context.
+const gateFault = "fault"
+
+// standInFaulted is the line a worker process of a stand-in GPU logs when its device faults.
+const standInFaulted = "stand-in gpu: device fault"
+
 // Lines a worker process of a stand-in GPU logs when an engine is made or closed:
 // "<event> <engines live> engines, <bytes held> of <total> bytes".
 const (
@@ -77,12 +86,27 @@ type standInDevice struct {
 	mu          sync.Mutex
 	total, used int64
 	live, made  int
+	fault       error // the device fault every call fails with once the device faulted
+}
+
+// faulted returns the device's fault, taking the gate's fault file if it is there.
+func (d *standInDevice) faulted(gate string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fault == nil && gate != "" && os.Remove(filepath.Join(gate, gateFault)) == nil {
+		d.fault = &backend.DeviceFaultError{Backend: "cuda", Err: fmt.Errorf("CUDA_ERROR_ILLEGAL_ADDRESS (stand-in)")}
+		fmt.Fprintf(os.Stderr, "%s: pid %d\n", standInFaulted, os.Getpid())
+	}
+	return d.fault
 }
 
 func (d *standInDevice) open(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
 	need := standInNeed(cfg, batch, seqLen) + backend.WorkspaceBytes
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.fault != nil {
+		return nil, d.fault
+	}
 	if d.used+need > d.total {
 		return nil, &backend.OutOfMemoryError{Backend: "cuda", Need: need, Total: d.total, Free: d.total - d.used,
 			What: "a stand-in engine", Err: fmt.Errorf("CUDA_ERROR_OUT_OF_MEMORY")}
@@ -96,6 +120,7 @@ func (d *standInDevice) open(cfg model.Config, batch, seqLen int) (backend.Engin
 	d.made++
 	fmt.Fprintf(os.Stderr, "%s %d engines, %d of %d bytes\n", standInMade, d.live, d.used, d.total)
 	se := &standInEngine{HostEngine: e.(backend.HostEngine), dev: d, need: need, gate: os.Getenv(standInGateEnv)}
+	se.faults = se.gate
 	if se.gate != "" {
 		name := filepath.Join(se.gate, fmt.Sprintf("engine-%d-%d", os.Getpid(), d.made))
 		if err := os.WriteFile(name, nil, 0o644); err != nil {
@@ -105,8 +130,11 @@ func (d *standInDevice) open(cfg model.Config, batch, seqLen int) (backend.Engin
 	return se, nil
 }
 
-// Forward waits, the first time, for the gate to open.
+// Forward waits, the first time, for the gate to open; on a faulted device it fails.
 func (e *standInEngine) Forward(tokens, targets []int32) (float64, error) {
+	if err := e.dev.faulted(""); err != nil {
+		return 0, err
+	}
 	for e.gate != "" {
 		if _, err := os.Stat(filepath.Join(e.gate, gateOpen)); err == nil {
 			e.gate = ""
@@ -117,12 +145,22 @@ func (e *standInEngine) Forward(tokens, targets []int32) (float64, error) {
 	return e.HostEngine.Forward(tokens, targets)
 }
 
+// Backward faults the device where the gate holds the fault file, and fails on a faulted
+// device.
+func (e *standInEngine) Backward() error {
+	if err := e.dev.faulted(e.faults); err != nil {
+		return err
+	}
+	return e.HostEngine.Backward()
+}
+
 // standInEngine is a cpu engine that holds need bytes of its stand-in device until closed.
 type standInEngine struct {
 	backend.HostEngine
 	dev    *standInDevice
 	need   int64
 	gate   string // the gate's directory until it opened
+	faults string // the gate's directory, where a fault file faults the device
 	closed sync.Once
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -81,10 +82,13 @@ func buildHint(d string) string {
 // device. It returns a function that stops them.
 func startWorkers(c client.Client, acts *activities.Activities, roles workerRoles, slots int) (func(), error) {
 	var ws []worker.Worker
-	stop := func() {
-		for _, w := range slices.Backward(ws) {
-			w.Stop()
-		}
+	var once sync.Once
+	stop := func() { // once: a device fault stops the workers before the process's end does
+		once.Do(func() {
+			for _, w := range slices.Backward(ws) {
+				w.Stop()
+			}
+		})
 	}
 	start := func(queue string, opt worker.Options, register func(worker.Registry)) error {
 		w := worker.New(c, queue, opt)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // ErrUnavailable matches (errors.Is) every *UnavailableError.
@@ -56,3 +57,53 @@ func (e *OutOfMemoryError) Fits() bool { return e.Need <= e.Total }
 
 // GiB formats a byte count in GiB.
 func GiB(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+
+// DeviceFaultError is an error that leaves the process's device context unusable: an
+// illegal address, a failed launch, an uncorrectable ECC error, an illegal or misaligned
+// instruction, a hardware stack error, a device-side assert. Every later call on the device
+// fails the same way, so no retry in the process can mend it: the process must end, and the
+// trial resume from its checkpoint in a fresh one.
+type DeviceFaultError struct {
+	Backend string
+	Err     error // the device's own error
+}
+
+func (e *DeviceFaultError) Error() string {
+	return fmt.Sprintf("%s: device fault, the process's device context is lost: %v", e.Backend, e.Err)
+}
+
+func (e *DeviceFaultError) Unwrap() error { return e.Err }
+
+// faultClasses are the tests of device faults that engines register (RegisterFault).
+var faultClasses struct {
+	sync.Mutex
+	tests []func(error) bool
+}
+
+// RegisterFault adds a test of the device faults of an engine's own error values, such as
+// the CUDA driver's sticky result codes, for IsDeviceFault.
+func RegisterFault(isFault func(error) bool) {
+	faultClasses.Lock()
+	defer faultClasses.Unlock()
+	faultClasses.tests = append(faultClasses.tests, isFault)
+}
+
+// IsDeviceFault reports whether err holds a *DeviceFaultError or an error a registered
+// engine classes as a device fault.
+func IsDeviceFault(err error) bool {
+	if err == nil {
+		return false
+	}
+	var df *DeviceFaultError
+	if errors.As(err, &df) {
+		return true
+	}
+	faultClasses.Lock()
+	defer faultClasses.Unlock()
+	for _, isFault := range faultClasses.tests {
+		if isFault(err) {
+			return true
+		}
+	}
+	return false
+}

@@ -116,6 +116,26 @@ func init() {
 		})
 		backend.RegisterVariant(b.Name, func() string { return variant(os.Getenv(FastEnv), b.Precision == backend.BF16) })
 	}
+	backend.RegisterFault(isStickyError)
+}
+
+// stickyErrors are the driver's results that leave the context unusable, so that every
+// later call fails the same way (CUDA's programming guide: the process must end).
+var stickyErrors = []error{
+	cu.IllegalAddress, cu.LaunchFailed, cu.EccUncorrectable, cu.IllegalInstruction,
+	cu.MisalignedAddress, cu.HardwareStackError, cu.Assert, cu.InvalidAddressSpace, cu.InvalidPc,
+	cu.LaunchTimeout, cu.ContextIsDestroyed,
+}
+
+// isStickyError reports whether err holds one of stickyErrors: a device fault
+// (backend.IsDeviceFault) that ends the worker process.
+func isStickyError(err error) bool {
+	for _, s := range stickyErrors {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // New returns an engine for cfg on micro-batches of batch sequences of seqLen tokens
