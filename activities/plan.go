@@ -67,14 +67,15 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 }
 
 // trainQueue is the task queue of a trial's training and probes: that of its backend's
-// device, or for a program trainer's trial, that of its trainer at its identity on the
-// device (workflows.TrainerQueue), which only workers that run it poll.
+// route (its device's, or its own for an arithmetic older builds lack), or for a program
+// trainer's trial, that of its trainer at its identity on the device
+// (workflows.TrainerQueue), which only workers that run it poll.
 func trainQueue(cfg training.Config) string {
 	b, _ := backend.Lookup(cfg.WithDefaults().Backend) // the config was validated
 	if t := cfg.Trainer; t != nil {
 		return workflows.TrainerQueue(b.Device, t.Name, t.Identity)
 	}
-	return workflows.TrainQueue(b.Device)
+	return workflows.TrainQueue(backend.RouteOf(b))
 }
 
 // storePlan writes a plan to the store in pages of workflows.PlanPageSize trials, under a

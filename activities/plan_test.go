@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -90,6 +91,18 @@ func TestBackendRouting(t *testing.T) {
 		}
 		if keys, err := store.List(ctx, "trials/"+plan.Trials[0].ID+"/checkpoints/"); err != nil || len(keys) > 0 {
 			t.Errorf("the refused trial wrote checkpoints %v (%v)", keys, err)
+		}
+	}
+}
+
+// A trial's queue is its backend's route: its device's for the backends every build of the
+// family has, its own for an arithmetic added later (cuda-bf16-flash), which an older
+// build's workers do not poll.
+func TestTrainQueueRoute(t *testing.T) {
+	for b, want := range map[string]string{"cpu": "train-cpu", "cuda-bf16": "train-cuda", "cuda-bf16-flash": "train-cuda-bf16-flash"} {
+		cfg := training.Config{Setup: training.Setup{Backend: b}}
+		if got := trainQueue(cfg); got != want {
+			t.Errorf("backend %s: queue %q, want %q", b, got, want)
 		}
 	}
 }

@@ -43,6 +43,26 @@ STAGED=$EXACT,rope,graph,flash,ce1
 # tile they load) changes no bit; the attn stage times it against the permutation
 ALL=$STAGED,lt,logits16,act16
 verdict() { echo "== $1: $2"; }
+# fast_train SECONDS PATHS YAML ARGS...: sfsweep train ARGS YAML with the fast paths PATHS,
+# for at most SECONDS. A
+# trial's bits are its backend's alone, and no environment variable changes them, so only
+# the paths that change no bit go into SFSWEEP_CUDA_FAST: flash and ce1 are the arithmetic
+# of backend cuda-bf16-flash, which a copy of a bf16 YAML names; lt, logits16 and act16,
+# which no backend computes with, run in the engine's own tests (cuda.test) only and are
+# left out here.
+fast_train() {
+	local secs=$1 want=$2 yaml=$3 paths p
+	shift 3
+	paths=",$want,"
+	for p in flash ce1 lt logits16 act16; do paths=${paths//,$p,/,}; done
+	paths=${paths#,}
+	paths=${paths%,}
+	if [[ ",$want," == *",flash,"* ]] && grep -q '^precision: bf16$' "$yaml"; then
+		sed 's/^backend: cuda$/backend: cuda-bf16-flash/; /^precision: bf16$/d' "$yaml" >"${yaml%.yaml}-flash.yaml"
+		yaml=${yaml%.yaml}-flash.yaml
+	fi
+	SFSWEEP_CUDA_FAST=$paths SFSWEEP_TEST_RUN_MAIN=1 timeout "$secs" "$WORK/sfsweep.test" train "$@" "$yaml"
+}
 # train_paths NAME PATHS...: sfsweep train on $WORK/NAME.yaml (train_cfg) once per value of
 # SFSWEEP_CUDA_FAST, into $WORK/NAME-PATHS, logged to $OUT/NAME-speed-PATHS.log; tok_s NAME
 # PATHS: the tokens/s that run reported
@@ -50,7 +70,7 @@ train_paths() {
 	local name=$1 paths
 	shift
 	for paths in "$@"; do
-		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/$name-$paths' '$WORK/$name.yaml'") >"$OUT/$name-speed-$paths.log" 2>&1
+		(cd "$WORK" && fast_train 150 "$paths" "$WORK/$name.yaml" -out "$WORK/$name-$paths") >"$OUT/$name-speed-$paths.log" 2>&1
 	done
 }
 tok_s() { grep -o '[0-9]* tok/s' "$OUT/$1-speed-$2.log" | tail -1; }
@@ -141,7 +161,7 @@ profile_run() {
 	local name=$1 paths=$2 rate=$3 rc total top wall
 	train_cfg "$name" bf16 512 16 8192 8 0
 	rm -f "$OUT/$name.txt"
-	(cd "$WORK" && timeout 120 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_CUDA_PROFILE='$OUT/$name.txt' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/$name' '$WORK/$name.yaml'") >"$OUT/$name.log" 2>&1
+	(cd "$WORK" && export SFSWEEP_CUDA_PROFILE="$OUT/$name.txt" && fast_train 120 "$paths" "$WORK/$name.yaml" -out "$WORK/$name") >"$OUT/$name.log" 2>&1
 	rc=$?
 	cat "$OUT/$name.txt" 2>/dev/null
 	# the last table's device time per micro-batch, and its five largest categories
@@ -210,7 +230,7 @@ if has fast; then
 	train_cfg fast bf16 512 16 524288 6 0
 	speeds= same=
 	for paths in "$OFF" "$OFF,ce,round" "$EXACT" "$EXACT,ce1"; do
-		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/fast-$paths' '$WORK/fast.yaml'") >"$OUT/fast-speed-$paths.log" 2>&1
+		(cd "$WORK" && fast_train 150 "$paths" "$WORK/fast.yaml" -out "$WORK/fast-$paths") >"$OUT/fast-speed-$paths.log" 2>&1
 		speeds="$speeds, $paths $(grep -o '[0-9]* tok/s' "$OUT/fast-speed-$paths.log" | tail -1)"
 		[ "$paths" = "$OFF" ] && continue
 		# each exact run's results must be bitwise those of the run without the paths but
@@ -376,7 +396,7 @@ if has host; then
 	grep -o 'host speed: .*' "$OUT/host-speed.log" | tee "$OUT/host-speed.txt"
 	train_cfg host bf16 512 16 524288 4 0
 	for paths in "$EXACT,-embed" "$EXACT" "$EXACT,graph"; do
-		(cd "$WORK" && timeout 150 bash -c "SFSWEEP_CUDA_FAST='$paths' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -out '$WORK/host-$paths' '$WORK/host.yaml'") >"$OUT/host-train-$paths.log" 2>&1
+		(cd "$WORK" && fast_train 150 "$paths" "$WORK/host.yaml" -out "$WORK/host-$paths") >"$OUT/host-train-$paths.log" 2>&1
 	done
 	noembed=$(grep -o '[0-9]* tok/s' "$OUT/host-train-$EXACT,-embed.log" | tail -1 | cut -d' ' -f1)
 	eager=$(grep -o '[0-9]* tok/s' "$OUT/host-train-$EXACT.log" | tail -1 | cut -d' ' -f1)
@@ -466,7 +486,7 @@ if has curve; then
 		IFS=: read -r p seed all <<<"$run"
 		name=curve-$p-$seed${all:+-all}
 		train_cfg "$name" $p 512 16 8192 "${SFSWEEP_CURVE_STEPS:-200}" 20 $seed
-		(cd "$WORK" && timeout 100 bash -c "SFSWEEP_CUDA_FAST='${all:+$ALL}' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -json -out '$WORK/curve${all:+-all}' '$WORK/$name.yaml'") >"$OUT/$name.json" 2>"$OUT/$name.log"
+		(cd "$WORK" && fast_train 100 "${all:+$ALL}" "$WORK/$name.yaml" -json -out "$WORK/curve${all:+-all}") >"$OUT/$name.json" 2>"$OUT/$name.log"
 	done
 	python3 "$ROOT/bench/gpu/compare_curves.py" "$OUT/curve-fp32-1.json" "$OUT/curve-bf16-1.json" "$OUT/curve-fp32-2.json" | tee "$OUT/curve.txt"
 	echo "with every fast path ($ALL):" | tee -a "$OUT/curve.txt"
@@ -486,7 +506,7 @@ if has arith; then
 	for seed in $(seq 1 "${SFSWEEP_ARITH_SEEDS:-8}"); do
 		train_cfg "arith-$seed" bf16 512 16 65536 100 25 "$seed"
 		for arm in default:"" staged:"$STAGED"; do
-			(cd "$WORK" && timeout 120 bash -c "SFSWEEP_CUDA_FAST='${arm#*:}' SFSWEEP_TEST_RUN_MAIN=1 '$WORK/sfsweep.test' train -json -out '$WORK/arith-${arm%%:*}' '$WORK/arith-$seed.yaml'") >"$OUT/arith-${arm%%:*}-$seed.json" 2>"$OUT/arith-${arm%%:*}-$seed.log"
+			(cd "$WORK" && fast_train 120 "${arm#*:}" "$WORK/arith-$seed.yaml" -json -out "$WORK/arith-${arm%%:*}") >"$OUT/arith-${arm%%:*}-$seed.json" 2>"$OUT/arith-${arm%%:*}-$seed.log"
 		done
 	done
 	verdict arith "$(python3 - "$OUT" <<'PY'

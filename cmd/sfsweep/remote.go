@@ -250,7 +250,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func warnUnserved(ctx context.Context, c client.Client, m *sweeps.Manifest, stderr io.Writer) error {
 	name, _ := backend.Resolve(m.Backend, m.Precision) // Parse checked both
 	b, _ := backend.Lookup(name)
-	queue := workflows.TrainQueue(b.Device)
+	queue := workflows.TrainQueue(backend.RouteOf(b))
 	if m.Trainer != nil {
 		t := m.Trainer.Config(nil)
 		queue = workflows.TrainerQueue(b.Device, t.Name, t.Identity)

@@ -27,8 +27,8 @@ func (r workerRoles) String() string {
 	if r.cpu {
 		parts = append(parts, "queue "+workflows.QueueCPU)
 	}
-	for _, d := range r.devices {
-		parts = append(parts, "queue "+workflows.TrainQueue(d))
+	for _, route := range backend.Routes(r.devices) {
+		parts = append(parts, "queue "+workflows.TrainQueue(route))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -75,7 +75,8 @@ func buildHint(d string) string {
 }
 
 // startWorkers starts the workers of roles: a cpu worker, and for training a worker on
-// the task queue of each device (slots activities at once each, so trials on different
+// the task queue of each route of its devices (backend.Routes: each device, and each
+// arithmetic with a queue of its own; slots activities at once each, so trials on different
 // devices do not wait for one another), one on the queue of each of the program trainers
 // the activities run on each device (workflows.TrainerQueue, slots at once as well), and
 // one on workflows.QueueGPU, the queue of sweeps planned before trials were routed by
@@ -107,8 +108,8 @@ func startWorkers(c client.Client, acts *activities.Activities, roles workerRole
 	}
 	if len(roles.devices) > 0 {
 		queues := []string{workflows.QueueGPU}
-		for _, d := range roles.devices {
-			queues = append(queues, workflows.TrainQueue(d))
+		for _, route := range backend.Routes(roles.devices) {
+			queues = append(queues, workflows.TrainQueue(route))
 		}
 		trainers, err := acts.Trainers.Queues(roles.devices)
 		if err != nil {

@@ -201,8 +201,9 @@ func TestResolve(t *testing.T) {
 }
 
 // The catalog is consistent: the default backend is in it, and each family has one backend
-// of each of its precisions, all precisions a config may name, so that Resolve's answer is
-// one backend.
+// that routes by device of each of its precisions, all precisions a config may name, so that
+// Resolve's answer is one backend; a backend with a route of its own (an arithmetic) is
+// named, and Resolve keeps it at its precision.
 func TestCatalogFamilies(t *testing.T) {
 	if b, ok := backend.Lookup(backend.Default); !ok || b.Build != "" {
 		t.Errorf("the default backend %q: %+v, in the catalog %v; want one every build carries", backend.Default, b, ok)
@@ -213,16 +214,25 @@ func TestCatalogFamilies(t *testing.T) {
 		}
 		n := 0
 		for _, c := range backend.Family(b.Family) {
-			if c.Precision == b.Precision {
+			if c.Precision == b.Precision && c.Route == "" {
 				n++
 			}
 		}
 		if n != 1 {
-			t.Errorf("family %s has %d backends of precision %s", b.Family, n, b.Precision)
+			t.Errorf("family %s has %d backends of precision %s that route by device", b.Family, n, b.Precision)
 		}
 	}
-	if got := len(backend.Family("cuda")); got != 3 {
-		t.Errorf("family cuda has %d backends, want 3", got)
+	if got := len(backend.Family("cuda")); got != 4 {
+		t.Errorf("family cuda has %d backends, want 4", got)
+	}
+	for _, c := range []struct {
+		name string
+		p    backend.Precision
+		want string
+	}{{"cuda", backend.BF16, "cuda-bf16"}, {"cuda-bf16-flash", backend.BF16, "cuda-bf16-flash"}, {"cuda-bf16-flash", "", "cuda-bf16-flash"}, {"cuda-bf16-flash", backend.FP32, "cuda"}} {
+		if got, err := backend.Resolve(c.name, c.p); got != c.want || err != nil {
+			t.Errorf("Resolve(%s, %q) = %q, %v; want %s", c.name, c.p, got, err, c.want)
+		}
 	}
 }
 

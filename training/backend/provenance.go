@@ -14,44 +14,11 @@ type Provenance struct {
 	Code       string    `json:"code"`
 }
 
-// ProvenanceOf is the provenance of an engine of the named backend in this binary and
-// process: its arithmetic is the catalog's with the variant the backend registered
-// (RegisterVariant) appended, so that results and checkpoints of a path not yet signed
-// off never pass for the catalog arithmetic's.
+// ProvenanceOf is the provenance of an engine of the named backend in this binary: its
+// arithmetic is the catalog's, which no setting of the process changes.
 func ProvenanceOf(name string) Provenance {
 	b, _ := Lookup(name)
-	variantMu.Lock()
-	v := variants[name]
-	variantMu.Unlock()
-	arith := b.Arithmetic
-	if v != nil {
-		arith += v()
-	}
-	return Provenance{Backend: b.Name, Precision: b.Precision, Arithmetic: arith, Code: CodeVersion()}
-}
-
-// A VariantFunc returns what an engine of its backend computes in this process beyond
-// the catalog's arithmetic, as a suffix ("+flash"), or "" when it computes that.
-type VariantFunc func() string
-
-var (
-	variantMu sync.Mutex
-	variants  = map[string]VariantFunc{}
-)
-
-// RegisterVariant registers the variant of the named backend's arithmetic, for a backend
-// whose engines can be switched onto paths that change its bits (a GPU engine's fast
-// paths before a GPU run signs them off).
-func RegisterVariant(name string, f VariantFunc) {
-	variantMu.Lock()
-	defer variantMu.Unlock()
-	if _, ok := Lookup(name); !ok {
-		panic("backend: " + name + " is not in the catalog (training/backend/registry.go)")
-	}
-	if _, dup := variants[name]; dup {
-		panic("backend: the variant of " + name + " registered twice")
-	}
-	variants[name] = f
+	return Provenance{Backend: b.Name, Precision: b.Precision, Arithmetic: b.Arithmetic, Code: CodeVersion()}
 }
 
 // CodeVersion is the version of the running binary's code: its module version, or the

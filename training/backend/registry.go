@@ -36,7 +36,16 @@ type Info struct {
 	// (docs/gpu.md, "What the bits depend on"). A kernel change that alters any result
 	// bumps the version.
 	Arithmetic string
+	// Route names the task queue of the backend's trials (RouteOf) when it is not its
+	// device's: a backend added to a family that workers already serve by device (a new
+	// arithmetic) has a queue of its own, so that a worker of an older build, which lacks
+	// it, never takes its trials, and they wait for a worker that has it.
+	Route string
 }
+
+// RouteOf is the routing key of b's trials: b.Route, else its device. A worker serves the
+// routes of the backends its build carries (Routes).
+func RouteOf(b Info) string { return cmp.Or(b.Route, b.Device) }
 
 // Precision is the precision of an engine's matrix products: what a config asks for
 // (precision: bf16) and what the engine is made to compute.
@@ -78,11 +87,16 @@ var catalog = []Info{
 	{Name: "cuda", Family: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, float32 GEMMs", Build: cudaBuild, Precision: FP32, Arithmetic: "cuda-fp32/1"},
 	{Name: "cuda-tf32", Family: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, TF32 tensor-core GEMMs", Build: cudaBuild, Precision: TF32, Arithmetic: "cuda-tf32/1"},
 	{Name: "cuda-bf16", Family: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, bf16 tensor-core GEMMs with float32 master weights (as torch.autocast)", Build: cudaBuild, Precision: BF16, Arithmetic: "cuda-bf16/1"},
+	// The candidate bf16 arithmetic: cuda-bf16 with deterministic flash attention and the
+	// one-pass cross-entropy, which change its bits within a tolerance; a trial names it to
+	// run it, as no environment variable changes a trial's bits.
+	{Name: "cuda-bf16-flash", Family: "cuda", Device: DeviceCUDA, Summary: "NVIDIA GPU, cuda-bf16 with deterministic flash attention and a one-pass cross-entropy", Build: cudaBuild, Precision: BF16, Arithmetic: "cuda-bf16-flash/1", Route: "cuda-bf16-flash"},
 }
 
 // Resolve returns the backend that runs name's engine (Default's when name is "") at
 // precision p: name itself when p is "" or name's own, else the backend of name's family
-// with precision p (cuda and bf16: cuda-bf16). The error says which precisions the family
+// with precision p that routes by device (cuda and bf16: cuda-bf16; a backend with a
+// route of its own, an arithmetic, is named to be run). The error says which precisions the family
 // has.
 func Resolve(name string, p Precision) (string, error) {
 	b, ok := Lookup(cmp.Or(name, Default))
@@ -94,6 +108,9 @@ func Resolve(name string, p Precision) (string, error) {
 	}
 	var have []string
 	for _, c := range Family(b.Family) {
+		if c.Route != "" {
+			continue // an arithmetic of its own, which a config names
+		}
 		if c.Precision == p {
 			return c.Name, nil
 		}
@@ -184,6 +201,20 @@ func Devices() []string {
 	}
 	slices.Sort(devs)
 	return devs
+}
+
+// Routes lists the routes (RouteOf) of the backends this build carries on the given
+// devices, in sorted order: the task queues whose trials a worker of this build trains.
+func Routes(devices []string) []string {
+	var routes []string
+	for _, n := range Names() {
+		b, _ := Lookup(n)
+		if r := RouteOf(b); slices.Contains(devices, b.Device) && !slices.Contains(routes, r) {
+			routes = append(routes, r)
+		}
+	}
+	slices.Sort(routes)
+	return routes
 }
 
 // Check tells whether this build can run the named backend: nil if it carries it, an

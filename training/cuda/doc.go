@@ -37,8 +37,10 @@
 // backward pass in one kernel, rmsnorm.cu, and producers that write only the bfloat16
 // operand); FastEnv turns them off by name. The others, deterministic flash attention on
 // bfloat16 tensor cores (flash.cu) among them, which change the bits within a stated
-// tolerance, run only when FastEnv names them, until a GPU run signs them off as a new
-// arithmetic; their kernels are optional, so an older PTX still loads without them. The flash kernels' index maths is one C header
+// tolerance, are an arithmetic a trial names by its backend (cuda-bf16-flash: flash and
+// the one-pass cross-entropy; trialPaths), never by FastEnv; the rest run in this
+// package's tests only. Their kernels are optional, so an older PTX still loads without
+// them. The flash kernels' index maths is one C header
 // (flashmath/flash_tiles.h) that Go tests check through cgo, their algorithm has a Go
 // mirror, and their source runs on the CPU (flashemu) bitwise against the mirror.
 //

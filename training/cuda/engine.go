@@ -105,7 +105,11 @@ var _ backend.DeviceOptimizers = (*Engine)(nil)
 func init() {
 	for _, b := range backend.Family(family) {
 		backend.Register(b.Name, func(cfg model.Config, batch, seqLen int) (backend.Engine, error) {
-			e, err := New(cfg, batch, seqLen, b.Precision)
+			fast, err := trialPaths(b.Name, os.Getenv(FastEnv))
+			if err != nil {
+				return nil, err
+			}
+			e, err := newNamedEngine(b.Name, cfg, batch, seqLen, b.Precision, fast)
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +118,6 @@ func init() {
 		backend.RegisterNeed(b.Name, func(cfg model.Config, batch, seqLen int) int64 {
 			return NeedBytes(cfg, batch, seqLen, b.Precision)
 		})
-		backend.RegisterVariant(b.Name, func() string { return variant(os.Getenv(FastEnv), b.Precision == backend.BF16) })
 	}
 	backend.RegisterFault(isStickyError)
 }
@@ -140,7 +143,10 @@ func isStickyError(err error) bool {
 
 // New returns an engine for cfg on micro-batches of batch sequences of seqLen tokens
 // (seqLen ≤ cfg.Context) on GPU 0, whose matrix products have precision p (one of the
-// family's: FP32, TF32 or BF16). Its parameters are zero until WriteParams.
+// family's: FP32, TF32 or BF16), with the fast paths FastEnv names, every one of them
+// allowed: the engine of this package's tests and benchmarks. A trial's engine comes from
+// the backend registry, whose arithmetic is its backend's alone (trialPaths). Its
+// parameters are zero until WriteParams.
 func New(cfg model.Config, batch, seqLen int, p backend.Precision) (*Engine, error) {
 	fast, err := fastFromEnv()
 	if err != nil {
@@ -155,6 +161,11 @@ func newEngine(cfg model.Config, batch, seqLen int, p backend.Precision, fast fa
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
+	return newNamedEngine(name, cfg, batch, seqLen, p, fast)
+}
+
+// newNamedEngine is newEngine as the catalog's backend called name.
+func newNamedEngine(name string, cfg model.Config, batch, seqLen int, p backend.Precision, fast fastPaths) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}

@@ -3,19 +3,21 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
 // FastEnv names an environment variable that sets, by name, the engine's fast paths
-// beyond those on by default (signedOff), e.g. SFSWEEP_CUDA_FAST=flash,ce1; a name with a
+// beyond those on by default (signedOff), e.g. SFSWEEP_CUDA_FAST=graph,embed; a name with a
 // leading "-" turns a path off, e.g. -ce,-round,-norm,-swiglu for the path before them.
 // Each but flash, ce1, lt, logits16 and act16 gives bitwise the results of the default
-// path (the arithmetic stays that of the backend's name); flash computes attention in
-// another order and rounds it elsewhere, ce1 sums the softmax's denominator in another
-// order, lt may run other GEMM kernels, and logits16 and act16 round product outputs to
-// bfloat16, so their bits differ within a tolerance, and they make a new arithmetic once
-// signed off; until then an engine that runs them says so in its provenance (variant).
-// Unset or empty, the engine runs the signed-off paths.
+// path; flash computes attention in another order and rounds it elsewhere, ce1 sums the
+// softmax's denominator in another order, lt may run other GEMM kernels, and logits16 and
+// act16 round product outputs to bfloat16, so their bits differ within a tolerance. Those
+// are an arithmetic, which a trial names by its backend (flash and ce1: cuda-bf16-flash):
+// for a trial's engine FastEnv may name only the paths that change no bit (trialPaths).
+// This package's own tests (New) take every name. Unset or empty, the engine runs the
+// backend's paths.
 const FastEnv = "SFSWEEP_CUDA_FAST"
 
 // ceThreads is the block of the cross-entropy kernels, one block per row: its size fixes
@@ -245,40 +247,61 @@ func parseFast(s string) (fastPaths, error) {
 	return f, nil
 }
 
-// bitBase is the set of the paths that change the bits which the bf16 arithmetic of the
-// catalog's name (training/backend) holds: on by default (in signedOff) and named by no
-// variant. None yet; a GPU run that signs off flash and ce1 as a new arithmetic
-// (cuda-bf16/2) puts them here and in signedOff, and renames the catalog's arithmetic.
-const bitBase fastPaths = 0
-
-// variant is what the fast paths of FastEnv's value s add to the arithmetic of an engine
-// (in bf16 mode or not): "+" and the paths that change its bits, and "-" and those of
-// bitBase turned off, or "" (exactly the catalog's arithmetic). flash, ce1, lt, logits16
-// and act16 change bits in bf16 only; other precisions keep the default kernels, and act16
-// acts only with round and swiglu. A value parseFast refuses adds nothing: such an engine
-// is never made.
-func variant(s string, bf16 bool) string {
-	f, err := parseFast(s)
-	if err != nil || !bf16 {
-		return ""
-	}
-	return variantOf(f, bitBase)
+// arithmeticPaths are the bit-changing fast paths of each backend of the family's catalog
+// that has some (training/backend): the arithmetic a trial names by its backend, on top of
+// signedOff. The others have none.
+var arithmeticPaths = map[string]fastPaths{
+	"cuda-bf16-flash": fastFlash | fastCE1,
 }
 
-// variantOf is variant for the paths f of a bf16 engine, against an arithmetic that holds
-// the bit-changing paths base.
-func variantOf(f, base fastPaths) string {
-	if f&(fastRound|fastSwiGLU) != fastRound|fastSwiGLU {
-		f &^= fastAct16
+// trialPaths is the fast paths of an engine of the catalog's backend name, made for a
+// trial, with FastEnv's value s: the backend's own arithmetic (signedOff and
+// arithmeticPaths), with the paths that change no bit (exactFast) turned on or off as s
+// names them. A name in s that changes bits is refused, naming the backend that has it: no
+// environment variable may change a trial's bits, which its config's backend fixes.
+func trialPaths(name, s string) (fastPaths, error) {
+	f, err := parseFast(s)
+	if err != nil {
+		return 0, err
 	}
-	var v string
-	if on := f &^ exactFast() &^ base; on != 0 {
-		v += "+" + on.String()
+	own := arithmeticPaths[name]
+	if extra := f &^ exactFast() &^ own; extra != 0 {
+		return 0, fmt.Errorf("cuda: %s=%q: %s change the bits of backend %s, and no environment variable may change a trial's bits: %s",
+			FastEnv, s, extra, name, bitsHome(extra))
 	}
-	if off := base &^ f; off != 0 {
-		v += "-" + off.String()
+	if lost := turnedOff(s) & own; lost != 0 {
+		return 0, fmt.Errorf("cuda: %s=%q: turns off %s, which backend %s computes with: name another backend", FastEnv, s, lost, name)
 	}
-	return v
+	return f | own, nil
+}
+
+// turnedOff is the paths FastEnv's value s names with a leading "-" (s parsed).
+func turnedOff(s string) fastPaths {
+	var f fastPaths
+	for _, name := range strings.Split(s, ",") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(name), "-"); ok {
+			if i := fastIndex(strings.TrimSpace(n)); i >= 0 {
+				f |= fastNames[i].path
+			}
+		}
+	}
+	return f
+}
+
+// bitsHome says where the bit-changing paths f can run: the backends whose arithmetic
+// holds them, or the engine's own tests.
+func bitsHome(f fastPaths) string {
+	var homes []string
+	for name, own := range arithmeticPaths {
+		if f&^own == 0 {
+			homes = append(homes, "backend "+name+" computes with them")
+		}
+	}
+	if len(homes) == 0 {
+		return "no backend computes with them; they run in this package's own tests only"
+	}
+	slices.Sort(homes)
+	return strings.Join(homes, "; ")
 }
 
 func fastIndex(name string) int {

@@ -131,52 +131,42 @@ func TestFlashConstants(t *testing.T) {
 	}
 }
 
-// TestVariant: the fast paths that change bits name themselves in a bf16 engine's
-// arithmetic, and only there.
-func TestVariant(t *testing.T) {
+// A trial's engine computes its backend's arithmetic alone: FastEnv turns on or off only
+// the paths that change no bit, a name that changes bits is refused with the backend that
+// computes with it (or none), and cuda-bf16-flash computes with flash and ce1 whatever
+// FastEnv says, which may not turn them off.
+func TestTrialPaths(t *testing.T) {
 	for _, c := range []struct {
-		env  string
-		bf16 bool
-		want string
+		name, env string
+		want      fastPaths
+		err       string
 	}{
-		{"", true, ""},
-		{"ce,round,norm,swiglu", true, ""},
-		{"ce,round,norm,swiglu,graph", true, ""},
-		{"flash", true, "+flash"},
-		{"ce1, ce, flash", true, "+flash,ce1"},
-		{"flash,ce1", false, ""},
-		{"lt,graph,ce", true, "+lt"},
-		{"logits16,ce1,round", true, "+ce1,logits16"},
-		{"act16,round,swiglu", true, "+act16"},
-		{"act16", true, "+act16"},
-		{"act16,-swiglu", true, ""}, // act16 acts only with round and swiglu
-		{"-ce,-round,-norm,-swiglu", true, ""},
-		{"lt,flash", false, ""},
-		{"bogus,flash", true, ""},
+		{"cuda-bf16", "", signedOff, ""},
+		{"cuda-bf16", "graph,embed,rope", signedOff | fastGraph | fastEmbed | fastRope, ""},
+		{"cuda-bf16", "-ce,-round,-norm,-swiglu", 0, ""},
+		{"cuda", "graph", signedOff | fastGraph, ""},
+		{"cuda-bf16-flash", "", signedOff | fastFlash | fastCE1, ""},
+		{"cuda-bf16-flash", "flash,rope", signedOff | fastFlash | fastCE1 | fastRope, ""},
+		{"cuda-bf16", "flash", 0, "flash change the bits of backend cuda-bf16, and no environment variable may change a trial's bits: backend cuda-bf16-flash computes with them"},
+		{"cuda-bf16", "ce1,flash", 0, "backend cuda-bf16-flash computes with them"},
+		{"cuda-bf16", "lt", 0, "lt change the bits of backend cuda-bf16, and no environment variable may change a trial's bits: no backend computes with them"},
+		{"cuda-bf16-flash", "act16", 0, "act16 change the bits of backend cuda-bf16-flash"},
+		{"cuda-bf16-flash", "-flash", 0, "turns off flash, which backend cuda-bf16-flash computes with"},
+		{"cuda-bf16", "flsh", 0, `unknown fast path "flsh"`},
 	} {
-		if got := variant(c.env, c.bf16); got != c.want {
-			t.Errorf("variant(%q, bf16 %v) = %q, want %q", c.env, c.bf16, got, c.want)
+		got, err := trialPaths(c.name, c.env)
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("trialPaths(%s, %q) = %v, %v; want %v", c.name, c.env, got, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), FastEnv)):
+			t.Errorf("trialPaths(%s, %q) = %v, %v; want an error naming %s and %q", c.name, c.env, got, err, FastEnv, c.err)
 		}
 	}
-	// the arithmetic's own bit-changing paths are on by default and named by no variant
-	if bitBase&^signedOff != 0 || bitBase&^(allFast()&^exactFast()) != 0 {
-		t.Errorf("bitBase = %v: its paths must change bits and be on by default", bitBase)
-	}
-	// against an arithmetic that holds flash and ce1, as cuda-bf16/2 would
-	base := fastFlash | fastCE1
-	for _, c := range []struct {
-		f    fastPaths
-		want string
-	}{
-		{signedOff | base, ""},
-		{signedOff | base | fastGraph | fastRope, ""},
-		{signedOff | fastCE1, "-flash"},
-		{signedOff | base | fastLt, "+lt"},
-		{signedOff | fastLt | fastLogits16, "+lt,logits16-flash,ce1"},
-		{0, "-flash,ce1"},
-	} {
-		if got := variantOf(c.f, base); got != c.want {
-			t.Errorf("variantOf(%v, %v) = %q, want %q", c.f, base, got, c.want)
+	// every arithmetic's paths change bits (else it would be the base arithmetic) and
+	// exist in the catalog's cuda family
+	for name, f := range arithmeticPaths {
+		if f == 0 || f&exactFast() != 0 {
+			t.Errorf("%s: paths %v: an arithmetic's paths change bits, and only those", name, f)
 		}
 	}
 }
