@@ -58,6 +58,10 @@ type activations struct {
 	dy, dgu, dh         cu.DevicePtr // (N,C), (N,2F) (GPT-2: (N,F)), (N,F)
 	dwPart              cu.DevicePtr // (chunks,C) partial sums of a norm-weight gradient
 	dbPart              cu.DevicePtr // GPT-2: (chunks,max(3C,F)) partial sums of a bias gradient
+	// GPT-2 without biases (model.Config.Biases false): zeros (max(3C,F)) that stand for
+	// every bias, and a sink of the same size for their gradients, outside the parameters,
+	// so that the GPT-2 kernels run unchanged
+	noBias, biasSink cu.DevicePtr
 	q, k, v, hy         cu.DevicePtr // (B,H,T,D) each: q, k, v and the heads' outputs
 	dq, dk, dv          cu.DevicePtr // (B,H,T,D) each
 	// do16 (B,H,T,D) bfloat16 and dvec (B,H,T): the flash path's dO and rowsum(dO∘O);
@@ -152,6 +156,14 @@ func (e *Engine) allocate() error {
 	}
 	size := e.layout.Size
 	if e.gpt2 {
+		if !e.cfg.Biases && !e.counting {
+			c, f := e.cfg.Dim, e.cfg.Hidden
+			for _, p := range []cu.DevicePtr{e.act.noBias, e.act.biasSink} {
+				if err := e.st.zero(p, max(3*c, f)); err != nil {
+					return err
+				}
+			}
+		}
 		return e.zeroAll(size)
 	}
 	// RoPE tables in float64, rounded once, as training/native computes them.
@@ -249,6 +261,9 @@ func (e *Engine) allocBuffers() error {
 	if e.gpt2 {
 		s.nfMean = a(n)
 		s.dbPart = a(blocks(n, normRows) * max(3*c, f))
+		if !e.cfg.Biases {
+			s.noBias, s.biasSink = a(max(3*c, f)), a(max(3*c, f))
+		}
 	}
 	s.dresid, s.dnorm, s.dqkv = a(n*c), a(n*c), a(n*3*c)
 	if att > 0 {
@@ -267,7 +282,7 @@ func (e *Engine) allocBuffers() error {
 	if err != nil {
 		return err
 	}
-	e.p, e.g = e.views(e.params), e.views(e.grads)
+	e.p, e.g = e.views(e.params, s.noBias), e.views(e.grads, s.biasSink)
 	return nil
 }
 
@@ -280,7 +295,9 @@ func (e *Engine) zeroAll(size int) error {
 	return e.st.zero(e.grads, size)
 }
 
-func (e *Engine) views(buf cu.DevicePtr) weights {
+// views are the tensors of buf, the parameters or the gradients; noBias stands for every
+// bias of a GPT-2 without biases (zeros for the parameters, a sink for the gradients).
+func (e *Engine) views(buf, noBias cu.DevicePtr) weights {
 	v := func(name string) cu.DevicePtr {
 		t, ok := e.layout.Tensor(name)
 		if !ok {
@@ -288,18 +305,24 @@ func (e *Engine) views(buf cu.DevicePtr) weights {
 		}
 		return off(buf, t.Offset)
 	}
+	b := func(name string) cu.DevicePtr {
+		if _, ok := e.layout.Tensor(name); !ok {
+			return noBias
+		}
+		return v(name)
+	}
 	if e.gpt2 {
 		w := weights{emb: v("transformer.wte.weight"), head: v(e.cfg.Head()), wpe: v("transformer.wpe.weight"),
-			norm: v("transformer.ln_f.weight"), normB: v("transformer.ln_f.bias")}
+			norm: v("transformer.ln_f.weight"), normB: b("transformer.ln_f.bias")}
 		for i := range e.cfg.Layers {
 			p := fmt.Sprintf("transformer.h.%d.", i)
 			w.layers = append(w.layers, layerWeights{
-				n1: v(p + "ln_1.weight"), n1b: v(p + "ln_1.bias"),
-				qkv: v(p + "attn.c_attn.weight"), qkvB: v(p + "attn.c_attn.bias"),
-				wo: v(p + "attn.c_proj.weight"), woB: v(p + "attn.c_proj.bias"),
-				n2: v(p + "ln_2.weight"), n2b: v(p + "ln_2.bias"),
-				w13: v(p + "mlp.c_fc.weight"), fcB: v(p + "mlp.c_fc.bias"),
-				w2: v(p + "mlp.c_proj.weight"), projB: v(p + "mlp.c_proj.bias"),
+				n1: v(p + "ln_1.weight"), n1b: b(p + "ln_1.bias"),
+				qkv: v(p + "attn.c_attn.weight"), qkvB: b(p + "attn.c_attn.bias"),
+				wo: v(p + "attn.c_proj.weight"), woB: b(p + "attn.c_proj.bias"),
+				n2: v(p + "ln_2.weight"), n2b: b(p + "ln_2.bias"),
+				w13: v(p + "mlp.c_fc.weight"), fcB: b(p + "mlp.c_fc.bias"),
+				w2: v(p + "mlp.c_proj.weight"), projB: b(p + "mlp.c_proj.bias"),
 			})
 		}
 		return w

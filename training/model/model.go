@@ -24,8 +24,9 @@ const (
 	// RMSNorm, RoPE (θ = 10000), causal multi-head attention, SwiGLU MLP, final RMSNorm, LM
 	// head tied to the token embedding, no biases.
 	LLaMA Arch = "llama"
-	// GPT2 is the paper's appendix model: learned position embedding, LayerNorm, GELU MLP,
-	// biases, LM head tied to the token embedding.
+	// GPT2 is the paper's appendix model, llm-baselines' GPT-2 (its base model, nanoGPT's):
+	// learned position embedding, LayerNorm, GELU MLP, LM head tied to the token embedding,
+	// and no biases, as llm-baselines' default (bias False); Biases gives nanoGPT's.
 	GPT2 Arch = "gpt2"
 )
 
@@ -47,6 +48,11 @@ type Config struct {
 	// It is always written, so a config of before the field, whose LLaMA was untied, never
 	// has the hash of a tied one.
 	Untied bool `json:"untied"`
+	// Biases gives GPT-2's linear layers and LayerNorms biases, as nanoGPT and GPT-2 itself
+	// have them; by default they have none, as llm-baselines' --bias False. LLaMA has none.
+	// Written only when set: every config written since untied was, which has it, had
+	// biases only where it says so.
+	Biases bool `json:"biases,omitempty"`
 }
 
 // Tied reports whether the LM head is the token embedding.
@@ -126,6 +132,9 @@ func (c Config) Validate() error {
 	if c.Dim%c.Heads != 0 {
 		return &fielderr.Error{Field: "heads", Value: c.Heads, Reason: fmt.Sprintf("must divide dim (%d)", c.Dim)}
 	}
+	if c.Biases && c.Arch != GPT2 {
+		return &fielderr.Error{Field: "biases", Value: true, Reason: "only a gpt2 model has biases"}
+	}
 	if c.Arch == LLaMA && (c.Dim/c.Heads)%2 != 0 {
 		return &fielderr.Error{Field: "heads", Value: c.Heads, Reason: fmt.Sprintf("head size dim/heads = %d must be even for RoPE", c.Dim/c.Heads)}
 	}
@@ -201,23 +210,28 @@ func (c Config) Layout() Layout {
 	case GPT2:
 		add("transformer.wte.weight", "embedding", V, d)
 		add("transformer.wpe.weight", "embedding", c.Context, d)
+		bias := func(name string, n int) {
+			if c.Biases {
+				add(name, "bias", n)
+			}
+		}
 		for i := range c.Layers {
 			p := fmt.Sprintf("transformer.h.%d.", i)
 			add(p+"ln_1.weight", "norm", d)
-			add(p+"ln_1.bias", "bias", d)
+			bias(p+"ln_1.bias", d)
 			add(p+"attn.c_attn.weight", "linear", 3*d, d)
-			add(p+"attn.c_attn.bias", "bias", 3*d)
+			bias(p+"attn.c_attn.bias", 3*d)
 			add(p+"attn.c_proj.weight", "residual", d, d)
-			add(p+"attn.c_proj.bias", "bias", d)
+			bias(p+"attn.c_proj.bias", d)
 			add(p+"ln_2.weight", "norm", d)
-			add(p+"ln_2.bias", "bias", d)
+			bias(p+"ln_2.bias", d)
 			add(p+"mlp.c_fc.weight", "linear", h, d)
-			add(p+"mlp.c_fc.bias", "bias", h)
+			bias(p+"mlp.c_fc.bias", h)
 			add(p+"mlp.c_proj.weight", "residual", d, h)
-			add(p+"mlp.c_proj.bias", "bias", d)
+			bias(p+"mlp.c_proj.bias", d)
 		}
 		add("transformer.ln_f.weight", "norm", d)
-		add("transformer.ln_f.bias", "bias", d)
+		bias("transformer.ln_f.bias", d)
 	}
 	if c.Untied {
 		add("lm_head.weight", "head", V, d)

@@ -15,7 +15,8 @@ import (
 // paper's n_embd 768, n_layer 12, vocab 50304 and multiple_of 256).
 func TestPresetSizes(t *testing.T) {
 	llama := func(V, d, L, h int) int { return V*d + L*(2*d+4*d*d+3*d*h) + d }
-	gpt2 := func(V, d, L, h, ctx int) int {
+	gpt2 := func(V, d, L, h, ctx int) int { return V*d + ctx*d + L*(2*d+4*d*d+2*d*h) + d }
+	gpt2Biased := func(V, d, L, h, ctx int) int {
 		return V*d + ctx*d + L*(4*d+3*d*d+3*d+d*d+d+2*d*h+h+d) + 2*d
 	}
 	cases := map[string]int{
@@ -28,6 +29,16 @@ func TestPresetSizes(t *testing.T) {
 	}
 	if 922_752 != llama(512, 128, 4, 344)+512*128 || 49_255_296 != llama(50304, 384, 6, 1024)+50304*384 {
 		t.Fatal("the formula disagrees with the peer's published counts")
+	}
+	// llm-baselines' GPT-2 has no biases; nanoGPT's (Biases) at its block size of 1024 is
+	// its published 124,475,904 with the vocabulary padded to 50304
+	if c, _ := Preset("gpt2-124m"); c.Biases || c.NumParams() != 123_980_544 {
+		t.Errorf("gpt2-124m: biases %v, %d parameters; want llm-baselines' 123,980,544 without biases", c.Biases, c.NumParams())
+	}
+	nano := model1024("gpt2-124m")
+	nano.Biases = true
+	if got, want := nano.NumParams(), gpt2Biased(50304, 768, 12, 3072, 1024); got != want || got != 124_475_904 {
+		t.Errorf("gpt2-124m with biases at context 1024: %d parameters, formula %d, want 124,475,904", got, want)
 	}
 	if cases["llama-124m"] != 123_587_328 {
 		t.Fatalf("llama-124m by the formula has %d parameters, not llm-baselines' 123,587,328", cases["llama-124m"])
@@ -57,6 +68,13 @@ func TestPresetSizes(t *testing.T) {
 	if c, _ := Preset("gpt2-124m"); c.NumParams() < 123e6 || c.NumParams() > 125e6 {
 		t.Errorf("gpt2-124m has %d parameters, want ~124M", c.NumParams())
 	}
+}
+
+// model1024 is the preset name at a context of 1024, nanoGPT's block size.
+func model1024(name string) Config {
+	c, _ := Preset(name)
+	c.Context = 1024
+	return c
 }
 
 // TestFLOPs checks the step FLOPs against the PyTorch peer's published figures
@@ -179,6 +197,7 @@ func TestValidate(t *testing.T) {
 		{"arch", func(c *Config) { c.Arch = "rwkv" }},
 		{"dim", func(c *Config) { c.Dim = 0 }},
 		{"heads", func(c *Config) { c.Heads = 3 }},
+		{"biases", func(c *Config) { c.Biases = true }}, // a LLaMA has none
 		{"heads", func(c *Config) { c.Dim, c.Heads = 12, 4 }}, // odd head size
 		{"vocab", func(c *Config) { c.Vocab = 70000 }},
 		{"norm_eps", func(c *Config) { c.NormEps = math.NaN() }},

@@ -13,11 +13,12 @@
 //
 // # GPT-2
 //
-// With cfg.Arch = model.GPT2 the model is nanoGPT's: x = wte[token] + wpe[position],
+// With cfg.Arch = model.GPT2 the model is llm-baselines' base model (nanoGPT's): x = wte[token] + wpe[position],
 // L × [x += c_proj(Attn(c_attn(ln_1(x)))); x += mlp.c_proj(GELU(mlp.c_fc(ln_2(x))))], ln_f,
 // logits = ln_f(x)·wteᵀ (tied as the LLaMA's, or untied) and the same cross-entropy. Attention is the
-// same causal attention without RoPE; every linear layer has a bias; LayerNorm is
-// (x − mean)·rsqrt(var + NormEps)·w + b with the biased variance, as torch.nn.LayerNorm.
+// same causal attention without RoPE; the linear layers and LayerNorms have biases where
+// the config asks for them (Biases, nanoGPT's), none by default (llm-baselines'); LayerNorm
+// is (x − mean)·rsqrt(var + NormEps)·w + b with the biased variance, as torch.nn.LayerNorm.
 // GELU is the exact form 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU's default), not GPT-2's tanh
 // approximation: float64 uses math.Erf; the float32 AVX-512 kernel (kernels_gelu_amd64.s)
 // takes erf from Abramowitz & Stegun 7.1.26, absolute error ≤ 1.5e-7. The other GPT-2 ops

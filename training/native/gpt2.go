@@ -4,9 +4,10 @@ import "github.com/sfsweep/sfsweep/training/gemm"
 
 // The GPT-2 (nanoGPT) forward and backward passes. The buffers are those of LLaMA (see
 // native.go) with GPT-2's meanings: gu holds the c_fc output before the GELU, h after it;
-// the n*Mean buffers keep the LayerNorm row means. Every linear layer has a bias, added
-// after its GEMM; the LM head is the token embedding (tied), so its gradient is added to
-// that of the embedding gather.
+// the n*Mean buffers keep the LayerNorm row means. With biases (model.Config.Biases) every
+// linear layer has one, added after its GEMM, and every LayerNorm one; without them, as
+// llm-baselines' default, the bias kernels are left out. The LM head is the token embedding
+// unless untied, so its gradient is added to that of the embedding gather.
 
 // forwardGPT2 runs the model on m.tokens and returns the mean loss over m.targets.
 //

@@ -26,6 +26,7 @@ type Model[T Float] struct {
 
 	params, grads []T
 	p, g          weights[T] // named views of params and grads
+	zeroC         []T        // (C) zeros: the LayerNorm bias of a GPT-2 without biases
 
 	act    activations[T]
 	cos    []T // RoPE tables (t, D/2)
@@ -134,6 +135,7 @@ func New[T Float](cfg model.Config, batch, seqLen int) (*Model[T], error) {
 	}
 	m.p = m.views(m.params)
 	m.g = m.views(m.grads)
+	m.zeroC = make([]T, cfg.Dim)
 	if !m.gpt2 {
 		m.cos, m.sin = ropeTables[T](seqLen, cfg.HeadDim(), cfg.RopeTheta)
 		m.negSin = make([]T, len(m.sin))
@@ -160,17 +162,24 @@ func (m *Model[T]) views(buf []T) weights[T] {
 	}
 	c, f := m.cfg.Dim, m.cfg.Hidden
 	if m.gpt2 {
+		// b is a bias, nil in a model without biases, which the kernels then leave out
+		b := func(name string) []T {
+			if _, ok := m.layout.Tensor(name); !ok {
+				return nil
+			}
+			return v(name)
+		}
 		w := weights[T]{emb: v("transformer.wte.weight"), head: v(m.cfg.Head()), wpe: v("transformer.wpe.weight"),
-			norm: v("transformer.ln_f.weight"), normB: v("transformer.ln_f.bias")}
+			norm: v("transformer.ln_f.weight"), normB: b("transformer.ln_f.bias")}
 		for i := range m.cfg.Layers {
 			p := fmt.Sprintf("transformer.h.%d.", i)
 			w.layers = append(w.layers, layerWeights[T]{
-				n1: v(p + "ln_1.weight"), n1b: v(p + "ln_1.bias"),
-				qkv: v(p + "attn.c_attn.weight"), qkvB: v(p + "attn.c_attn.bias"),
-				wo: v(p + "attn.c_proj.weight"), woB: v(p + "attn.c_proj.bias"),
-				n2: v(p + "ln_2.weight"), n2b: v(p + "ln_2.bias"),
-				w13: v(p + "mlp.c_fc.weight"), fcB: v(p + "mlp.c_fc.bias"),
-				w2: v(p + "mlp.c_proj.weight"), projB: v(p + "mlp.c_proj.bias"),
+				n1: v(p + "ln_1.weight"), n1b: b(p + "ln_1.bias"),
+				qkv: v(p + "attn.c_attn.weight"), qkvB: b(p + "attn.c_attn.bias"),
+				wo: v(p + "attn.c_proj.weight"), woB: b(p + "attn.c_proj.bias"),
+				n2: v(p + "ln_2.weight"), n2b: b(p + "ln_2.bias"),
+				w13: v(p + "mlp.c_fc.weight"), fcB: b(p + "mlp.c_fc.bias"),
+				w2: v(p + "mlp.c_proj.weight"), projB: b(p + "mlp.c_proj.bias"),
 			})
 		}
 		return w

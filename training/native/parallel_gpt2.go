@@ -39,6 +39,9 @@ func (k *kernels[T]) positionBackwardRange(lo, hi int) {
 
 // layernormForward: out (N,C), mean, rstd (N), x (N,C), w, b (C)
 func (k *kernels[T]) layernormForward(out, mean, rstd, x, w, b []T) {
+	if b == nil { // a model without biases
+		b = k.m.zeroC
+	}
 	k.args = [6][]T{out, mean, rstd, x, w, b}
 	k.run(k.m.n, rowGrain, k.lnFwd)
 }
@@ -49,8 +52,8 @@ func (k *kernels[T]) layernormForwardRange(lo, hi int) {
 	layernormForward(a[0][lo*c:hi*c], a[1][lo:hi], a[2][lo:hi], a[3][lo*c:hi*c], a[4], a[5], c, T(k.m.cfg.NormEps))
 }
 
-// layernormBackward adds to dx (N,C), dw and db (C); dout (N,C), x (N,C), w (C),
-// mean, rstd (N).
+// layernormBackward adds to dx (N,C), dw and db (C; nil without biases); dout (N,C), x
+// (N,C), w (C), mean, rstd (N).
 func (k *kernels[T]) layernormBackward(dx, dw, db, dout, x, w, mean, rstd []T) {
 	n, c := k.m.n, k.m.cfg.Dim
 	chunks := par.Chunks(n, normChunk)
@@ -61,6 +64,8 @@ func (k *kernels[T]) layernormBackward(dx, dw, db, dout, x, w, mean, rstd []T) {
 		pw, pb := wPart[j*c:(j+1)*c], bPart[j*c:(j+1)*c]
 		for i := range c {
 			dw[i] += pw[i]
+		}
+		for i := range db {
 			db[i] += pb[i]
 		}
 	}
@@ -76,8 +81,12 @@ func (k *kernels[T]) layernormBackwardRange(lo, hi int) {
 	}
 }
 
-// biasForward adds b (W) to every row of out (N,W).
+// biasForward adds b (W) to every row of out (N,W); nothing for a model without biases
+// (b nil).
 func (k *kernels[T]) biasForward(out, b []T) {
+	if len(b) == 0 {
+		return
+	}
 	k.args = [6][]T{out, b}
 	k.run(k.m.n, rowGrain, k.biasFwd)
 }
@@ -88,8 +97,12 @@ func (k *kernels[T]) biasForwardRange(lo, hi int) {
 	biasForward(out[lo*w:hi*w], b)
 }
 
-// biasBackward adds the sum over the rows of dout (N,W) to db (W).
+// biasBackward adds the sum over the rows of dout (N,W) to db (W); nothing for a model
+// without biases (db nil).
 func (k *kernels[T]) biasBackward(db, dout []T) {
+	if len(db) == 0 {
+		return
+	}
 	n, w := k.m.n, len(db)
 	chunks := par.Chunks(n, normChunk)
 	k.args = [6][]T{db, dout}

@@ -13,9 +13,10 @@
 // Inverse, Sigmoid — and custom ops (ops.go) for the embedding gather, the causal softmax,
 // the cross-entropy and the exact (erf) GELU.
 //
-// Two architectures: LLaMA as llm-baselines (RMSNorm, RoPE, SwiGLU) and GPT-2 as nanoGPT
-// (learned position embedding, LayerNorm with biased variance, biases, exact GELU); in
-// both the LM head is the token embedding unless the config is untied.
+// Two architectures: LLaMA as llm-baselines (RMSNorm, RoPE, SwiGLU) and GPT-2 as its base
+// model, nanoGPT's (learned position embedding, LayerNorm with biased variance, exact GELU,
+// biases where the config has them); in both the LM head is the token embedding unless the
+// config is untied.
 package oracle
 
 import (
@@ -226,8 +227,12 @@ func (m *Model) build() (err error) {
 	rowVector := func(what string, v *gorgonia.Node) *gorgonia.Node {
 		return must(what + " reshape")(gorgonia.Reshape(v, tensor.Shape{1, v.Shape().TotalSize()}))
 	}
-	// linearBias applies a torch-style weight w (out, in) and bias b (out): x·wᵀ + b.
+	// linearBias applies a torch-style weight w (out, in) and bias b (out): x·wᵀ + b; x·wᵀ
+	// for a model without biases (b nil).
 	linearBias := func(what string, x, w, b *gorgonia.Node) *gorgonia.Node {
+		if b == nil {
+			return linear(what, x, w)
+		}
 		return must(what + " bias")(gorgonia.BroadcastAdd(linear(what, x, w), rowVector(what+" bias", b), nil, []byte{0}))
 	}
 	// invRMS returns (mean over the rows of x' + ε)^(−1/2) as an (N, 1) column, where
@@ -257,6 +262,9 @@ func (m *Model) build() (err error) {
 		r := invRMS(what+" var", sq)
 		xn := must(what + " scale rows")(gorgonia.BroadcastHadamardProd(xc, r, nil, []byte{1}))
 		y := must(what + " weight")(gorgonia.BroadcastHadamardProd(xn, rowVector(what+" weight", w), nil, []byte{0}))
+		if b == nil { // a model without biases
+			return y
+		}
 		return must(what + " bias")(gorgonia.BroadcastAdd(y, rowVector(what+" bias", b), nil, []byte{0}))
 	}
 	// heads: (N, d) → (B·H, T, hd).

@@ -44,7 +44,7 @@ func testCases(t testing.TB) []testCase {
 
 // gpt2TestCases returns the GPT-2 configurations: micro-gpt2 with a sequence shorter than
 // its context, an odd one (odd head size 5, vocabulary 37, MLP width not 4d, sequence one
-// short of the context, untied head), micro-gpt2 at its full context with one sequence, and a medium
+// short of the context, untied head, nanoGPT's biases), micro-gpt2 at its full context with one sequence, and a medium
 // model large enough for the native engine's blocked and parallel kernels.
 func gpt2TestCases(t testing.TB) []testCase {
 	t.Helper()
@@ -52,7 +52,7 @@ func gpt2TestCases(t testing.TB) []testCase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	odd := model.Config{Arch: model.GPT2, Vocab: 37, Dim: 15, Layers: 2, Heads: 3, Context: 9, Hidden: 44, Batch: 3, Untied: true}.WithDefaults()
+	odd := model.Config{Arch: model.GPT2, Vocab: 37, Dim: 15, Layers: 2, Heads: 3, Context: 9, Hidden: 44, Batch: 3, Untied: true, Biases: true}.WithDefaults()
 	medium := model.Config{Arch: model.GPT2, Vocab: 301, Dim: 60, Layers: 2, Heads: 5, Context: 40, Hidden: 164, Batch: 2}.WithDefaults()
 	return []testCase{
 		{"micro-gpt2/b2t5", micro, 2, 5},

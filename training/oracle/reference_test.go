@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/sfsweep/sfsweep/training/model"
 )
@@ -141,14 +142,21 @@ func refCrossEntropy(logits []float64, target int32) float64 {
 }
 
 // refLossGPT2 is an independent plain-Go float64 forward pass of the GPT-2 model as nanoGPT
-// writes it (one sequence at a time, one token at a time): x = wte[tok] + wpe[pos]; per
+// writes it (its biases zero in a model without them) (one sequence at a time, one token at a time): x = wte[tok] + wpe[pos]; per
 // block x += c_proj(attn(ln_1(x))), x += mlp.c_proj(gelu(c_fc(ln_2(x)))); ln_f; logits =
 // wte·x (or lm_head·x, untied); the mean next-token cross-entropy over all batch·seqLen positions.
 // LayerNorm uses the biased variance, GELU the exact erf form, attention the fused c_attn
 // output split q|k|v along its rows.
 func refLossGPT2(cfg model.Config, params []float64, tokens, targets []int32, batch, seqLen int) float64 {
 	l := cfg.Layout()
-	w := func(name string) []float64 { return model.View(l, params, name) }
+	// w is a tensor; the bias of a model without biases is zeros of its weight's rows
+	w := func(name string) []float64 {
+		if _, ok := l.Tensor(name); !ok && strings.HasSuffix(name, ".bias") {
+			wt, _ := l.Tensor(strings.TrimSuffix(name, ".bias") + ".weight")
+			return make([]float64, wt.Shape[0])
+		}
+		return model.View(l, params, name)
+	}
 	d, H, hd, F, V := cfg.Dim, cfg.Heads, cfg.HeadDim(), cfg.Hidden, cfg.Vocab
 
 	// affine returns W·x + b for a torch-style weight W (out, in) and bias b (out).
