@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -163,28 +162,15 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// A device fault has lost this process's device context: it stops polling at once, so
 	// that it takes no other attempt, and exits a moment later, once the faulted attempt's
 	// failure has reached the server; its supervisor starts it again.
-	var polling struct {
-		sync.Mutex
-		stop func()
-	}
-	acts.OnDeviceFault = func(err error) {
-		polling.Lock()
-		stopPolling := polling.stop
-		polling.Unlock()
-		if stopPolling != nil {
-			go stopPolling()
-		}
-		time.AfterFunc(2*time.Second, func() {
-			stop(fmt.Errorf("worker: exiting for a fresh device context after a device fault: %w", err))
-		})
-	}
+	var faults faultStop
+	acts.OnDeviceFault = faults.handler(func(err error) {
+		stop(fmt.Errorf("worker: exiting for a fresh device context after a device fault: %w", err))
+	})
 	stopWorkers, err := startWorkers(c, acts, roles, *slots)
 	if err != nil {
 		return err
 	}
-	polling.Lock()
-	polling.stop = stopWorkers
-	polling.Unlock()
+	faults.started(stopWorkers)
 	defer stopWorkers()
 	fmt.Fprintf(stderr, "worker: %s, %d slot(s) per device, Temporal %s, bucket %s\n", roles, *slots, r.temporal.Address, r.s3.Bucket)
 	if gpu != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -133,11 +134,19 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
 		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: trainers, GPU: gpu}
+	// A device fault has lost this process's device context, which no attempt in it can
+	// use again: run stops taking tasks at once and ends a moment later, once the attempt's
+	// failure is recorded; run again, the trials resume from their checkpoints.
+	ctx, faulted := context.WithCancelCause(ctx)
+	defer faulted(nil)
+	var faults faultStop
+	acts.OnDeviceFault = faults.handler(func(err error) { faulted(&deviceFaultError{err}) })
 	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: backend.Devices()}, *slots)
 	if err != nil {
 		return err
 	}
 	defer stopWorkers()
+	faults.started(stopWorkers)
 
 	run, err := sweepclient.Submit(ctx, st.client, st.store, src, tf.input(sweepID, manifestKey))
 	if err != nil {
@@ -145,7 +154,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stderr, "sweep workflow %s\n", sweepID)
 	res, err := sweepclient.Wait(ctx, st.client, run, time.Second, bars.sweep)
+	var df *deviceFaultError
 	switch {
+	case errors.As(context.Cause(ctx), &df):
+		bars.finish()
+		fmt.Fprintf(stderr, "%v\nrun the same command again: the trials resume from their checkpoints in a fresh process\n", df)
+		return df
 	case ctx.Err() != nil:
 		bars.finish()
 		fmt.Fprintln(stderr, "interrupted: run the same command again to resume")
@@ -195,6 +209,15 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return sweepOutcome(p, *dir)
 }
+
+// deviceFaultError ends sfsweep run after a device fault lost its process's device context.
+type deviceFaultError struct{ err error }
+
+func (e *deviceFaultError) Error() string {
+	return "run: ended after a device fault, which lost this process's GPU context: " + e.err.Error()
+}
+
+func (e *deviceFaultError) Unwrap() error { return e.err }
 
 // sweepOutcome is the error sfsweep run ends with when its sweep did not do its job, so
 // that a script or CI can tell by the exit code: a trial failed after its retries, or a

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -122,4 +123,33 @@ func startWorkers(c client.Client, acts *activities.Activities, roles workerRole
 		}
 	}
 	return stop, nil
+}
+
+// faultStop stops a process's workers after a device fault, which has lost the process's
+// device context: its handler, the activities' OnDeviceFault, stops them polling at once,
+// so that the process takes no other attempt, and calls end with the fault two seconds
+// later, once the faulted attempt's failure has reached the server.
+type faultStop struct {
+	mu   sync.Mutex
+	stop func() // the workers' stop, once they started
+}
+
+// started records the function that stops the process's workers.
+func (f *faultStop) started(stop func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stop = stop
+}
+
+// handler is the OnDeviceFault that ends the process through end.
+func (f *faultStop) handler(end func(error)) func(error) {
+	return func(err error) {
+		f.mu.Lock()
+		stop := f.stop
+		f.mu.Unlock()
+		if stop != nil {
+			go stop()
+		}
+		time.AfterFunc(2*time.Second, func() { end(err) })
+	}
 }
