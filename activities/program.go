@@ -169,7 +169,7 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 	logs := &logStream{a: a, id: in.TrialID, until: in.Until, attempt: attempt, dir: at.logs, sizes: map[string]int64{}}
 	loss := 0.0 // the heartbeat's: the last finite training loss (JSON has no NaN)
 	out, runErr := program.Run(ctx, program.Attempt{
-		Argv: at.argv, Env: at.env, Dir: at.run, Home: resolveIn(a.Trainers.Dir, spec.Home), Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs,
+		Argv: at.argv, Env: at.env, Pass: spec.EnvPass, Dir: at.run, Home: resolveIn(a.Trainers.Dir, spec.Home), Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs,
 		Until: in.Until, Stall: stall, Grace: programGrace,
 		OnMetric: func(m program.Metric) {
 			c.add(m)

@@ -62,7 +62,7 @@ func (a *Activities) programLRDecay(ctx context.Context, in workflows.LRDecayInp
 	defer release()
 	var last *float64
 	out, runErr := program.Run(ctx, program.Attempt{
-		Argv: at.argv, Env: at.env, Dir: at.run, Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs, Stall: stall, Grace: programGrace,
+		Argv: at.argv, Env: at.env, Pass: spec.EnvPass, Dir: at.run, Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs, Stall: stall, Grace: programGrace,
 		OnMetric: func(m program.Metric) {
 			if m.Finite() {
 				res.Curve = append(res.Curve, training.ProbeStep{Step: m.Step, LR: deref(m.LR), TrainLoss: deref(m.TrainLoss)})

@@ -9,10 +9,13 @@ import (
 type Attempt struct {
 	Argv []string
 	// Env is the SFSWEEP_* variables and the trainer's env. Run adds only PATH, USER,
-	// LANG, LC_* and TZ from its own environment, HOME (Home), and PYTHONUNBUFFERED=1: the
-	// worker's credentials never reach the program, neither its variables nor the files
-	// under its own HOME.
+	// LANG, LC_* and TZ from its own environment, those Pass names, HOME (Home), and
+	// PYTHONUNBUFFERED=1: the worker's credentials never reach the program, neither its
+	// variables nor the files under its own HOME.
 	Env map[string]string
+	// Pass are the variables of the worker's environment the program is given besides,
+	// by name or prefix* (Spec.EnvPass): never SFSWEEP_* or AWS_*; Env overrides them.
+	Pass []string
 	// Home is the program's HOME, unless its Env sets one; "" is Dir.
 	Home string
 	// Dir is the run directory, the program's working directory; created if missing.

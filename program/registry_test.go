@@ -56,3 +56,35 @@ func TestParseRegistryGPUMemory(t *testing.T) {
 		}
 	}
 }
+
+// A registry passes variables of the worker's environment by name or prefix*; a pattern
+// that would reach sfsweep's variables or the object store's credentials, or that is no
+// name, is refused naming the field, the value and its line.
+func TestParseRegistryEnvPass(t *testing.T) {
+	reg, err := ParseRegistry([]byte("trainers:\n  ddp:\n    program: x\n    env_pass: [NCCL_*, HF_HOME, CUDA_*]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reg["ddp"].EnvPass; len(got) != 3 || got[0] != "NCCL_*" || got[1] != "HF_HOME" {
+		t.Errorf("env_pass %q", got)
+	}
+	for _, tc := range []struct{ value, reason string }{
+		{"AWS_*", "AWS_* variables"},
+		{"AWS_SECRET_ACCESS_KEY", "AWS_* variables"},
+		{"A*", "AWS_* variables"},
+		{"*", "variable name"},
+		{"SFSWEEP_S3_SECRET", "SFSWEEP_* variables"},
+		{"S*", "SFSWEEP_* variables"},
+		{"NCCL-*", "variable name"},
+		{"NC*CL", "variable name"},
+	} {
+		_, err := ParseRegistry([]byte("trainers:\n  a:\n    program: x\n    version: v\n    env_pass: [OK_NAME, \"" + tc.value + "\"]\n"))
+		var fe *fielderr.Error
+		if !errors.As(err, &fe) || fe.Field != "trainers.a.env_pass[1]" || fe.Value != tc.value || !strings.Contains(fe.Reason, tc.reason) {
+			t.Errorf("env_pass %q: %v, want trainers.a.env_pass[1] = %s: ...%s...", tc.value, err, tc.value, tc.reason)
+		}
+	}
+	if _, err := ParseRegistry([]byte("trainers:\n  a:\n    program: x\n    env_pass: NCCL_*\n")); err == nil || !strings.Contains(err.Error(), "env_pass") {
+		t.Errorf("env_pass not a list: %v", err)
+	}
+}

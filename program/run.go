@@ -41,7 +41,7 @@ func Run(ctx context.Context, a Attempt) (Outcome, error) {
 	if a.Poll <= 0 {
 		a.Poll = DefaultPoll
 	}
-	env, err := environ(a.Env, cmp.Or(a.Home, a.Dir))
+	env, err := environ(a.Env, cmp.Or(a.Home, a.Dir), a.Pass)
 	if err != nil {
 		return fail(err)
 	}
@@ -202,15 +202,15 @@ func summary(tail []string) string {
 	return truncate(strings.Join(last, " | "), 500)
 }
 
-// environ is the program's environment: the few variables of ours it may see, its own
-// HOME, then extra, then PYTHONUNBUFFERED=1, so that its metrics and logs are not held in
-// a buffer.
-func environ(extra map[string]string, home string) ([]string, error) {
+// environ is the program's environment: the few variables of ours it may see and those
+// the patterns pass (never SFSWEEP_* or AWS_*), its own HOME, then extra, then
+// PYTHONUNBUFFERED=1, so that its metrics and logs are not held in a buffer.
+func environ(extra map[string]string, home string, pass []string) ([]string, error) {
 	env := map[string]string{"HOME": home}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "PATH", k == "USER", k == "LANG", k == "TZ", strings.HasPrefix(k, "LC_"):
+		case k == "PATH", k == "USER", k == "LANG", k == "TZ", strings.HasPrefix(k, "LC_"), passEnv(k, pass):
 			env[k] = v
 		}
 	}

@@ -316,6 +316,38 @@ func TestRunEnvironment(t *testing.T) {
 	if !slices.Equal(argv, []string{"--lr=0.002", "a b"}) {
 		t.Errorf("argv %q", argv)
 	}
+	// a registry's env_pass: the worker's NCCL_* and HF_HOME reach the program, its
+	// credentials do not, even where the attempt's patterns would match them, and the
+	// trainer's own env overrides a passed value
+	t.Setenv("NCCL_DEBUG", "INFO")
+	t.Setenv("NCCL_IB_DISABLE", "1")
+	t.Setenv("HF_HOME", "/cache/hf")
+	t.Setenv("HF_TOKEN", "not-passed")
+	t.Setenv("SFSWEEP_S3_SECRET_KEY", "not-for-programs")
+	a = attempt(t, "env\nline {\"step\": 1, \"val_loss\": 3.9}")
+	a.Pass = []string{"NCCL_*", "HF_HOME", "AWS_*", "SFSWEEP_*"}
+	a.Env["NCCL_IB_DISABLE"] = "0"
+	runFake(t, a)
+	if b, err = os.ReadFile(filepath.Join(a.Dir, "env.json")); err != nil {
+		t.Fatal(err)
+	}
+	env = nil
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatal(err)
+	}
+	passed := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		passed[k] = v
+	}
+	if passed["NCCL_DEBUG"] != "INFO" || passed["NCCL_IB_DISABLE"] != "0" || passed["HF_HOME"] != "/cache/hf" {
+		t.Errorf("passed environment %v", passed)
+	}
+	for _, k := range []string{"HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "SFSWEEP_S3_SECRET_KEY"} {
+		if v, ok := passed[k]; ok {
+			t.Errorf("the program sees %s=%s", k, v)
+		}
+	}
 }
 
 func TestRunLogs(t *testing.T) {

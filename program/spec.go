@@ -27,6 +27,12 @@ type Spec struct {
 	Files       []string          `yaml:"files,omitempty"`
 	Probes      []string          `yaml:"probes,omitempty"`
 	Env         map[string]string `yaml:"env,omitempty"`
+	// EnvPass are the variables of the worker's own environment the program is given, by
+	// name or by a prefix and "*" (NCCL_*, HF_HOME), as a worker's registry states them
+	// (env_pass): never sfsweep's (SFSWEEP_*) or the object store's credentials (AWS_*).
+	// Their values are the worker's, not part of the trainer's identity. Only the worker's
+	// operator states them: a manifest cannot (yaml "-").
+	EnvPass []string `yaml:"-"`
 	// GPUMemory is the most the program holds on its GPU, in bytes, as a worker's registry
 	// states it (gpu_memory); 0, not stated: the program is given its GPU whole. Only the
 	// worker's operator states it: a manifest cannot (yaml "-").
@@ -68,6 +74,42 @@ var (
 // ReservedEnvPrefix starts the variables sfsweep sets for the program; a trainer's env may
 // not set them, so that a registry can never point a program at another trial's files.
 const ReservedEnvPrefix = "SFSWEEP_"
+
+// deniedEnvPrefixes are the variables no env_pass reaches: sfsweep's own, and the object
+// store's credentials, which the AWS SDK reads.
+var deniedEnvPrefixes = []string{ReservedEnvPrefix, "AWS_"}
+
+// validEnvPass is a variable name, or a prefix of one followed by "*".
+var validEnvPass = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
+
+// checkEnvPass is why the env_pass pattern pat is refused, or "".
+func checkEnvPass(pat string) string {
+	if !validEnvPass.MatchString(pat) {
+		return "want a variable name, or a prefix of one followed by *: NCCL_*, HF_HOME"
+	}
+	prefix, glob := strings.CutSuffix(pat, "*")
+	for _, d := range deniedEnvPrefixes {
+		if strings.HasPrefix(prefix, d) || glob && strings.HasPrefix(d, prefix) {
+			return "would pass " + d + "* variables, which are sfsweep's and the object store's credentials"
+		}
+	}
+	return ""
+}
+
+// passEnv reports whether the worker's variable name is one the patterns pass (EnvPass).
+func passEnv(name string, patterns []string) bool {
+	for _, d := range deniedEnvPrefixes {
+		if strings.HasPrefix(name, d) {
+			return false
+		}
+	}
+	for _, p := range patterns {
+		if prefix, glob := strings.CutSuffix(p, "*"); name == p || glob && strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
 
 // Check reports the first thing wrong with s, as a *fielderr.Error whose field is under
 // "trainer" ("trainer.command[1]"). A command must run ${program}: a template that leaves
@@ -119,6 +161,11 @@ func (s Spec) Check() error {
 	for i, p := range s.Probes {
 		if !slices.Contains(Probes, p) {
 			return bad(fmt.Sprintf("probes[%d]", i), p, "unknown probe: want one of "+strings.Join(Probes, ", "))
+		}
+	}
+	for i, pat := range s.EnvPass {
+		if err := checkEnvPass(pat); err != "" {
+			return bad(fmt.Sprintf("env_pass[%d]", i), pat, err)
 		}
 	}
 	for _, k := range sortedKeys(s.Env) {
