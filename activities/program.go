@@ -235,9 +235,9 @@ type programAttempt struct {
 	mirror                *program.Mirror
 }
 
-// prepareAttempt makes an attempt's directories, restores its checkpoints and builds its
-// environment and argv.
-func (a *Activities) prepareAttempt(ctx context.Context, in workflows.TrainInput, cfg training.Config, spec program.Spec, attempt int) (*programAttempt, error) {
+// prepareAttempt makes an attempt's directories, restores its checkpoints (the newest, or
+// given steps, those of the steps: a probe's) and builds its environment and argv.
+func (a *Activities) prepareAttempt(ctx context.Context, in workflows.TrainInput, cfg training.Config, spec program.Spec, attempt int, steps ...int) (*programAttempt, error) {
 	root, err := os.MkdirTemp(a.workDir(), "trial-"+in.TrialID+"-")
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func (a *Activities) prepareAttempt(ctx context.Context, in workflows.TrainInput
 	at := &programAttempt{root: root, run: filepath.Join(root, "run"), ckpt: filepath.Join(root, "checkpoints"), logs: filepath.Join(root, "logs")}
 	at.mirror = &program.Mirror{Store: a.Store, Prefix: keys.ProgramCheckpoints(in.TrialID), Dir: at.ckpt}
 	fail := func(err error) (*programAttempt, error) { os.RemoveAll(root); return nil, err }
-	if err := at.mirror.Restore(ctx); err != nil {
+	if err := at.mirror.Restore(ctx, steps...); err != nil {
 		return fail(fmt.Errorf("trial %s: restore checkpoints: %w", in.TrialID, err))
 	}
 	if at.env, err = a.programEnv(ctx, in, cfg, attempt, root, at.run, at.ckpt); err != nil {

@@ -44,7 +44,7 @@ func (a *Activities) programLRDecay(ctx context.Context, in workflows.LRDecayInp
 			res.Before, res.StartLR = p.Val[it], p.LR
 		}
 	}
-	at, err := a.prepareAttempt(ctx, workflows.TrainInput{TrialID: in.TrialID}, cfg, spec, int(activity.GetInfo(ctx).Attempt))
+	at, err := a.prepareAttempt(ctx, workflows.TrainInput{TrialID: in.TrialID}, cfg, spec, int(activity.GetInfo(ctx).Attempt), in.Step)
 	if err != nil {
 		return nil, err
 	}

@@ -68,10 +68,13 @@ func skipped(rel string) bool {
 	return false
 }
 
-// Restore fills Dir (creating it) from the store, so that a retried attempt resumes from
-// the newest checkpoint on any machine. Files of Dir the store does not hold are left, and
-// the next Push uploads them.
-func (m *Mirror) Restore(ctx context.Context) error {
+// Restore fills Dir (creating it) from the store with what an attempt needs, so that a
+// retried attempt resumes from the newest checkpoint on any machine: every file not named
+// with a step (stepOf), and the checkpoint of the newest step (step-120.pt, or every file
+// of step-000120/), or, given steps, those of the steps given instead (a probe's). Older
+// checkpoints stay in the store, unknown to Push, which so never deletes one it did not
+// restore. Files of Dir the store does not hold are left, and the next Push uploads them.
+func (m *Mirror) Restore(ctx context.Context, steps ...int) error {
 	prefix, err := m.prefix()
 	if err != nil {
 		return err
@@ -83,10 +86,23 @@ func (m *Mirror) Restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("program: restore: %w", err)
 	}
+	want := steps
+	if len(want) == 0 { // the newest
+		newest := -1
+		for _, k := range keys {
+			if n, ok := stepOf(strings.TrimPrefix(k, prefix)); ok {
+				newest = max(newest, n)
+			}
+		}
+		want = []int{newest}
+	}
 	m.known = map[string]fileState{}
 	for _, k := range keys {
 		rel := strings.TrimPrefix(k, prefix)
 		if skipped(rel) || blob.ValidKey(rel) != nil {
+			continue
+		}
+		if n, ok := stepOf(rel); ok && !slices.Contains(want, n) {
 			continue
 		}
 		data, err := m.Store.Get(ctx, k)
@@ -289,19 +305,25 @@ func (m *Mirror) Steps(ctx context.Context) ([]int, error) {
 	}
 	var steps []int
 	for _, k := range keys {
-		rel := strings.TrimPrefix(k, prefix)
-		if skipped(rel) {
-			continue
-		}
-		for seg := range strings.SplitSeq(rel, "/") {
-			if sm := stepName.FindStringSubmatch(path.Base(seg)); sm != nil {
-				if n, err := strconv.Atoi(sm[1]); err == nil {
-					steps = append(steps, n)
-				}
-				break
+		if rel := strings.TrimPrefix(k, prefix); !skipped(rel) {
+			if n, ok := stepOf(rel); ok {
+				steps = append(steps, n)
 			}
 		}
 	}
 	slices.Sort(steps)
 	return slices.Compact(steps), nil
+}
+
+// stepOf is the step of the checkpoint the stored file rel (a slash path) belongs to: that
+// of its first segment named with a step (step-120.pt, step-000120/model.pt); ok is false
+// for a file of no step's checkpoint.
+func stepOf(rel string) (step int, ok bool) {
+	for seg := range strings.SplitSeq(rel, "/") {
+		if sm := stepName.FindStringSubmatch(path.Base(seg)); sm != nil {
+			n, err := strconv.Atoi(sm[1])
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

@@ -112,24 +112,44 @@ func TestMirror(t *testing.T) {
 		t.Errorf("Steps = %v, %v; want [20 30]", steps, err)
 	}
 
-	// another machine resumes from the store
+	// another machine resumes from the store: the newest checkpoint and the files of no
+	// step, not the older checkpoints
 	other := &Mirror{Store: store, Prefix: m.Prefix, Dir: filepath.Join(t.TempDir(), "ckpt")}
 	if err := other.Restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for name, text := range map[string]string{"step-30.pt": "half", "step-000020/model.pt": "twenty", "latest.txt": "30"} {
+	for name, text := range map[string]string{"step-30.pt": "half", "latest.txt": "30"} {
 		if b, err := os.ReadFile(filepath.Join(other.Dir, filepath.FromSlash(name))); err != nil || string(b) != text {
 			t.Errorf("restored %s = %q, %v", name, b, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(other.Dir, "step-10.pt")); err == nil {
-		t.Error("restored a deleted checkpoint")
+	for _, name := range []string{"step-10.pt", "step-000020"} {
+		if _, err := os.Stat(filepath.Join(other.Dir, name)); err == nil {
+			t.Errorf("restored %s, not the newest checkpoint", name)
+		}
 	}
 	push(t, other, false) // what it restored is what the store holds
-	if err := os.RemoveAll(filepath.Join(other.Dir, "step-000020")); err != nil {
+	if steps, err := other.Steps(ctx); err != nil || !slices.Equal(steps, []int{20, 30}) {
+		t.Errorf("Steps after a restore of the newest = %v, %v: an unrestored checkpoint stays", steps, err)
+	}
+	// a probe's attempt restores the checkpoint of its step, with the files of no step
+	probe := &Mirror{Store: store, Prefix: m.Prefix, Dir: filepath.Join(t.TempDir(), "ckpt")}
+	if err := probe.Restore(ctx, 20); err != nil {
 		t.Fatal(err)
 	}
-	push(t, other, true)
+	for name, text := range map[string]string{"step-000020/model.pt": "twenty", "step-000020/optim.pt": "opt", "latest.txt": "30"} {
+		if b, err := os.ReadFile(filepath.Join(probe.Dir, filepath.FromSlash(name))); err != nil || string(b) != text {
+			t.Errorf("probe restored %s = %q, %v", name, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(probe.Dir, "step-30.pt")); err == nil {
+		t.Error("a probe restored the newest checkpoint, which it does not start from")
+	}
+	// the probe's mirror deletes what it restored and then deleted, as the program says
+	if err := os.RemoveAll(filepath.Join(probe.Dir, "step-000020")); err != nil {
+		t.Fatal(err)
+	}
+	push(t, probe, true)
 	if steps, err := other.Steps(ctx); err != nil || !slices.Equal(steps, []int{30}) {
 		t.Errorf("Steps after deleting step-000020 = %v, %v", steps, err)
 	}
