@@ -62,8 +62,8 @@ type activations struct {
 	// every bias, and a sink of the same size for their gradients, outside the parameters,
 	// so that the GPT-2 kernels run unchanged
 	noBias, biasSink cu.DevicePtr
-	q, k, v, hy         cu.DevicePtr // (B,H,T,D) each: q, k, v and the heads' outputs
-	dq, dk, dv          cu.DevicePtr // (B,H,T,D) each
+	q, k, v, hy      cu.DevicePtr // (B,H,T,D) each: q, k, v and the heads' outputs
+	dq, dk, dv       cu.DevicePtr // (B,H,T,D) each
 	// do16 (B,H,T,D) bfloat16 and dvec (B,H,T): the flash path's dO and rowsum(dO∘O);
 	// 0 without it.
 	do16, dvec cu.DevicePtr

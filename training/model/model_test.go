@@ -197,7 +197,7 @@ func TestValidate(t *testing.T) {
 		{"arch", func(c *Config) { c.Arch = "rwkv" }},
 		{"dim", func(c *Config) { c.Dim = 0 }},
 		{"heads", func(c *Config) { c.Heads = 3 }},
-		{"biases", func(c *Config) { c.Biases = true }}, // a LLaMA has none
+		{"biases", func(c *Config) { c.Biases = true }},       // a LLaMA has none
 		{"heads", func(c *Config) { c.Dim, c.Heads = 12, 4 }}, // odd head size
 		{"vocab", func(c *Config) { c.Vocab = 70000 }},
 		{"norm_eps", func(c *Config) { c.NormEps = math.NaN() }},
