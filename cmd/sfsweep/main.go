@@ -87,7 +87,21 @@ func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go stopOnSignal(sigs, cancel, os.Stderr, signalGrace, os.Exit)
+	restart = execSelf
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// restart replaces the process with a fresh one of the same command line, once a command
+// has returned a restartError and so released what it held (ports, files, the embedded
+// servers' state). main sets it; in-process callers of runMain leave it nil, and the
+// command then ends with its error.
+var restart func() error
+
+// restartError ends a command that a fresh process of the same command line would
+// continue: sfsweep run after a device fault lost its process's GPU context.
+type restartError interface {
+	error
+	restartable()
 }
 
 // interrupted is the cause of a command's context when a signal ends it.
@@ -162,6 +176,17 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return sig.code()
 		}
 		fmt.Fprintf(stderr, "sfsweep %s: %v\n", args[0], err)
+		var re restartError
+		if errors.As(err, &re) {
+			if restart == nil {
+				fmt.Fprintf(stderr, "sfsweep %s: run the same command again: it continues from where this one ended\n", args[0])
+				return 1
+			}
+			fmt.Fprintf(stderr, "sfsweep %s: restarting in a fresh process, which continues from where this one ended\n", args[0])
+			err := restart()
+			fmt.Fprintf(stderr, "sfsweep %s: could not restart (%v): run the same command again\n", args[0], err)
+			return 1
+		}
 		var ue *usageError
 		if errors.As(err, &ue) {
 			return 2

@@ -136,7 +136,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: trainers, GPU: gpu}
 	// A device fault has lost this process's device context, which no attempt in it can
 	// use again: run stops taking tasks at once and ends a moment later, once the attempt's
-	// failure is recorded; run again, the trials resume from their checkpoints.
+	// failure is recorded; main then restarts it in a fresh process (restartError), whose
+	// trials resume from their checkpoints.
 	ctx, faulted := context.WithCancelCause(ctx)
 	defer faulted(nil)
 	var faults faultStop
@@ -158,7 +159,6 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch {
 	case errors.As(context.Cause(ctx), &df):
 		bars.finish()
-		fmt.Fprintf(stderr, "%v\nrun the same command again: the trials resume from their checkpoints in a fresh process\n", df)
 		return df
 	case ctx.Err() != nil:
 		bars.finish()
@@ -210,7 +210,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return sweepOutcome(p, *dir)
 }
 
-// deviceFaultError ends sfsweep run after a device fault lost its process's device context.
+// deviceFaultError ends sfsweep run after a device fault lost its process's device context;
+// main restarts the command in a fresh process.
 type deviceFaultError struct{ err error }
 
 func (e *deviceFaultError) Error() string {
@@ -218,6 +219,9 @@ func (e *deviceFaultError) Error() string {
 }
 
 func (e *deviceFaultError) Unwrap() error { return e.err }
+
+// restartable makes the fault a restartError: a fresh process has a fresh device context.
+func (e *deviceFaultError) restartable() {}
 
 // sweepOutcome is the error sfsweep run ends with when its sweep did not do its job, so
 // that a script or CI can tell by the exit code: a trial failed after its retries, or a

@@ -23,8 +23,9 @@ import (
 // node: the supervisor starts it again, and Temporal retries its trials from their
 // checkpoints on whichever worker takes them.
 
-// childEnv is added to the environment of the worker processes a supervisor starts: the
-// test binary sets what makes them run as the sfsweep command.
+// childEnv is added to the environment of the sfsweep processes this one starts (the
+// worker processes of a supervisor, the fresh process of a restart): the test binary sets
+// what makes them run as the sfsweep command.
 var childEnv []string
 
 // Restart delays of a worker process that exited: doubled after each exit that follows a
