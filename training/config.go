@@ -57,6 +57,13 @@ type Setup struct {
 	// matrix products (backend: cuda, precision: bf16 is the backend cuda-bf16);
 	// WithDefaults folds it into Backend, so the two spellings are one config.
 	Precision backend.Precision `json:"precision,omitempty" yaml:"precision,omitempty"`
+	// GPUs is how many GPUs a program trainer's trial is given (docs/trainer.md, "GPUs"):
+	// its program sees them, and only them, in CUDA_VISIBLE_DEVICES. 0 is its backend's
+	// default: one GPU on a GPU backend, none on the cpu. Set without a backend, it puts
+	// the trial on the GPU (backend cuda). WithDefaults folds a single GPU into the
+	// backend, so gpus: 1 and backend: cuda are one config. The engine's trials take no
+	// gpus: they train on their backend's device.
+	GPUs int `json:"gpus,omitempty" yaml:"gpus,omitempty"`
 
 	Data DataConfig `json:"data" yaml:"data"`
 }
@@ -151,11 +158,17 @@ const maxCount = 1 << 40
 
 // WithDefaults fills the fields left unset with the paper's values.
 func (c Config) WithDefaults() Config {
+	if c.Backend == "" && c.Trainer != nil && c.GPUs > 0 {
+		c.Backend = backend.DeviceCUDA // a program's GPUs: the GPU family's default
+	}
 	if c.Backend == "" {
 		c.Backend = backend.Default
 	}
 	if name, err := backend.Resolve(c.Backend, c.Precision); err == nil {
 		c.Backend, c.Precision = name, "" // else Validate reports the precision
+	}
+	if b, ok := backend.Lookup(c.Backend); ok && c.Trainer != nil && c.GPUs == 1 && b.Device != backend.DeviceCPU {
+		c.GPUs = 0 // one GPU is a GPU backend's default
 	}
 	if c.Trainer == nil || c.Optimizer.Name != "" {
 		c.optimizerDefaults()
@@ -265,6 +278,9 @@ func (c Config) Validate() error {
 	if _, ok := backend.Lookup(c.Backend); !ok {
 		return &fielderr.Error{Field: "backend", Value: c.Backend, Reason: "must be one of " + backendNames()}
 	}
+	if err := c.validateGPUs(); err != nil {
+		return err
+	}
 	if c.Precision != "" {
 		_, err := backend.Resolve(c.Backend, c.Precision)
 		reason := "must be one of " + precisionNames()
@@ -321,6 +337,22 @@ func (c Config) Validate() error {
 		return &fielderr.Error{Field: "batch_tokens", Value: c.BatchTokens, Reason: fmt.Sprintf("must be a multiple of micro_batch × seq_len = %d × %d = %d", c.MicroBatch, c.SeqLen, seq)}
 	}
 	return c.validateOptimizer()
+}
+
+// validateGPUs checks gpus: a program trial's, on a GPU backend, one GPU (a trial of several
+// is refused until trials have a launcher that starts a process per GPU).
+func (c Config) validateGPUs() error {
+	switch b, _ := backend.Lookup(c.Backend); {
+	case c.GPUs == 0:
+		return nil
+	case c.GPUs < 0:
+		return &fielderr.Error{Field: "gpus", Value: c.GPUs, Reason: "must be ≥ 0"}
+	case c.Trainer == nil:
+		return &fielderr.Error{Field: "gpus", Value: c.GPUs, Reason: "only a program trainer's trial takes gpus: sfsweep's engine trains on one device, its backend's (backend: cuda for a GPU)"}
+	case b.Device == backend.DeviceCPU:
+		return &fielderr.Error{Field: "gpus", Value: c.GPUs, Reason: fmt.Sprintf("backend %s gives its program no GPU: leave backend out, or name one on a GPU", c.Backend)}
+	}
+	return &fielderr.Error{Field: "gpus", Value: c.GPUs, Reason: "must be 1: a trial trains on one GPU"}
 }
 
 // validateOptimizer checks the run's EWA and optimizer; a program trainer's run may have

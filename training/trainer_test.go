@@ -56,6 +56,41 @@ func TestTrainerConfig(t *testing.T) {
 	}
 }
 
+// A program trial's gpus: one GPU by default on a GPU backend, gpus: 1 alone the same
+// config as backend: cuda (one ID), and what cannot be is refused, naming the field.
+func TestTrainerGPUs(t *testing.T) {
+	own := func(backend string, gpus int) Config {
+		return Config{Setup: Setup{Backend: backend, GPUs: gpus}, Loop: Loop{Steps: 10}, Seed: 3, Trainer: &Trainer{Name: "mine", Identity: "version:1"}}
+	}
+	onGPU := own("cuda", 0).WithDefaults()
+	for _, c := range []Config{own("", 1), own("cuda", 1)} {
+		d := c.WithDefaults()
+		if err := d.Validate(); err != nil {
+			t.Fatalf("%+v: %v", c.Setup, err)
+		}
+		if d.Backend != "cuda" || d.GPUs != 0 || d.Hash() != onGPU.Hash() {
+			t.Errorf("%+v: backend %q, gpus %d, hash %s; want backend: cuda's config, hash %s", c.Setup, d.Backend, d.GPUs, d.Hash(), onGPU.Hash())
+		}
+	}
+	if own("", 0).WithDefaults().Hash() == onGPU.Hash() {
+		t.Error("a program on the cpu hashes as one on a GPU")
+	}
+	engine := Config{Setup: Setup{Model: "tiny-llama", Backend: "cuda", GPUs: 1}, Optimizer: OptimizerConfig{Name: SFAdamW, LR: 1e-3, Beta1: 0.9, Beta2: 0.99}, BatchTokens: 2048, Loop: Loop{Steps: 10}}
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{own("", -1), "gpus = -1: must be ≥ 0"},
+		{own("cpu", 1), "gpus = 1: backend cpu gives its program no GPU"},
+		{own("", 2), "gpus = 2: must be 1"},
+		{engine, "gpus = 1: only a program trainer's trial takes gpus"},
+	} {
+		if err := tc.c.WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want %q", tc.c.Setup, err, tc.want)
+		}
+	}
+}
+
 // Weight decay applies where the paper's code applies it: the weights of linear layers,
 // not norms, biases or embeddings (GPT-2's tied head included), by default; decay_params
 // all gives every parameter, as before; another value is refused, naming the field.
