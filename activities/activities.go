@@ -54,6 +54,10 @@ type Activities struct {
 	// GPU, if set, is the memory of the one GPU this worker trains on: a Train attempt
 	// reserves its trial's memory there before its engine allocates (admit).
 	GPU *backend.Ledger
+	// GPUDevices, if set, is the CUDA_VISIBLE_DEVICES of a program trial on a GPU: the
+	// UUID of GPU's device. Unset, the program gets the worker's own (a supervised worker
+	// process's GPU), or, where the worker has none, sees every GPU.
+	GPUDevices string
 	// OnStall, if set, is called when a Train or probe attempt is abandoned because its
 	// compute stopped making progress (see watched).
 	OnStall func(err error)

@@ -301,7 +301,9 @@ func (a *Activities) programEnv(ctx context.Context, in workflows.TrainInput, cf
 		"CUDA_VISIBLE_DEVICES":   "",
 	}
 	if onGPU(cfg) {
-		if d, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		if a.GPUDevices != "" {
+			env["CUDA_VISIBLE_DEVICES"] = a.GPUDevices
+		} else if d, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
 			env["CUDA_VISIBLE_DEVICES"] = d
 		} else {
 			delete(env, "CUDA_VISIBLE_DEVICES")

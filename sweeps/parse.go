@@ -78,8 +78,11 @@ func Parse(src []byte) (*Manifest, error) {
 // CheckBackend tells whether this build of sfsweep carries the manifest's backend, whose
 // text is src: nil if it does, else an *fielderr.Error naming the field, its line, and how to build
 // a binary that has it. A worker that lacks it never receives its trials: they wait for
-// one that has it.
+// one that has it. A program trainer's trials need no engine, so any build runs them.
 func (m *Manifest) CheckBackend(src []byte) error {
+	if m.Trainer != nil {
+		return nil
+	}
 	name, err := backend.Resolve(m.Backend, m.Precision) // "" is backend.Default
 	if err != nil {
 		return nil // Parse refused it already

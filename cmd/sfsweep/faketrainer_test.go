@@ -17,7 +17,7 @@ import (
 // attempts), diverge (a NaN loss at step 4), garbage (refused lines between its metrics),
 // hang (stops at step 3 and sleeps), invalid (exit 2 at once), early (exit 1 at once, a
 // missing module), silent (exit 0 at once, no metrics line), nanppl (ok, but val_ppl is
-// NaN), slow (ok, but a step a second). Its loss falls with the step to 1 + q (--q). It checkpoints every 2 steps
+// NaN), slow (ok, but a step a second). It logs its CUDA_VISIBLE_DEVICES. Its loss falls with the step to 1 + q (--q). It checkpoints every 2 steps
 // into step-N files and resumes from the newest. FAKE_PIDDIR, if set, is where it leaves
 // a file named by its pid while it runs.
 const fakeTrainerEnv = "FAKE_TRAINER"
@@ -70,7 +70,11 @@ func fakeTrainer() {
 		os.Exit(1)
 	}
 	loss := func(s int) float64 { return 1 + q + 4/float64(1+s) }
-	fmt.Fprintf(os.Stderr, "fake: %s attempt %d from step %d\n", mode, attempt, start)
+	devices, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	if !ok {
+		devices = "(unset)"
+	}
+	fmt.Fprintf(os.Stderr, "fake: %s attempt %d from step %d, CUDA_VISIBLE_DEVICES=%s\n", mode, attempt, start, devices)
 	for s := start + 1; s <= steps; s++ {
 		switch {
 		case mode == "slow":

@@ -28,18 +28,23 @@ func standInMachine(t *testing.T, dir string, n int, mib int64) (gate string) {
 	if backend.Check("cuda") == nil {
 		t.Skip("this build carries the cuda backend: the stand-in cannot take its name")
 	}
-	var b strings.Builder
-	for i := range n {
-		fmt.Fprintf(&b, "%d, GPU-stand-in-%d, %d MiB\n", i, i, mib)
-	}
 	gate = filepath.Join(dir, "gate")
 	if err := os.Mkdir(gate, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(standInCUDAEnv, "1")
-	t.Setenv(standInGPUsEnv, b.String())
+	t.Setenv(standInGPUsEnv, standInGPUs(n, mib))
 	t.Setenv(standInGateEnv, gate)
 	return gate
+}
+
+// standInGPUs lists n stand-in GPUs of mib MiB each as nvidia-smi would (standInGPUsEnv).
+func standInGPUs(n int, mib int64) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%d, GPU-stand-in-%d, %d MiB\n", i, i, mib)
+	}
+	return b.String()
 }
 
 // gpuManifest writes a manifest of the end-to-end training on the cuda backend, with the

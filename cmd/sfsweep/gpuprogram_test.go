@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/training/backend"
+	"github.com/sfsweep/sfsweep/workflows"
 )
 
 // Program trials on a stand-in GPU, beside engine trials, with the fake trainer as their
@@ -156,4 +161,155 @@ func TestGPUProgramAdmission(t *testing.T) {
 		}
 	}
 	node.interrupt(t)
+}
+
+// standInGPUsOnly makes the machine of n stand-in GPUs of mib MiB each for a build without
+// the cuda engine: "sfsweep worker -gpus" and "sfsweep run" find the GPUs, and no process
+// has an engine on them.
+func standInGPUsOnly(t *testing.T, n int, mib int64) {
+	t.Helper()
+	if backend.Check("cuda") == nil {
+		t.Skip("this build carries the cuda backend: it cannot stand for one without")
+	}
+	t.Setenv(standInCUDAEnv, "")
+	t.Setenv(standInGPUsEnv, standInGPUs(n, mib))
+}
+
+// visibleDevices is each CUDA_VISIBLE_DEVICES the fake trainer logged in a trial's logs
+// (its attempts' output, not their summaries).
+func visibleDevices(t *testing.T, tr programTrial) []string {
+	t.Helper()
+	var seen []string
+	for _, l := range tr.logs {
+		if strings.HasSuffix(l, ".json") {
+			continue
+		}
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)from step \d+, CUDA_VISIBLE_DEVICES=(\S*)$`).FindAllStringSubmatch(string(b), -1) {
+			seen = append(seen, m[1])
+		}
+	}
+	return seen
+}
+
+// A worker built without the cuda engine runs program trials on the GPUs it finds, with
+// nvidia-smi's list (the stand-in's here): "sfsweep worker -gpus all" starts a process on
+// each GPU, which trains the trials of program trainers on device cuda and no engine trial.
+// A program trial of gpus: 1, the same trial as backend: cuda, sees exactly its process's
+// GPU in CUDA_VISIBLE_DEVICES. Without -trainers, such a build refuses -gpus, saying what
+// would run there.
+func TestGPUProgramsWithoutEngine(t *testing.T) {
+	ctx := serverTest(t, 4*time.Minute, "starts the embedded Temporal server and trains")
+	standInGPUsOnly(t, 2, 4096)
+	var errb bytes.Buffer
+	if code := runMain(ctx, []string{"worker", "-gpus", "all"}, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "no -trainers to run there") {
+		t.Fatalf("-gpus without an engine or trainers: exit %d, %s", code, errb.String())
+	}
+	dir, _, gw, _ := startRemote(ctx, t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := filepath.Join(dir, "trainers.yaml")
+	reg := fmt.Sprintf("trainers:\n  fake:\n    program: %s\n    version: fake-1\n    env: {%s: \"1\"}\n    gpu_memory: 1GiB\n", self, fakeTrainerEnv)
+	if err := os.WriteFile(registry, []byte(reg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	node := startProcess(ctx, t, dir, "gpu node", "worker", "-queue", "all", "-gpus", "all", "-slots", "2",
+		"-cache", filepath.Join(dir, "cache"), "-trainers", registry)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the node's output:\n%s", node.output())
+		}
+	})
+	file := filepath.Join(dir, "on-gpu.yaml")
+	src := "name: on-gpu\ngpus: 1\ntrainer: {name: fake, version: fake-1}\nparameters: {mode: ok}\nsteps: 6\nseeds: [1, 2, 3]\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := sweeper{t, ctx}
+	if st := s.finish(s.cmd("submit", file), node); st.Completed != 3 {
+		t.Fatalf("%+v\n%s", st, node.output())
+	}
+	out := node.output()
+	if n := strings.Count(out, "worker: program trainers on cuda"); n != 2 {
+		t.Errorf("%d worker processes say they run program trainers on cuda, want 2", n)
+	}
+	if strings.Contains(out, "queue "+workflows.TrainQueue(backend.DeviceCUDA)) {
+		t.Error("a worker process without the cuda engine polls the engine's cuda queue")
+	}
+	trials := readAllTrialsUnder(t, filepath.Join(gw.Root(), gw.Bucket(), "trials"))
+	if len(trials) != 3 {
+		t.Fatalf("%d trials, want 3", len(trials))
+	}
+	for _, tr := range trials {
+		if tr.config.Backend != "cuda" || tr.config.GPUs != 0 {
+			t.Errorf("trial %s: backend %q, gpus %d; want gpus: 1 as backend cuda", tr.dir, tr.config.Backend, tr.config.GPUs)
+		}
+		seen := visibleDevices(t, tr)
+		if len(seen) != 1 || seen[0] != "GPU-stand-in-0" && seen[0] != "GPU-stand-in-1" {
+			t.Errorf("trial %s saw CUDA_VISIBLE_DEVICES %v, want one stand-in GPU", tr.dir, seen)
+		}
+	}
+	node.interrupt(t)
+}
+
+// sfsweep run of a build without the cuda engine trains a program trial of gpus: 1 on the
+// GPU nvidia-smi lists first (of CUDA_VISIBLE_DEVICES), admitted by its memory, and gives
+// the program that GPU alone, where a program on the cpu sees none; on a machine without a
+// GPU it refuses the manifest at once.
+func TestRunGPUProgramWithoutEngine(t *testing.T) {
+	ctx := serverTest(t, 3*time.Minute, "runs sfsweep run on the embedded stack")
+	standInGPUsOnly(t, 2, 4096)
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf("name: run-gpu-program\ngpus: 1\ntrainer: {name: fake, program: %s, version: fake-1, env: {%s: \"1\"}}\nparameters: {mode: ok}\nsteps: 6\nseeds: [1]\n", self, fakeTrainerEnv)
+	if err := os.WriteFile(filepath.Join(dir, "gpu.yaml"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CUDA_VISIBLE_DEVICES", "1")
+	run := startProcess(ctx, t, dir, "run", "run", "-ui=false", "gpu.yaml")
+	<-run.done
+	if code := run.exitCode(); code != 0 || !strings.Contains(run.output(), "1 completed") {
+		t.Fatalf("run: exit %d\n%s", code, run.output())
+	}
+	trials := readAllTrials(t, filepath.Join(dir, ".sfsweep"))
+	if len(trials) != 1 {
+		t.Fatalf("%d trials", len(trials))
+	}
+	if seen := visibleDevices(t, trials[0]); !slices.Equal(seen, []string{"GPU-stand-in-1"}) {
+		t.Errorf("the program saw CUDA_VISIBLE_DEVICES %v, want the GPU run trains on, GPU-stand-in-1", seen)
+	}
+
+	// a program on the cpu sees no GPU
+	cpu := strings.Replace(strings.Replace(src, "gpus: 1\n", "", 1), "run-gpu-program", "run-cpu-program", 1)
+	if err := os.WriteFile(filepath.Join(dir, "cpu.yaml"), []byte(cpu), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	onCPU := startProcess(ctx, t, dir, "run on the cpu", "run", "-ui=false", "cpu.yaml")
+	<-onCPU.done
+	if code := onCPU.exitCode(); code != 0 {
+		t.Fatalf("run on the cpu: exit %d\n%s", code, onCPU.output())
+	}
+	for _, tr := range readAllTrials(t, filepath.Join(dir, ".sfsweep")) {
+		if tr.config.Backend == "cpu" {
+			if seen := visibleDevices(t, tr); !slices.Equal(seen, []string{""}) {
+				t.Errorf("the program on the cpu saw CUDA_VISIBLE_DEVICES %q, want it empty", seen)
+			}
+		}
+	}
+
+	t.Setenv(standInGPUsEnv, "")
+	t.Setenv("PATH", dir) // no nvidia-smi
+	none := startProcess(ctx, t, dir, "run without a GPU", "run", "-ui=false", "gpu.yaml")
+	<-none.done
+	if code := none.exitCode(); code != 1 || !strings.Contains(none.output(), "train on a GPU, and this machine has none") {
+		t.Fatalf("run on a machine without a GPU: exit %d\n%s", code, none.output())
+	}
 }

@@ -198,16 +198,18 @@ func workerGPU(env string) (*backend.Ledger, error) {
 }
 
 // runGPU is the ledger of the GPU that "sfsweep run" trains on, so that its -slots trials
-// are packed by memory as a worker's are: the GPU of gpuEnv when it is set; else, when a
-// cuda backend is among devices, the GPU that is the engine's device 0 (the first of
+// are packed by memory as a worker's are, and the CUDA_VISIBLE_DEVICES its programs get
+// (visible: the GPU's UUID; "", the process's own): the GPU of gpuEnv when it is set; else,
+// when cuda is among devices, the GPU that is the engine's device 0 (the first of
 // CUDA_VISIBLE_DEVICES, or GPU 0) as nvidia-smi lists it. When that GPU cannot be found it
 // says why on stderr and returns nil: trials then start unadmitted, as before.
-func runGPU(ctx context.Context, devices []string, stderr io.Writer) (*backend.Ledger, error) {
+func runGPU(ctx context.Context, devices []string, stderr io.Writer) (ledger *backend.Ledger, visible string, err error) {
 	if env := os.Getenv(gpuEnv); env != "" {
-		return workerGPU(env)
+		l, err := workerGPU(env)
+		return l, "", err
 	}
-	if !slices.Contains(devices, "cuda") {
-		return nil, nil
+	if !slices.Contains(devices, backend.DeviceCUDA) {
+		return nil, "", nil
 	}
 	first := "0"
 	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
@@ -218,9 +220,9 @@ func runGPU(ctx context.Context, devices []string, stderr io.Writer) (*backend.L
 	if err == nil {
 		var sel []gpu
 		if sel, err = selectGPUs(first, have); err == nil {
-			return backend.NewLedger(sel[0].name(), sel[0].Memory), nil
+			return backend.NewLedger(sel[0].name(), sel[0].Memory), sel[0].UUID, nil
 		}
 	}
 	fmt.Fprintf(stderr, "run: trials on cuda are not admitted by GPU memory: no GPU %q (CUDA_VISIBLE_DEVICES): %v\n", first, err)
-	return nil, nil
+	return nil, "", nil
 }

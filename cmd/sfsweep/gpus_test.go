@@ -133,28 +133,28 @@ func TestRunGPU(t *testing.T) {
 	t.Setenv(gpuEnv, "")
 	t.Setenv("CUDA_VISIBLE_DEVICES", "") // restored after the test
 	var note strings.Builder
-	if l, err := runGPU(ctx, []string{"cpu"}, &note); l != nil || err != nil || note.Len() > 0 {
-		t.Errorf("no cuda: %v, %v, %q", l, err, note.String())
+	if l, v, err := runGPU(ctx, []string{"cpu"}, &note); l != nil || v != "" || err != nil || note.Len() > 0 {
+		t.Errorf("no cuda: %v, %q, %v, %q", l, v, err, note.String())
 	}
-	for _, c := range []struct{ visible, want string }{
-		{"", "GPU 0"}, {"1", "GPU 1"}, {"GPU-b,GPU-a", "GPU 1"},
+	for _, c := range []struct{ visible, want, uuid string }{
+		{"", "GPU 0", "GPU-a"}, {"1", "GPU 1", "GPU-b"}, {"GPU-b,GPU-a", "GPU 1", "GPU-b"},
 	} {
 		if c.visible == "" {
 			os.Unsetenv("CUDA_VISIBLE_DEVICES")
 		} else {
 			t.Setenv("CUDA_VISIBLE_DEVICES", c.visible)
 		}
-		l, err := runGPU(ctx, []string{"cpu", "cuda"}, &note)
-		if err != nil || l == nil || l.Usage().Device != c.want {
-			t.Errorf("CUDA_VISIBLE_DEVICES=%q: %v, %v; want %s", c.visible, l, err, c.want)
+		l, v, err := runGPU(ctx, []string{"cpu", "cuda"}, &note)
+		if err != nil || l == nil || l.Usage().Device != c.want || v != c.uuid {
+			t.Errorf("CUDA_VISIBLE_DEVICES=%q: %v, %q, %v; want %s, %s", c.visible, l, v, err, c.want, c.uuid)
 		}
 	}
 	t.Setenv("CUDA_VISIBLE_DEVICES", "GPU-z")
-	if l, err := runGPU(ctx, []string{"cuda"}, &note); l != nil || err != nil || !strings.Contains(note.String(), `no GPU "GPU-z"`) {
+	if l, _, err := runGPU(ctx, []string{"cuda"}, &note); l != nil || err != nil || !strings.Contains(note.String(), `no GPU "GPU-z"`) {
 		t.Errorf("an unknown GPU: %v, %v, %q", l, err, note.String())
 	}
 	t.Setenv(gpuEnv, "3, GPU-c, 512 MiB")
-	if l, err := runGPU(ctx, []string{"cpu"}, &note); err != nil || l == nil || l.Usage().Total != 512<<20 {
+	if l, v, err := runGPU(ctx, []string{"cpu"}, &note); err != nil || l == nil || v != "" || l.Usage().Total != 512<<20 {
 		t.Errorf("%s: %v, %v", gpuEnv, l, err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/sfsweep/sfsweep/search"
 	"github.com/sfsweep/sfsweep/sweepclient"
 	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/training/backend"
 	"github.com/sfsweep/sfsweep/web"
 	"github.com/sfsweep/sfsweep/workflows"
@@ -128,12 +129,21 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer stopPage()
-	gpu, err := runGPU(ctx, backend.Devices(), stderr)
+	// a program trainer's trials on a GPU need no engine there: any build runs them
+	devices := backend.Devices()
+	programGPU := trainers != nil && manifestDevice(m) == backend.DeviceCUDA && !slices.Contains(devices, backend.DeviceCUDA)
+	if programGPU {
+		devices = append(devices, backend.DeviceCUDA)
+	}
+	gpu, visible, err := runGPU(ctx, devices, stderr)
 	if err != nil {
 		return err
 	}
+	if programGPU && gpu == nil {
+		return fmt.Errorf("%s: the trials of trainer %s train on a GPU, and this machine has none that nvidia-smi lists (see above)", file, m.Trainer.Name)
+	}
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
-		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: trainers, GPU: gpu}
+		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: trainers, GPU: gpu, GPUDevices: visible}
 	// A device fault has lost this process's device context, which no attempt in it can
 	// use again: run stops taking tasks at once and ends a moment later, once the attempt's
 	// failure is recorded; main then restarts it in a fresh process (restartError), whose
@@ -142,7 +152,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer faulted(nil)
 	var faults faultStop
 	acts.OnDeviceFault = faults.handler(func(err error) { faulted(&deviceFaultError{err}) })
-	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: backend.Devices()}, *slots)
+	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: devices}, *slots)
 	if err != nil {
 		return err
 	}
@@ -208,6 +218,16 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return sweepOutcome(p, *dir)
+}
+
+// manifestDevice is the device a manifest's trials train on: its backend's.
+func manifestDevice(m *sweeps.Manifest) string {
+	c := training.Config{Setup: m.Setup}
+	if m.Trainer != nil {
+		c.Trainer = m.Trainer.Config(nil)
+	}
+	b, _ := backend.Lookup(c.WithDefaults().Backend) // Parse checked it
+	return b.Device
 }
 
 // deviceFaultError ends sfsweep run after a device fault lost its process's device context;

@@ -18,8 +18,9 @@ import (
 // an engine that does not fit fails to allocate, with a *backend.OutOfMemoryError, and every
 // engine made and closed is logged with what the device holds then.
 
-// standInGPUsEnv, set with standInCUDAEnv, lists the stand-in machine's GPUs in the format
-// of nvidia-smi's query (queryGPU): "sfsweep worker -gpus" finds them there.
+// standInGPUsEnv lists the stand-in machine's GPUs in the format of nvidia-smi's query
+// (queryGPU): "sfsweep worker -gpus" finds them there. Without standInCUDAEnv the process
+// is a build without the cuda engine on a machine with GPUs.
 const standInGPUsEnv = "SFSWEEP_TEST_STAND_IN_GPUS"
 
 // standInGateEnv, set with standInGPUsEnv, is a directory in which a stand-in engine
@@ -50,11 +51,11 @@ const (
 // registerStandIn installs the stand-ins in a re-executed test binary.
 func registerStandIn() {
 	childEnv = append(childEnv, reexecEnv+"=1")
-	if os.Getenv(standInCUDAEnv) != "1" {
-		return
-	}
 	if os.Getenv(standInGPUsEnv) != "" {
 		listGPUs = func(context.Context) ([]gpu, error) { return parseGPUs(os.Getenv(standInGPUsEnv)) }
+	}
+	if os.Getenv(standInCUDAEnv) != "1" {
+		return // the GPUs, if any, of a build without the cuda engine
 	}
 	backend.RegisterNeed("cuda", standInNeed)
 	var dev *standInDevice

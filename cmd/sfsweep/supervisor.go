@@ -50,7 +50,9 @@ type supervisor struct {
 // newSupervisor makes the supervisor of "sfsweep worker -gpus": a worker process on each
 // GPU of gpus, with slots spread over them, each with the flags fs was given (but -gpus,
 // -slots and -queue: a process trains, on the devices of -devices, or by default on every
-// device of the build but the CPU).
+// device of the build but the CPU). A build without the cuda engine runs program trainers
+// (-trainers) on the GPUs: its processes train the trials of device cuda that programs
+// train, and no engine trial.
 func newSupervisor(ctx context.Context, fs *flag.FlagSet, gpus string, slots int, stderr io.Writer) (*supervisor, error) {
 	var devices []string
 	for _, d := range backend.Devices() {
@@ -59,7 +61,10 @@ func newSupervisor(ctx context.Context, fs *flag.FlagSet, gpus string, slots int
 		}
 	}
 	if len(devices) == 0 {
-		return nil, &usageError{msg: fmt.Sprintf("-gpus = %q: this build has no backend on a GPU; %s", gpus, buildHint(backend.DeviceCUDA))}
+		if f := fs.Lookup("trainers"); f == nil || f.Value.String() == "" {
+			return nil, &usageError{msg: fmt.Sprintf("-gpus = %q: this build has no backend on a GPU, and no -trainers to run there; %s, or give -trainers: program trainers run on the GPUs of any build", gpus, buildHint(backend.DeviceCUDA))}
+		}
+		devices = []string{backend.DeviceCUDA}
 	}
 	have, err := listGPUs(ctx)
 	if err != nil {

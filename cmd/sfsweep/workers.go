@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +18,8 @@ import (
 
 // workerRoles says what a worker process serves: the cpu role (workflows, planning,
 // tables) and the training of trials on the devices listed (the gpu role), each on the
-// task queue of its device.
+// task queue of its device. A device may lack an engine in this build: a GPU of a build
+// without the cuda engine, where only program trainers train (programOnly).
 type workerRoles struct {
 	cpu     bool
 	devices []string
@@ -31,11 +33,21 @@ func (r workerRoles) String() string {
 	for _, route := range backend.Routes(r.devices) {
 		parts = append(parts, "queue "+workflows.TrainQueue(route))
 	}
+	for _, d := range r.devices {
+		if programOnly(d) {
+			parts = append(parts, "program trainers on "+d)
+		}
+	}
 	return strings.Join(parts, ", ")
 }
 
+// programOnly reports whether device d is one this build has no engine on: a worker trains
+// only program trainers' trials there.
+func programOnly(d string) bool { return !slices.Contains(backend.Devices(), d) }
+
 // parseRoles reads worker's -queue and -devices: a device this build has no backend for
-// is refused, naming the flag.
+// is refused, naming the flag, but for a GPU of a build without the cuda engine in a
+// worker process given one (gpuEnv), which trains program trainers there.
 func parseRoles(queue, devices string) (workerRoles, error) {
 	var r workerRoles
 	switch queue {
@@ -53,7 +65,7 @@ func parseRoles(queue, devices string) (workerRoles, error) {
 		if d == "" || slices.Contains(r.devices, d) {
 			continue
 		}
-		if !slices.Contains(have, d) {
+		if !slices.Contains(have, d) && (d != backend.DeviceCUDA || os.Getenv(gpuEnv) == "") {
 			return r, &usageError{msg: fmt.Sprintf("-devices = %q: this build has no backend on device %q (it has %s: backends %s); %s",
 				devices, d, strings.Join(have, ", "), strings.Join(backend.Names(), ", "), buildHint(d))}
 		}
@@ -108,8 +120,12 @@ func startWorkers(c client.Client, acts *activities.Activities, roles workerRole
 		}
 	}
 	if len(roles.devices) > 0 {
-		queues := []string{workflows.QueueGPU}
-		for _, route := range backend.Routes(roles.devices) {
+		var queues []string
+		routes := backend.Routes(roles.devices)
+		if len(routes) > 0 {
+			queues = append(queues, workflows.QueueGPU) // of engine trials only
+		}
+		for _, route := range routes {
 			queues = append(queues, workflows.TrainQueue(route))
 		}
 		trainers, err := acts.Trainers.Queues(roles.devices)
