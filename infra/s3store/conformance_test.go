@@ -163,12 +163,62 @@ func testStore(t *testing.T, s blob.Store) {
 	})
 }
 
+// testStreams checks a store's streams (blob.Streams): an object put from a reader and got
+// into a writer is the same bytes, past the size of one part (a multipart upload of S3); a
+// reader that gives fewer or more bytes than it said fails the put and leaves the object
+// as it was; a missing key writes nothing.
+func testStreams(t *testing.T, s blob.Store) {
+	ctx := context.Background()
+	ss, ok := s.(blob.Streams)
+	if !ok {
+		t.Fatalf("%T has no streams", s)
+	}
+	for _, n := range []int{0, 1000, 40<<20 + 7} {
+		data := randomBytes(uint64(n), n)
+		key := fmt.Sprintf("stream/%d", n)
+		if err := ss.PutReader(ctx, key, bytes.NewReader(data), int64(n)); err != nil {
+			t.Fatalf("PutReader of %d bytes: %v", n, err)
+		}
+		if b := get(t, s, key); !bytes.Equal(b, data) {
+			t.Fatalf("Get after PutReader of %d bytes: %d bytes, not the same", n, len(b))
+		}
+		var buf bytes.Buffer
+		if got, err := ss.GetWriter(ctx, key, &buf); err != nil || got != int64(n) || !bytes.Equal(buf.Bytes(), data) {
+			t.Fatalf("GetWriter of %d bytes: %d, %v, the same bytes %v", n, got, err, bytes.Equal(buf.Bytes(), data))
+		}
+	}
+	old := randomBytes(9, 3<<20)
+	put(t, s, "stream/kept", old)
+	for _, c := range []struct {
+		name string
+		give int
+	}{{"short", 20 << 20}, {"long", 40<<20 + 1}, {"small-long", 11}} {
+		said := int64(40 << 20)
+		if c.name == "small-long" {
+			said = 10
+		}
+		err := ss.PutReader(ctx, "stream/kept", bytes.NewReader(randomBytes(3, c.give)), said)
+		var se blob.SizeError
+		if !errors.As(err, &se) {
+			t.Errorf("PutReader of %d bytes said to be %d: %v, want a SizeError", c.give, said, err)
+		}
+		if b := get(t, s, "stream/kept"); !bytes.Equal(b, old) {
+			t.Fatalf("a failed PutReader (%s) changed the object: %d bytes", c.name, len(b))
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := ss.GetWriter(ctx, "stream/none", &buf); !errors.Is(err, blob.ErrNotFound) || buf.Len() > 0 {
+		t.Fatalf("GetWriter of a missing key: %v, %d bytes written; want ErrNotFound, none", err, buf.Len())
+	}
+}
+
 func TestConformanceDir(t *testing.T) {
 	d, err := blob.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	testStore(t, d)
+	testStreams(t, d)
 }
 
 func put(t *testing.T, s blob.Store, k string, v []byte) {

@@ -1,8 +1,10 @@
 package s3store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,5 +175,49 @@ func TestRetryConfigErrors(t *testing.T) {
 		if _, err := s3store.New(context.Background(), tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// A stream of several parts goes through faults of its parts: every third request of each
+// series (the parts of an upload, the ranges of a download) fails once, a part upload with
+// a 503, a ranged get with its body cut short. The transfer manager retries each part on
+// its own, and the object is the same bytes both ways.
+func TestStreamsThroughFaults(t *testing.T) {
+	l := newFaultLab(t)
+	ctx := context.Background()
+	rec := &recorder{decide: func(r faultproxy.Request) faultproxy.Fault {
+		switch {
+		case r.N%3 != 2:
+			return faultproxy.None
+		case r.Method == http.MethodPut:
+			return faultproxy.Error503
+		case r.Method == http.MethodGet && r.Key != "":
+			return faultproxy.Truncate
+		}
+		return faultproxy.None
+	}}
+	p, s := l.proxy(t, rec, faultproxy.Options{}, "streams", s3store.Config{MaxBackoff: 5 * time.Millisecond})
+	data := randomBytes(5, 50<<20+3)
+	if err := s.PutReader(ctx, "big", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatalf("PutReader through faults: %v", err)
+	}
+	if b := l.objectFile(t, "streams/big"); !bytes.Equal(b, data) {
+		t.Fatalf("the object is %d bytes, not the %d put", len(b), len(data))
+	}
+	var buf bytes.Buffer
+	if n, err := s.GetWriter(ctx, "big", &buf); err != nil || n != int64(len(data)) || !bytes.Equal(buf.Bytes(), data) {
+		t.Fatalf("GetWriter through faults: %d bytes, %v", n, err)
+	}
+	var puts, gets int
+	for _, e := range p.Events() {
+		switch e.Fault {
+		case faultproxy.Error503:
+			puts++
+		case faultproxy.Truncate:
+			gets++
+		}
+	}
+	if puts == 0 || gets == 0 {
+		t.Fatalf("%d part uploads and %d ranged gets were faulted: the test injected too little", puts, gets)
 	}
 }

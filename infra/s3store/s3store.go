@@ -12,6 +12,10 @@
 // never returned in part. An attempt that waits longer than Config.ResponseTimeout for
 // the server — for its answer, for the next bytes of a body, or for it to take more of an
 // upload — fails and is retried.
+//
+// PutReader and GetWriter (blob.Streams) move an object of any size through a few parts
+// of memory with aws-sdk-go-v2's transfer manager: a multipart upload, and a get of
+// ranges a few at once, each part's body read within its attempt and so retried as Get's.
 package s3store
 
 import (
@@ -36,6 +40,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
@@ -119,13 +124,25 @@ type Config struct {
 // Store is a blob.Store in one S3 bucket under one key prefix. It is safe for concurrent use.
 type Store struct {
 	client      *s3.Client
+	tm          *transfermanager.Client // PutReader and GetWriter
 	bucket      string
 	prefix      string
 	pageSize    int32
 	readTimeout time.Duration // the longest wait for a read of a Get's body
 }
 
-var _ blob.Store = (*Store)(nil)
+var (
+	_ blob.Store   = (*Store)(nil)
+	_ blob.Streams = (*Store)(nil)
+)
+
+// The transfer manager's sizes (PutReader, GetWriter): parts of streamPart bytes,
+// streamParts of them in flight at once, so that a stream holds about
+// streamPart·streamParts bytes of memory, whatever the object's size.
+const (
+	streamPart  = 8 << 20
+	streamParts = 4
+)
 
 // New returns a Store for cfg. It does not contact the endpoint; credentials of the
 // configuration chain are resolved on the first request.
@@ -215,7 +232,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		// error, and the SDK would log each such Get.
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return &Store{client: client, bucket: cfg.Bucket, prefix: prefix, pageSize: int32(cfg.PageSize), readTimeout: responseTimeout}, nil
+	tm := transfermanager.New(partClient{client, responseTimeout}, func(o *transfermanager.Options) {
+		o.PartSizeBytes = streamPart
+		o.MultipartUploadThreshold = 2 * streamPart
+		o.Concurrency = streamParts
+		o.GetObjectBufferSize = streamPart * streamParts
+	})
+	return &Store{client: client, tm: tm, bucket: cfg.Bucket, prefix: prefix, pageSize: int32(cfg.PageSize), readTimeout: responseTimeout}, nil
 }
 
 // withResponseTimeout returns the SDK's default HTTP client — the one the configuration
@@ -345,12 +368,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	rb := &readBody{idle: s.readTimeout}
-	_, err = s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)},
-		func(o *s3.Options) {
-			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-				return st.Deserialize.Add(rb, middleware.Before)
-			})
-		})
+	_, err = s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)}, rb.add)
 	if err != nil {
 		if isNotFound(err) {
 			return nil, fmt.Errorf("s3store: get s3://%s/%s: %w", s.bucket, k, blob.ErrNotFound)
@@ -358,6 +376,56 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("s3store: get s3://%s/%s: %w", s.bucket, k, err)
 	}
 	return rb.data, nil
+}
+
+// PutReader writes the size bytes of r under key through aws-sdk-go-v2's transfer
+// manager: an object of more than two parts goes as a multipart upload, part by part, each
+// part buffered (and so retried) on its own, and S3 makes the object only once every part
+// is in. Its memory is a few parts (streamPart, streamParts), whatever the size. A reader
+// that gives another number of bytes than size fails the put and leaves the object under
+// key as it was.
+func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, size int64) error {
+	k, err := s.objectKey(key)
+	if err != nil {
+		return err
+	}
+	// a reader of the wrong size fails the upload before its last part, which S3 then
+	// aborts: the object under key stays as it was
+	_, err = s.tm.UploadObject(ctx, &transfermanager.UploadObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(k),
+		Body:          blob.Exact(r, size),
+		ContentLength: aws.Int64(size),
+	})
+	if err != nil {
+		return fmt.Errorf("s3store: put s3://%s/%s: %w", s.bucket, k, err)
+	}
+	return nil
+}
+
+// GetWriter writes the object under key to w through the transfer manager, which fetches
+// it in parts, a few at once (streamParts), and retries a part whose body breaks off; a
+// missing key is an error wrapping blob.ErrNotFound, with nothing written.
+func (s *Store) GetWriter(ctx context.Context, key string, w io.Writer) (int64, error) {
+	k, err := s.objectKey(key)
+	if err != nil {
+		return 0, err
+	}
+	out, err := s.tm.GetObject(ctx, &transfermanager.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	if err != nil {
+		if isNotFound(err) {
+			return 0, fmt.Errorf("s3store: get s3://%s/%s: %w", s.bucket, k, blob.ErrNotFound)
+		}
+		return 0, fmt.Errorf("s3store: get s3://%s/%s: %w", s.bucket, k, err)
+	}
+	n, err := io.Copy(w, out.Body)
+	if err == nil && out.ContentLength != nil && n != *out.ContentLength {
+		err = blob.SizeError{Want: *out.ContentLength, Got: n}
+	}
+	if err != nil {
+		return n, fmt.Errorf("s3store: get s3://%s/%s: %w", s.bucket, k, err)
+	}
+	return n, nil
 }
 
 // readBody is a middleware of GetObject that reads the object's body whole into data.
@@ -370,6 +438,29 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 type readBody struct {
 	idle time.Duration
 	data []byte
+	// keep gives the response the body read, for a caller that reads it (partClient)
+	keep bool
+}
+
+// partClient is the S3 client of the transfer manager, whose GetObject of a part reads the
+// part's body within each attempt (readBody), so that a part whose body breaks off is
+// fetched again with the store's retries: the transfer manager's streamed get reads the
+// bodies it is handed once, and would fail on the first cut.
+type partClient struct {
+	*s3.Client
+	idle time.Duration
+}
+
+func (c partClient) GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	rb := &readBody{idle: c.idle, keep: true}
+	return c.Client.GetObject(ctx, in, append(optFns, rb.add)...)
+}
+
+// add places the middleware first in a request's deserialize step.
+func (m *readBody) add(o *s3.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Deserialize.Add(m, middleware.Before)
+	})
 }
 
 // ID names the middleware in the stack.
@@ -397,6 +488,9 @@ func (m *readBody) HandleDeserialize(ctx context.Context, in middleware.Deserial
 	switch {
 	case err == nil:
 		m.data = data
+		if m.keep {
+			res.Body = io.NopCloser(bytes.NewReader(data))
+		}
 		return out, md, nil
 	case ctx.Err() != nil: // the caller gave up: not retried
 		return out, md, fmt.Errorf("read body: %w", ctx.Err())

@@ -60,6 +60,7 @@ func TestConformanceS3(t *testing.T) {
 	cfg := g.StoreConfig("sweeps/a")
 	cfg.PageSize = 4
 	testStore(t, newStore(t, cfg))
+	testStreams(t, newStore(t, cfg))
 }
 
 // TestListPages lists more keys than fit on one page and checks that every page was asked

@@ -1,9 +1,11 @@
 package blob
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 // file root/k. Put writes a temporary file in the same directory, syncs it and renames it
 // into place, so a crash never leaves a partial object under its key.
 type Dir struct{ root string }
+
+var _ Streams = (*Dir)(nil)
 
 // NewDir returns a Store rooted at root, creating the directory if needed.
 func NewDir(root string) (*Dir, error) {
@@ -36,6 +40,11 @@ func (d *Dir) path(key string) (string, error) {
 
 // Put writes data under key atomically.
 func (d *Dir) Put(ctx context.Context, key string, data []byte) error {
+	return d.PutReader(ctx, key, bytes.NewReader(data), int64(len(data)))
+}
+
+// PutReader writes the size bytes of r under key atomically, through a temporary file.
+func (d *Dir) PutReader(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -51,7 +60,7 @@ func (d *Dir) Put(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("blob: put %s: %w", key, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	_, err = io.Copy(f, Exact(r, size))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -85,6 +94,30 @@ func (d *Dir) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("blob: get %s: %w", key, err)
 	}
 	return b, nil
+}
+
+// GetWriter copies the object under key to w.
+func (d *Dir) GetWriter(ctx context.Context, key string, w io.Writer) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	p, err := d.path(key)
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("blob: get %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("blob: get %s: %w", key, err)
+	}
+	defer f.Close()
+	n, err := io.Copy(w, f)
+	if err != nil {
+		return n, fmt.Errorf("blob: get %s: %w", key, err)
+	}
+	return n, nil
 }
 
 // List returns the keys under the root that start with prefix, skipping temporary files.
