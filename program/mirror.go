@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -105,38 +106,45 @@ func (m *Mirror) Restore(ctx context.Context, steps ...int) error {
 		if n, ok := stepOf(rel); ok && !slices.Contains(want, n) {
 			continue
 		}
-		data, err := m.Store.Get(ctx, k)
-		if err != nil {
-			return fmt.Errorf("program: restore: %w", err)
-		}
 		p := filepath.Join(m.Dir, filepath.FromSlash(rel))
-		if err := writeFile(p, data); err != nil {
+		hash, err := m.fetch(ctx, k, p)
+		if err != nil {
 			return fmt.Errorf("program: restore %s: %w", k, err)
 		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			return fmt.Errorf("program: restore %s: %w", k, err)
 		}
-		m.known[rel] = fileState{size: fi.Size(), mtime: fi.ModTime(), hash: sha256.Sum256(data), checked: time.Now()}
+		m.known[rel] = fileState{size: fi.Size(), mtime: fi.ModTime(), hash: hash, checked: time.Now()}
 	}
 	return nil
 }
 
-// writeFile writes data to p through a temporary file renamed into place, so that a
-// program never reads half a checkpoint.
-func writeFile(p string, data []byte) error {
+// fetch streams the object key to the file p, hashing it as it goes, through a temporary
+// file renamed into place, so that a program never reads half a checkpoint, and returns
+// its hash.
+func (m *Mirror) fetch(ctx context.Context, key, p string) (hash [sha256.Size]byte, err error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
+		return hash, err
 	}
 	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".restore.tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
+	f, err := os.Create(tmp)
+	if err != nil {
+		return hash, err
 	}
-	if err := os.Rename(tmp, p); err != nil {
+	h := sha256.New()
+	_, err = blob.GetStream(ctx, m.Store, key, io.MultiWriter(f, h))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
 		os.Remove(tmp)
-		return err
+		return hash, err
 	}
-	return nil
+	return [sha256.Size]byte(h.Sum(nil)), nil
 }
 
 // Push uploads the files of Dir that appeared or changed since the last Push (or Restore)
@@ -263,27 +271,44 @@ func (m *Mirror) open(p, rel string) (*pendingFile, error) {
 	return &pendingFile{rel: rel, f: f, fi: fi, opened: opened}, nil
 }
 
-// push uploads one opened file if its bytes changed, and reports whether it did.
+// push uploads one opened file if its bytes changed, and reports whether it did. The file
+// streams to the store (blob.PutStream), never whole in memory: a new file is hashed as it
+// goes up; one the store holds is hashed first, and goes up only if its bytes changed. A
+// file whose size changes from the one it had when it was opened fails its upload, which
+// leaves the stored object as it was, and the next Push sends it again.
 func (m *Mirror) push(ctx context.Context, prefix string, pf *pendingFile) (bool, error) {
 	if pf.err != nil {
 		return false, pf.err
 	}
-	data, err := io.ReadAll(pf.f)
-	if err != nil {
-		return false, err
-	}
-	rel := pf.rel
-	st := fileState{size: pf.fi.Size(), mtime: pf.fi.ModTime(), hash: sha256.Sum256(data), checked: pf.opened}
-	if old, had := m.known[rel]; had && old.hash == st.hash {
-		m.known[rel] = st
-		return false, nil
-	}
+	rel, size := pf.rel, pf.fi.Size()
 	key := prefix + rel
 	if err := blob.ValidKey(key); err != nil {
 		return false, fmt.Errorf("program: push %s: %w", rel, err)
 	}
-	if err := m.Store.Put(ctx, key, data); err != nil {
+	st := fileState{size: size, mtime: pf.fi.ModTime(), checked: pf.opened}
+	// the file from its start, which must hold the size it had when opened
+	file := func() io.Reader { return blob.Exact(io.NewSectionReader(pf.f, 0, math.MaxInt64), size) }
+	h := sha256.New()
+	old, had := m.known[rel]
+	if had {
+		if _, err := io.Copy(h, file()); err != nil {
+			return false, fmt.Errorf("program: push %s: %w", rel, err)
+		}
+		if st.hash = [sha256.Size]byte(h.Sum(nil)); old.hash == st.hash {
+			m.known[rel] = st
+			return false, nil
+		}
+		h = nil // hashed
+	}
+	r := file()
+	if h != nil {
+		r = io.TeeReader(r, h)
+	}
+	if err := blob.PutStream(ctx, m.Store, key, r, size); err != nil {
 		return false, err
+	}
+	if h != nil {
+		st.hash = [sha256.Size]byte(h.Sum(nil))
 	}
 	m.known[rel] = st
 	return true, nil

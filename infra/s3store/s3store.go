@@ -137,8 +137,10 @@ var (
 )
 
 // The transfer manager's sizes (PutReader, GetWriter): parts of streamPart bytes,
-// streamParts of them in flight at once, so that a stream holds about
-// streamPart·streamParts bytes of memory, whatever the object's size.
+// streamParts of them in flight at once in an upload and two buffered in a get, so that a
+// stream holds a few parts of memory, whatever the object's size: a 2 GiB checkpoint
+// pushed and restored through program.Mirror raises the process's peak resident memory
+// by 89 and 68 MiB (program's TestMirrorStreamsMemory).
 const (
 	streamPart  = 8 << 20
 	streamParts = 4
@@ -236,7 +238,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		o.PartSizeBytes = streamPart
 		o.MultipartUploadThreshold = 2 * streamPart
 		o.Concurrency = streamParts
-		o.GetObjectBufferSize = streamPart * streamParts
+		o.GetObjectBufferSize = 2 * streamPart
 	})
 	return &Store{client: client, tm: tm, bucket: cfg.Bucket, prefix: prefix, pageSize: int32(cfg.PageSize), readTimeout: responseTimeout}, nil
 }
