@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,6 +217,44 @@ func (c *Checkpoint) Encode() ([]byte, error) {
 		off += 4 * len(v.Data)
 	}
 	return out, nil
+}
+
+// WriteTo writes the checkpoint as Encode returns it, without a copy of its data: on a
+// little-endian machine the float32s are written as they lie in memory, on another
+// through a small buffer.
+func (c *Checkpoint) WriteTo(w io.Writer) (int64, error) {
+	head, _, err := c.header()
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.Write(head)
+	total := int64(n)
+	write := func(v []float32) {
+		if err != nil {
+			return
+		}
+		if littleEndian {
+			n, err = w.Write(bytesOf(v))
+			total += int64(n)
+			return
+		}
+		buf := make([]byte, 4*min(len(v), 1<<16))
+		for len(v) > 0 && err == nil {
+			k := min(len(v), len(buf)/4)
+			putFloat32s(buf, v[:k])
+			n, err = w.Write(buf[:4*k])
+			total += int64(n)
+			v = v[k:]
+		}
+	}
+	write(c.Params)
+	for _, v := range c.Vectors {
+		write(v.Data)
+	}
+	if err != nil {
+		return total, fmt.Errorf("checkpoint: write step %d: %w", c.Step, err)
+	}
+	return total, nil
 }
 
 // Decode parses a checkpoint file and checks it against the model it names: every

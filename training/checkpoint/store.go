@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,21 +71,32 @@ func checkPrefix(prefix string) error {
 }
 
 // Save writes c under prefix: the safetensors file, then its sidecar. Saving the same
-// checkpoint again writes the same bytes.
+// checkpoint again writes the same bytes. The file streams to the store (blob.PutStream),
+// hashed as it goes, with no copy of the checkpoint in memory where the store streams.
 func Save(ctx context.Context, store blob.Store, prefix string, c *Checkpoint) error {
 	if err := checkPrefix(prefix); err != nil {
 		return err
 	}
-	data, err := c.Encode()
+	size, err := c.EncodedSize()
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(data)
-	side, err := json.Marshal(sidecar{Step: c.Step, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data)), Version: Version})
+	h := sha256.New()
+	pr, pw := io.Pipe()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_, err := c.WriteTo(io.MultiWriter(pw, h))
+		pw.CloseWithError(err)
+	}()
+	err = blob.PutStream(ctx, store, Key(prefix, c.Step), pr, int64(size))
+	pr.CloseWithError(errors.New("checkpoint: save: the store stopped reading")) // ends the writer, if it waits
+	<-written
 	if err != nil {
 		return fmt.Errorf("checkpoint: save step %d: %w", c.Step, err)
 	}
-	if err := store.Put(ctx, Key(prefix, c.Step), data); err != nil {
+	side, err := json.Marshal(sidecar{Step: c.Step, SHA256: hex.EncodeToString(h.Sum(nil)), Size: int64(size), Version: Version})
+	if err != nil {
 		return fmt.Errorf("checkpoint: save step %d: %w", c.Step, err)
 	}
 	if err := store.Put(ctx, SidecarKey(prefix, c.Step), side); err != nil {

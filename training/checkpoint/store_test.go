@@ -91,6 +91,22 @@ func TestSaveLoad(t *testing.T) {
 	if again := readKey(t, d, Key(run, 7)); string(again) != string(data) {
 		t.Error("saving the same checkpoint again wrote different bytes")
 	}
+	// the streamed file is Encode's, through a store that streams (the Dir) and one that
+	// does not
+	enc, err := sample(t, "micro-llama", 7).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(enc) != string(data) {
+		t.Error("the saved file is not Encode's bytes")
+	}
+	whole := wholeOnly{d}
+	if err := Save(ctx, whole, "whole", sample(t, "micro-llama", 7)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readKey(t, d, Key("whole", 7)); string(got) != string(data) {
+		t.Error("a store without streams holds other bytes")
+	}
 	if _, err := Load(ctx, d, run, 8); !errors.Is(err, ErrNoSidecar) {
 		t.Errorf("Load of a missing step: %v, want ErrNoSidecar", err)
 	}
@@ -102,6 +118,9 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("Latest at the root = %v, %v", c, err)
 	}
 }
+
+// wholeOnly is a store without streams: Save puts its file whole.
+type wholeOnly struct{ blob.Store }
 
 // TestLatestSkipsBad damages the newest of three checkpoints in every way a crash, a disk
 // or a bad copy can, and checks that Latest falls back to the one before and says why.
