@@ -532,15 +532,16 @@ PY
 fi
 
 if has program; then
-	# the reference PyTorch trainer (examples/pytorch/train.py, float32) on llama-124m, 20
-	# steps of 32,768 tokens: once as a trial of sfsweep run (the embedded stack, a gpu
-	# worker, checkpoints mirrored to the store), once bare with the same parameters. The
-	# ratio of their tokens/s is what the orchestration costs (docs/trainer.md).
+	# the reference PyTorch trainer (examples/pytorch/train.py: bf16 autocast, SDPA and
+	# torch.compile on a GPU where torch has them) on llama-124m, 20 steps of 32,768
+	# tokens: once as a trial of sfsweep run (the embedded stack, a gpu worker, checkpoints
+	# mirrored to the store), once bare with the same parameters. The ratio of their
+	# tokens/s is what the orchestration costs (docs/trainer.md).
 	cat >"$WORK/program.yaml" <<YAML
 name: program-gpu
 trainer: {name: torch-llama, program: $ROOT/examples/pytorch/train.py, interpreter: python3, version: gpu-check}
 model: llama-124m
-backend: cuda
+gpus: 1
 data: {path: $DATA/go-gpt2}
 seq_len: 512
 micro_batch: 16

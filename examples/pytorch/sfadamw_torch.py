@@ -69,6 +69,16 @@ def clip_grads_(params, max_norm):
     return torch.nn.utils.clip_grad_norm_(grads, max_norm)
 
 
+def _lerp_(xs, ends, w):
+    """xs[i].lerp_(ends[i], w) for each i: at once where torch has _foreach_lerp_ (2.1 on),
+    one tensor at a time before; the same elementwise lerp either way."""
+    if hasattr(torch, "_foreach_lerp_"):
+        torch._foreach_lerp_(xs, ends, w)
+        return
+    for x, e in zip(xs, ends):
+        x.lerp_(e, w)
+
+
 class _Shared:
     """What both optimizers share: the closure, global gradient clipping before the step,
     and the attributes named in _saved, kept in the state dict for resuming."""
@@ -170,18 +180,27 @@ class SFAdamW(_Shared, torch.optim.Optimizer):
             beta1, beta2 = group["betas"]
             rs = 1 / math.sqrt(1 - beta2 ** group["step"])  # sqrt(vhat) = sqrt(v) rs
             coef = gamma * (beta1 * (1 - c) - 1)
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self._state(p, group)
-                g, z, v = p.grad, st["z"], st["v"]
-                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                d = g / (v.sqrt().mul_(rs).add_(group["eps"]))
-                d.add_(p, alpha=group["weight_decay"])  # D_t, weight decay at y_t
-                p.lerp_(z, c).add_(d, alpha=coef)  # y_{t+1} from y_t and z_t
-                z.add_(d, alpha=-gamma)  # z_{t+1}
-                if "x" in st:
-                    st["x"].lerp_(z, c)
+            ps = [p for p in group["params"] if p.grad is not None]
+            if not ps:
+                continue
+            sts = [self._state(p, group) for p in ps]
+            gs, zs, vs = [p.grad for p in ps], [st["z"] for st in sts], [st["v"] for st in sts]
+            # every tensor of the group at once (torch's _foreach kernels: a launch per
+            # operation and group on a GPU, not per tensor), each element as the
+            # per-tensor form computes it
+            torch._foreach_mul_(vs, beta2)
+            torch._foreach_addcmul_(vs, gs, gs, value=1 - beta2)
+            den = torch._foreach_sqrt(vs)
+            torch._foreach_mul_(den, rs)
+            torch._foreach_add_(den, group["eps"])
+            d = torch._foreach_div(gs, den)
+            torch._foreach_add_(d, ps, alpha=group["weight_decay"])  # D_t, weight decay at y_t
+            _lerp_(ps, zs, c)
+            torch._foreach_add_(ps, d, alpha=coef)  # y_{t+1} from y_t and z_t
+            torch._foreach_add_(zs, d, alpha=-gamma)  # z_{t+1}
+            xs = [st["x"] for st in sts if "x" in st]
+            if xs:
+                _lerp_(xs, [st["z"] for st in sts if "x" in st], c)
         return loss
 
     @torch.no_grad()
@@ -294,6 +313,7 @@ class AdamW(_Shared, torch.optim.AdamW):
                  grad_clip=0.0, **kwargs):
         if not (math.isfinite(grad_clip) and grad_clip >= 0):
             raise ValueError(f"grad_clip = {grad_clip}: must be a finite number >= 0")
+        kwargs.setdefault("foreach", True)  # every tensor at once, as SFAdamW
         super().__init__(params, lr=schedule.at(1), betas=betas, eps=eps,
                          weight_decay=weight_decay, **kwargs)
         self.schedule = schedule

@@ -37,6 +37,14 @@ from the same run config:
               it resumed at again, and exits 0.
   exit        0 completed, 2 invalid config, 3 diverged (a non-finite loss, whose line is
               written first); anything else is a failure sfsweep retries.
+  speed       --precision bf16 (the default on a GPU) runs the passes under bf16 autocast
+              with the parameters and the optimizer in float32, as llm-baselines; fp32 (the
+              default on the CPU) runs them in --dtype. Attention is torch's
+              scaled_dot_product_attention where torch has it (2.0 on), else the
+              materialised softmax; --compile (auto: on a GPU with torch 2.0 on) compiles
+              the model. The optimizers step every tensor at once (torch's _foreach ops),
+              the losses are summed on the device and read once a step, and a batch goes
+              to the GPU from pinned memory while the one before computes.
 
 The LR-decay probe (SFSWEEP_MODE=probe, SFSWEEP_PROBE={"kind": "lr_decay", "step": S, "steps":
 K, "shape": "linear" | "sqrt"}) loads step-S.pt, trains K more steps on the batches the run
@@ -109,7 +117,13 @@ def parse_args(argv):
     ap.add_argument("--context", type=int, default=128)
     ap.add_argument("--data", default="", help="default $SFSWEEP_DATA; none: random tokens")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                    help="the parameters' and the optimizer's type")
+    ap.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
+                    help="the forward and backward passes: fp32, or bf16 under torch.autocast (the parameters "
+                         "and the optimizer stay in --dtype); auto: bf16 on a GPU, fp32 on the CPU")
+    ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                    help="torch.compile the model: auto, on a GPU where torch has it (2.0 on)")
     a = ap.parse_args(argv)
     try:
         resolve(a)
@@ -149,6 +163,14 @@ def resolve(a):
     if a.optimizer == "adamw" and a.schedule == "wsd" and not 0 < a.decay_frac <= 1:
         raise tk.ConfigError(f"decay_frac = {a.decay_frac}: must be in (0, 1] for the wsd schedule")
     a.accum = a.batch_tokens // (a.micro_batch * a.seq_len)
+    gpu = torch.device(a.device).type == "cuda"
+    if a.precision == "auto":
+        a.precision = "bf16" if gpu else "fp32"
+    if a.precision == "bf16" and a.dtype == "float64":
+        raise tk.ConfigError("precision = bf16: autocast computes in bfloat16 from float32 parameters, not float64")
+    if a.compile == "on" and not hasattr(torch, "compile"):
+        raise tk.ConfigError(f"compile = on: torch {torch.__version__} has no torch.compile (2.0 on)")
+    a.compile = a.compile == "on" or (a.compile == "auto" and gpu and hasattr(torch, "compile"))
     meta = tk.read_meta(a.data)
     if meta and meta.get("vocab", 0) > a.card["vocab"]:
         raise tk.ConfigError(f"vocab = {a.card['vocab']}: the data's tokens go up to {meta['vocab'] - 1}")
@@ -261,6 +283,11 @@ class Trainer:
         self.a = a
         self.model = make_model(a)
         self.params = list(self.model.parameters())
+        # the passes: compiled where asked, under bf16 autocast where asked; the state
+        # dict, the optimizer and evaluation's x/y swap are the model's own
+        self.forward = torch.compile(self.model) if a.compile else self.model
+        self.autocast = torch.autocast(torch.device(a.device).type, dtype=torch.bfloat16,
+                                       enabled=a.precision == "bf16")
         self.opt = make_optimizer(a, param_groups(a, self.model))
         self.sf = isinstance(self.opt, sf.SFAdamW)
         self.decay = None  # the probe's learning rate, a function of the step
@@ -273,20 +300,32 @@ class Trainer:
         if test is not None and a.test_seqs > 0:
             self.test = tk.EvalSet(test, a.seq_len, a.test_seqs, a.micro_batch, "test")
 
+    def loss(self, idx, tgt):
+        """The loss of a batch, in the run's precision."""
+        with self.autocast:
+            return self.forward(idx, tgt)
+
     def step(self, step):
-        """Takes optimizer step step on its batches and returns the mean training loss. A
-        micro-batch whose loss is not finite ends the step there, with no update, as in
-        the engine."""
+        """Takes optimizer step step on its batches and returns the mean training loss. The
+        losses are summed on the device and read once, at the end of the step, so the host
+        never waits on the device within it; each micro-batch's batch is on its way to the
+        device while the one before computes. A step with a loss that is not finite makes
+        no update and returns the first such loss, as the engine, whose step ends there."""
         a = self.a
         self.opt.zero_grad(set_to_none=True)
-        total = 0.0
+        losses, total = [], torch.zeros((), dtype=torch.float64, device=a.device)
+        batch = self.sampler.batch(step, 0, a.micro_batch, a.device)
         for micro in range(a.accum):
-            idx, tgt = self.sampler.batch(step, micro, a.micro_batch, a.device)
-            loss = self.model(idx, tgt)
-            if not math.isfinite(loss.item()):
-                return loss.item()
+            idx, tgt = batch
+            if micro + 1 < a.accum:
+                batch = self.sampler.batch(step, micro + 1, a.micro_batch, a.device)
+            loss = self.loss(idx, tgt)
             loss.backward()
-            total += loss.item()
+            losses.append(loss.detach())
+            total += losses[-1].double()  # one by one, in order, as a float sum on the host
+        total = total.item()
+        if not math.isfinite(total):
+            return next(v for v in (x.item() for x in losses) if not math.isfinite(v))
         if a.accum > 1:  # the sum of the gradients, then their mean, as the engine
             for p in self.params:
                 if p.grad is not None:
@@ -316,13 +355,16 @@ class Trainer:
         if self.sf:
             self.opt.eval()
         self.model.eval()
-        losses = [self.model(idx, tgt).item() for idx, tgt in evalset.batches(self.a.device)]
+        total, n = torch.zeros((), dtype=torch.float64, device=self.a.device), 0
+        for idx, tgt in evalset.batches(self.a.device):
+            total += self.loss(idx, tgt).double()
+            n += 1
         self.model.train()
         if self.sf:
             self.opt.train()
             for p, s in zip(self.params, saved):
                 p.copy_(s)
-        return sum(losses) / len(losses)
+        return total.item() / n
 
     def line(self, step, train_loss, val=True, test=False):
         """The metrics line of step step."""

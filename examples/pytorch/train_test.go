@@ -49,7 +49,8 @@ func writeSplit(t *testing.T, dir, split string, n, vocab int) {
 }
 
 // TestTrainLearns trains a small LLaMA with train.py on token files, with refined SF-AdamW
-// and with AdamW on a cosine and a WSD schedule, and checks that it learns, reports every
+// (in fp32 and under bf16 autocast) and with AdamW on a cosine and a WSD schedule, and
+// checks that it learns, reports every
 // evaluation, and follows the learning rate sfsweep's engine derives from the same run
 // config. Needs Debian's python3-torch and python3-numpy; skips, saying so, without them.
 func TestTrainLearns(t *testing.T) {
@@ -58,17 +59,22 @@ func TestTrainLearns(t *testing.T) {
 	const vocab, steps, every = 31, 60, 20
 	dir := t.TempDir()
 	writeTokens(t, dir, vocab)
-	for _, opt := range []training.OptimizerConfig{
-		{Name: training.SFAdamW, LR: 1e-2, Beta1: 0.9, Beta2: 0.99, C: 50},
-		{Name: training.AdamW, LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Schedule: "cosine"},
-		{Name: training.AdamW, LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Schedule: "wsd", DecayFrac: 0.2},
+	for _, tc := range []struct {
+		opt       training.OptimizerConfig
+		precision string
+	}{
+		{training.OptimizerConfig{Name: training.SFAdamW, LR: 1e-2, Beta1: 0.9, Beta2: 0.99, C: 50}, "fp32"},
+		{training.OptimizerConfig{Name: training.SFAdamW, LR: 1e-2, Beta1: 0.9, Beta2: 0.99, C: 50}, "bf16"},
+		{training.OptimizerConfig{Name: training.AdamW, LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Schedule: "cosine"}, "fp32"},
+		{training.OptimizerConfig{Name: training.AdamW, LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Schedule: "wsd", DecayFrac: 0.2}, "fp32"},
 	} {
-		t.Run(strings.TrimSpace(opt.Name+" "+opt.Schedule), func(t *testing.T) {
+		opt := tc.opt
+		t.Run(strings.TrimSpace(opt.Name+" "+opt.Schedule+" "+tc.precision), func(t *testing.T) {
 			args := []string{"-B", "train.py", "--data=" + dir, "--dim=32", "--layers=2", "--heads=2", "--hidden=64",
 				fmt.Sprintf("--vocab=%d", vocab), "--context=16", "--micro_batch=8", "--eval_seqs=16",
 				fmt.Sprintf("--steps=%d", steps), fmt.Sprintf("--eval_every=%d", every),
 				"--optimizer=" + opt.Name, fmt.Sprintf("--lr=%g", opt.LR), fmt.Sprintf("--beta1=%g", opt.Beta1),
-				fmt.Sprintf("--beta2=%g", opt.Beta2), fmt.Sprintf("--c=%g", opt.C)}
+				fmt.Sprintf("--beta2=%g", opt.Beta2), fmt.Sprintf("--c=%g", opt.C), "--precision=" + tc.precision}
 			if opt.Schedule != "" {
 				args = append(args, "--schedule="+opt.Schedule, fmt.Sprintf("--decay_frac=%g", opt.DecayFrac))
 			}
