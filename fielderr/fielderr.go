@@ -14,18 +14,24 @@ import (
 // Error is a field refused: its path (as the user wrote it: "optimizer.lr",
 // "optimizers[0].betas[1]"), its value, the reason and, where known, the line of the
 // manifest it stands on (0 if unknown).
+// A field the input must give and does not is Missing: its Value is then not shown.
 type Error struct {
-	Field  string
-	Value  any
-	Reason string
-	Line   int
+	Field   string
+	Value   any
+	Reason  string
+	Line    int
+	Missing bool
 }
 
 func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s = %v: %s", e.Line, e.Field, e.Value, e.Reason)
+	what := fmt.Sprintf("%s = %v", e.Field, e.Value)
+	if e.Missing {
+		what = e.Field + " is missing"
 	}
-	return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Reason)
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %s", e.Line, what, e.Reason)
+	}
+	return what + ": " + e.Reason
 }
 
 // Under returns err with its field placed under prefix ("optimizer" and "lr" give

@@ -13,6 +13,7 @@ func TestError(t *testing.T) {
 	}{
 		{&Error{Field: "lr", Value: -1.0, Reason: "must be > 0"}, "lr = -1: must be > 0"},
 		{&Error{Field: "optimizers[0].lr", Value: 0, Reason: "must be > 0", Line: 7}, "line 7: optimizers[0].lr = 0: must be > 0"},
+		{&Error{Field: "seeds", Value: "[]", Reason: "must list at least one seed", Missing: true}, "seeds is missing: must list at least one seed"},
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
