@@ -54,10 +54,16 @@ func lineOf(root *yaml.Node, path string) int {
 	}
 	line := n.Line
 	for _, part := range strings.Split(path, ".") {
-		key, idx := part, -1
+		key, idxs := part, []int(nil) // betas[1][0]: key betas, indices 1, 0
 		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
 			key = part[:i]
-			idx, _ = strconv.Atoi(part[i+1 : len(part)-1])
+			for ix := range strings.SplitSeq(part[i+1:len(part)-1], "][") {
+				v, err := strconv.Atoi(ix)
+				if err != nil {
+					break
+				}
+				idxs = append(idxs, v)
+			}
 		}
 		if n.Kind != yaml.MappingNode {
 			return line
@@ -73,7 +79,7 @@ func lineOf(root *yaml.Node, path string) int {
 			return line
 		}
 		n = next
-		if idx >= 0 {
+		for _, idx := range idxs {
 			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
 				return line
 			}

@@ -165,7 +165,10 @@ func (m *Manifest) fieldError(err error, gi int, at axes) error {
 	case "optimizer.lr":
 		field = grid(fmt.Sprintf("lr[%d]", at.lr))
 	case "optimizer.beta1", "optimizer.beta2":
-		field = grid(fmt.Sprintf("betas[%d]", at.betas))
+		field = grid(fmt.Sprintf("betas[%d][0]", at.betas)) // the pair's β1
+		if ce.Field == "optimizer.beta2" {
+			field = grid(fmt.Sprintf("betas[%d][1]", at.betas))
+		}
 		if len(g.Betas) == 0 {
 			field = grid(fmt.Sprintf("beta1[%d]", at.betas/len(g.Beta2.Values)))
 			if ce.Field == "optimizer.beta2" {

@@ -110,7 +110,7 @@ func TestReportEndToEnd(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte(strings.Replace(reportManifest, "[[0.5, 0.99], [0.9, 0.99]]", "[[0.5, 1.5]]", 1)), 0o644)
 	if code, _, stderr := reportCommand(t, "-dir", state, "-o", out, manifest, bad); code != 1 || !strings.Contains(stderr, bad+": line ") ||
-		!strings.Contains(stderr, "optimizers[1].betas[0] = 1.5") {
+		!strings.Contains(stderr, "optimizers[1].betas[0][1] = 1.5") {
 		t.Errorf("a bad manifest: exit %d, stderr %q", code, stderr)
 	}
 	other := filepath.Join(dir, "other.yaml")

@@ -236,7 +236,7 @@ func TestValidate(t *testing.T) {
 	if code := runMain(context.Background(), []string{"validate", bad}, &stdout, &stderr); code != 1 {
 		t.Errorf("exit %d for a bad manifest", code)
 	}
-	if want := "line 16: optimizers[0].betas[0] = 1.5: must be in [0, 1)"; !strings.Contains(stderr.String(), want) {
+	if want := "line 16: optimizers[0].betas[0][1] = 1.5: must be in [0, 1)"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
 	}
 }
