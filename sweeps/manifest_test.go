@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfsweep/sfsweep/fielderr"
 	"github.com/sfsweep/sfsweep/internal/probe"
 	"github.com/sfsweep/sfsweep/training"
 )
@@ -127,8 +129,9 @@ func TestExpandGrid(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ old, new, want string }{
 		{"name: t", "name: ../../etc", `line 1: name = "../../etc"`},
-		{"steps: 10", "steps: 10\nstepz: 3", "line 7: field stepz not found"},
-		{"[0.95, 0.99]", "[1.5, 0.99]", "line 11: optimizers[0].betas[1] = 1.5: must be in [0, 1)"},
+		{"steps: 10", "steps: 10\nstepz: 3", "line 7: stepz = 3: no such key; did you mean steps?"},
+		{"[0.95, 0.99]", "[1.5, 0.99]", "line 11: optimizers[0].betas[1][0] = 1.5: must be in [0, 1)"},
+		{"[0.95, 0.99]", "[0.95, 1.5]", "line 11: optimizers[0].betas[1][1] = 1.5: must be in [0, 1)"},
 		{"lr: [1e-3, 2e-3]", "lr: [1e-3, -2]", "line 10: optimizers[0].lr[1] = -2"},
 		{"c: [vanilla, 50]", "c: [vanilla, fifty]", `c = "fifty": want a number or "vanilla"`},
 		{"c: [vanilla, 50]", "c: [vanilla, -5]", "optimizers[0].c[1] = -5"},
@@ -473,5 +476,41 @@ ewa_decay: 0.9`, 1)
 		if c.Loop != want || c.Backend != "cuda-bf16" || c.Data != (training.DataConfig{Default: "gpt2", MaxBytes: 1000}) || c.ModelConfig == nil || c.ModelConfig.Dim == 0 {
 			t.Fatalf("trial %s: settings %+v %+v, want %+v", tr.ID, c.Setup, c.Loop, want)
 		}
+	}
+}
+
+// Every key the schema does not take is refused in one pass, in line order, each with its
+// path, value and line, and the nearest key where one is close; a required key left out
+// says it is missing, with no line.
+func TestParseEveryUnknownKey(t *testing.T) {
+	src := `name: typos
+stepz: 300
+seeds: [1]
+optimizers:
+  - name: sfadamw
+    lrr: [1e-3]
+    betas: [[0.9, 0.99]]
+probes:
+  decay: {stepps: 10}
+model_config: {dimm: 32}
+frobnicate: 1
+`
+	want := `5 errors:
+  line 2: stepz = 300: no such key; did you mean steps?
+  line 6: optimizers[0].lrr = […]: no such key; did you mean lr?
+  line 9: probes.decay.stepps = 10: no such key; did you mean steps?
+  line 10: model_config.dimm = 32: no such key; did you mean dim?
+  line 11: frobnicate = 1: no such key`
+	_, err := Parse([]byte(src))
+	if err == nil || err.Error() != want {
+		t.Fatalf("Parse:\n%v\nwant:\n%s", err, want)
+	}
+	var fe *fielderr.Error
+	if !errors.As(err, &fe) || fe.Field != "stepz" || fe.Line != 2 {
+		t.Errorf("errors.As gives %+v, want the first error", fe)
+	}
+	_, err = Parse([]byte("name: x\noptimizers:\n  - {name: sfadamw, lr: [1e-3], betas: [[0.9, 0.99]]}\nsteps: 5\n"))
+	if err == nil || err.Error() != "seeds is missing: must list at least one seed" {
+		t.Errorf("a manifest without seeds: %v", err)
 	}
 }

@@ -55,6 +55,9 @@ func Parse(src []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if errs := unknownKeys(root); len(errs) > 0 {
+		return nil, errs
+	}
 	var m Manifest
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
@@ -68,11 +71,33 @@ func Parse(src []byte) (*Manifest, error) {
 	if err := m.validate(); err != nil {
 		var e *fielderr.Error
 		if errors.As(err, &e) && e.Line == 0 {
-			e.Line = lineOf(root, e.Field)
+			if required[e.Field] && !hasKey(root, e.Field) {
+				e.Missing = true // no line: it stands nowhere
+			} else {
+				e.Line = lineOf(root, e.Field)
+			}
 		}
 		return nil, err
 	}
 	return &m, nil
+}
+
+// required are the top-level keys a manifest must give (optimizers unless it has a
+// trainer): an error of one left out says it is missing.
+var required = map[string]bool{"name": true, "seeds": true, "optimizers": true, "steps": true}
+
+// hasKey reports whether the document root has the top-level key.
+func hasKey(root *yaml.Node, key string) bool {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckBackend tells whether this build of sfsweep carries the manifest's backend, whose
