@@ -30,7 +30,7 @@
 // A timing mode (ProfileEnv) charges each device operation to a category (attention,
 // head/CE, norms, elementwise, GEMMs, rounding to bfloat16, embedding, optimizer, transfers)
 // and times runs of operations of one category with CUDA events: the measured form of the
-// cost model in docs/gpu.md. Off, it records nothing and changes no bit.
+// cost model in bench/gpu/RESULTS.md. Off, it records nothing and changes no bit.
 //
 // Faster paths that give the same bits, signed off on a GPU, are on by default (signedOff:
 // a fused cross-entropy, kernels that write the bfloat16 operands they produce, RMSNorm's
