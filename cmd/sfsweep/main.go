@@ -59,6 +59,7 @@ var commands = []command{
 	{name: "toy", summary: "SF-AdamW on the river-valley toy model (fig:river-valley, fig:toy_model)", run: runToyCmd},
 	{name: "weights", summary: "averaging weights α_t of vanilla and refined SF (fig:weights_histogram, fig:modified_weights_histogram*)", run: runWeightsCmd},
 	{name: "eos", summary: "preconditioned sharpness vs. the stability threshold on the toy model (fig:eos, left)", run: runEoSCmd},
+	{name: "version", summary: "print sfsweep's version: its module version, commit and Go toolchain", run: runVersion},
 	{name: "centralflow", summary: "central-flow variance σ² vs. the measured oscillation of SF-ScalarAdam on the toy model", run: runCentralFlowCmd},
 }
 
@@ -210,11 +211,36 @@ func printUsage(w io.Writer) {
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting, so runMain decides
-// the exit code, and whose usage output goes to stderr.
+// the exit code, and whose usage output goes to stderr: "Usage: sfsweep NAME [flags]
+// ARGS", the command's summary and its flags, unless the command sets its own.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("sfsweep "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: sfsweep %s [flags]%s\n", name, usageArgs[name])
+		if sum := summaries[name]; sum != "" {
+			fmt.Fprintf(stderr, "\n%s\n", sum)
+		}
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
 	return fs
+}
+
+// summaries are the commands' summaries by name, for their usage (filled from commands at
+// start: the commands refer to newFlagSet, which cannot refer to them back).
+var summaries = map[string]string{}
+
+func init() {
+	for _, c := range commands {
+		summaries[c.name] = c.summary
+	}
+}
+
+// usageArgs are the arguments after the flags of the commands that take some, as their
+// usage line names them.
+var usageArgs = map[string]string{
+	"submit": " MANIFEST.yaml", "status": " SWEEP-ID", "cancel": " SWEEP-ID", "tables regenerate": " SWEEP-ID",
 }
 
 // parseFlags parses args and turns a flag error into a usageError.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +92,26 @@ func serverTest(t *testing.T, d time.Duration, why string) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// Every command's -h exits 0 with a usage line that names the command and its arguments;
+// version prints the binary's version and Go toolchain.
+func TestEveryHelp(t *testing.T) {
+	for _, c := range commands {
+		var stdout, stderr bytes.Buffer
+		code := runMain(context.Background(), []string{c.name, "-h"}, &stdout, &stderr)
+		first, _, _ := strings.Cut(stderr.String()+stdout.String(), "\n")
+		if code != 0 || !strings.HasPrefix(first, "Usage: sfsweep "+c.name) {
+			t.Errorf("sfsweep %s -h: exit %d, first line %q", c.name, code, first)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"submit", "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "Usage: sfsweep submit [flags] MANIFEST.yaml") {
+		t.Errorf("submit -h does not name its argument:\n%s", stderr.String())
+	}
+	stdout.Reset()
+	if code := runMain(context.Background(), []string{"version"}, &stdout, &stderr); code != 0 ||
+		!strings.HasPrefix(stdout.String(), "sfsweep ") || !strings.Contains(stdout.String(), runtime.Version()) {
+		t.Errorf("version: exit %d, %q", code, stdout.String())
+	}
 }

@@ -286,6 +286,9 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runTables(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		args = []string{"regenerate", "-h"} // its one subcommand's usage
+	}
 	if len(args) == 0 || args[0] != "regenerate" {
 		return &usageError{msg: "want: sfsweep tables regenerate [flags] SWEEP-ID"}
 	}
