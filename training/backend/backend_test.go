@@ -198,6 +198,14 @@ func TestResolve(t *testing.T) {
 	if _, err := backend.Resolve("tpu", ""); err == nil {
 		t.Error("Resolve(tpu) gave no error")
 	}
+	// an arithmetic of its own keeps its precision: another is refused, not swapped for
+	// another arithmetic of its family
+	if got, err := backend.Resolve("cuda-bf16-flash", "bf16"); got != "cuda-bf16-flash" || err != nil {
+		t.Errorf("Resolve(cuda-bf16-flash, bf16) = %q, %v", got, err)
+	}
+	if got, err := backend.Resolve("cuda-bf16-flash", "fp32"); err == nil || !strings.Contains(err.Error(), "in bf16 only") {
+		t.Errorf("Resolve(cuda-bf16-flash, fp32) = %q, %v; want an error", got, err)
+	}
 }
 
 // The catalog is consistent: the default backend is in it, and each family has one backend
@@ -229,7 +237,7 @@ func TestCatalogFamilies(t *testing.T) {
 		name string
 		p    backend.Precision
 		want string
-	}{{"cuda", backend.BF16, "cuda-bf16"}, {"cuda-bf16-flash", backend.BF16, "cuda-bf16-flash"}, {"cuda-bf16-flash", "", "cuda-bf16-flash"}, {"cuda-bf16-flash", backend.FP32, "cuda"}} {
+	}{{"cuda", backend.BF16, "cuda-bf16"}, {"cuda-bf16-flash", backend.BF16, "cuda-bf16-flash"}, {"cuda-bf16-flash", "", "cuda-bf16-flash"}} {
 		if got, err := backend.Resolve(c.name, c.p); got != c.want || err != nil {
 			t.Errorf("Resolve(%s, %q) = %q, %v; want %s", c.name, c.p, got, err, c.want)
 		}

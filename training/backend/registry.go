@@ -95,9 +95,9 @@ var catalog = []Info{
 
 // Resolve returns the backend that runs name's engine (Default's when name is "") at
 // precision p: name itself when p is "" or name's own, else the backend of name's family
-// with precision p that routes by device (cuda and bf16: cuda-bf16; a backend with a
-// route of its own, an arithmetic, is named to be run). The error says which precisions the family
-// has.
+// with precision p that routes by device (cuda and bf16: cuda-bf16). A backend with a
+// route of its own, an arithmetic, is named to be run, at its own precision: another is
+// an error, not another arithmetic. The error says which precisions the family has.
 func Resolve(name string, p Precision) (string, error) {
 	b, ok := Lookup(cmp.Or(name, Default))
 	if !ok {
@@ -105,6 +105,9 @@ func Resolve(name string, p Precision) (string, error) {
 	}
 	if p == "" || p == b.Precision {
 		return b.Name, nil
+	}
+	if b.Route != "" { // an arithmetic of its own: another precision is another backend
+		return "", fmt.Errorf("precision = %q: backend %s is an arithmetic of its own, in %s only; name the backend of that precision instead", p, b.Name, b.Precision)
 	}
 	var have []string
 	for _, c := range Family(b.Family) {
