@@ -286,6 +286,19 @@ func TestRunGPUProgramWithoutEngine(t *testing.T) {
 	if seen := visibleDevices(t, trials[0]); !slices.Equal(seen, []string{"GPU-stand-in-1"}) {
 		t.Errorf("the program saw CUDA_VISIBLE_DEVICES %v, want the GPU run trains on, GPU-stand-in-1", seen)
 	}
+	// the finished sweep from another terminal: status -dir, by its name and by its ID
+	var idOut string
+	for _, name := range []string{"run-gpu-program", ""} {
+		if name == "" {
+			name = idOut
+		}
+		var out, errb bytes.Buffer
+		if code := runMain(ctx, []string{"status", "-dir", filepath.Join(dir, ".sfsweep"), name}, &out, &errb); code != 0 ||
+			!strings.HasPrefix(out.String(), "sweep-run-gpu-program-") || !strings.Contains(out.String(), ": 1/1 trials done (1 completed") {
+			t.Fatalf("status -dir %s: exit %d, %q %s", name, code, out.String(), errb.String())
+		}
+		idOut, _, _ = strings.Cut(out.String(), ":")
+	}
 
 	// a program on the cpu sees no GPU
 	cpu := strings.Replace(strings.Replace(src, "gpus: 1\n", "", 1), "run-gpu-program", "run-cpu-program", 1)

@@ -240,7 +240,7 @@ func init() {
 // usageArgs are the arguments after the flags of the commands that take some, as their
 // usage line names them.
 var usageArgs = map[string]string{
-	"submit": " MANIFEST.yaml", "status": " SWEEP-ID", "cancel": " SWEEP-ID", "tables regenerate": " SWEEP-ID",
+	"submit": " MANIFEST.yaml", "status": " SWEEP-ID (with -dir, a sweep's name or ID)", "cancel": " SWEEP-ID", "tables regenerate": " SWEEP-ID",
 }
 
 // parseFlags parses args and turns a flag error into a usageError.

@@ -10,7 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sfsweep/sfsweep/internal/keys"
+	"github.com/sfsweep/sfsweep/internal/status"
+	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweepclient"
+	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -27,6 +31,14 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	r.flags(fs)
 	asJSON := fs.Bool("json", false, "print the progress as JSON")
 	follow := fs.Bool("follow", false, "print the progress every few seconds until the sweep ends")
+	dir := fs.String("dir", "", "the state directory of sfsweep run (.sfsweep): the sweep's trials as its store has them, by the sweep's name or ID, with no Temporal; while run runs, as of its last tables")
+	if slices.ContainsFunc(args, func(a string) bool { return a == "-dir" || strings.HasPrefix(a, "-dir=") || a == "--dir" || strings.HasPrefix(a, "--dir=") }) {
+		sweep, err := parseWithArg(fs, args, "a sweep's name or ID: sfsweep status -dir DIR SWEEP")
+		if err != nil {
+			return err
+		}
+		return localStatus(ctx, &r, *dir, sweep, *asJSON, stdout)
+	}
 	id, c, err := r.sweepClient(ctx, fs, args, "status")
 	if err != nil {
 		return err
@@ -106,4 +118,62 @@ func printStatus(w io.Writer, id string, st sweepStatus) {
 		fmt.Fprintf(w, "  (and %d more failed trials: their reasons are in the sweep's tables and page)\n", n)
 	}
 	printGPUs(w, st.Trials)
+}
+
+// localStatus prints the trials of sweep (its name, or its ID: sweep-<name>-<hash>) as the
+// store of sfsweep run's state directory dir has them: its index of trials (report.Index),
+// which each build of its tables rewrites.
+func localStatus(ctx context.Context, r *remote, dir, sweep string, asJSON bool, stdout io.Writer) error {
+	store, closeStore, err := openResults(ctx, r, dir)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	output := keys.Output(sweep, "")
+	if strings.HasPrefix(sweep, "sweep-") { // an ID: its manifest names its output
+		src, err := store.Get(ctx, keys.Manifest(sweep))
+		if err != nil {
+			return fmt.Errorf("status %s: %w", sweep, err)
+		}
+		m, err := sweeps.Parse(src)
+		if err != nil {
+			return fmt.Errorf("status %s: %s: %w", sweep, keys.Manifest(sweep), err)
+		}
+		output = report.Output(m)
+	}
+	ix, err := report.ReadIndex(ctx, store, output)
+	if err != nil {
+		return fmt.Errorf("status %s: %w", sweep, err)
+	}
+	if ix == nil {
+		return fmt.Errorf("status %s: -dir %s has no sweep of that name or ID with tables built (%s)", sweep, dir, keys.TrialIndex(output))
+	}
+	if asJSON {
+		b, _ := json.Marshal(ix)
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	counts := map[status.Status]int{}
+	for _, t := range ix.Trials {
+		counts[t.Status]++
+	}
+	id := ix.Sweep
+	if id == "" {
+		id = ix.Name
+	}
+	fmt.Fprintf(stdout, "%s: %d/%d trials done (%d completed, %d diverged, %d failed, %d stopped), %d not yet\n", id,
+		len(ix.Trials)-counts[status.Missing], len(ix.Trials), counts[status.Completed], counts[status.Diverged], counts[status.Failed], counts[status.Stopped], counts[status.Missing])
+	for _, t := range ix.Trials {
+		if t.Status == status.Failed || t.Status == status.Diverged {
+			line := fmt.Sprintf("  trial %s: %s", t.ID, t.Status)
+			if t.Step > 0 {
+				line += fmt.Sprintf(" at step %d", t.Step)
+			}
+			if t.Reason != "" {
+				line += ": " + t.Reason
+			}
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	return nil
 }
