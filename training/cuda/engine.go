@@ -116,7 +116,13 @@ func init() {
 			return e, nil
 		})
 		backend.RegisterNeed(b.Name, func(cfg model.Config, batch, seqLen int) int64 {
-			return NeedBytes(cfg, batch, seqLen, b.Precision)
+			// the paths the trial's engine is made with: its backend's (a flash trial
+			// stores no attention probabilities), not those of the environment alone
+			fast, err := trialPaths(b.Name, os.Getenv(FastEnv))
+			if err != nil {
+				return NeedBytes(cfg, batch, seqLen, b.Precision) // the engine refuses the same error
+			}
+			return needBytes(cfg, batch, seqLen, b.Precision, fast)
 		})
 	}
 	backend.RegisterFault(isStickyError)
