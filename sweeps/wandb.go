@@ -237,6 +237,10 @@ func (w *wandbImport) manifest(top, base *yaml.Node) (*yaml.Node, error) {
 	if err := w.parameters(out, pk[0], pk[1], lookup(base, "optimizers")); err != nil {
 		return nil, err
 	}
+	_, prog := keys["program"]
+	if _, cmd := keys["command"]; prog || cmd {
+		w.noteOptimizers(out, pk, lookup(base, "optimizers"))
+	}
 	seeds := 1
 	if s := lookup(out, "seeds"); s != nil && s.Kind == yaml.SequenceNode {
 		seeds = len(s.Content)
@@ -247,6 +251,28 @@ func (w *wandbImport) manifest(top, base *yaml.Node) (*yaml.Node, error) {
 	}
 	setKey(out, "search", search)
 	return out, nil
+}
+
+// noteOptimizers says, for a sweep of a program trained by sfsweep's engine instead, which
+// optimizers the engine trains and why: the sweep's parameter optimizer names them, or
+// else the base manifest's grids, or else sfsweep's default grid.
+func (w *wandbImport) noteOptimizers(out *yaml.Node, pk [2]*yaml.Node, baseGrids *yaml.Node) {
+	var names []string
+	if g := lookup(out, "optimizers"); g != nil {
+		for _, c := range g.Content {
+			if n := lookup(c, "name"); n != nil && !slices.Contains(names, n.Value) {
+				names = append(names, n.Value)
+			}
+		}
+	}
+	why := "sfsweep's default grid: the sweep has no parameter optimizer and the base manifest no grids"
+	switch {
+	case slices.ContainsFunc(pk[1].Content, func(k *yaml.Node) bool { return wandbParams[strings.ToLower(k.Value)] == "optimizer" }):
+		why = "as the sweep's parameter optimizer names them"
+	case baseGrids != nil && len(baseGrids.Content) > 0:
+		why = "the base manifest's grids: the sweep has no parameter optimizer"
+	}
+	w.note("optimizers", strings.Join(names, ", "), pk[0].Line, "sfsweep's engine trains these, "+why)
 }
 
 // keyLine is the line of the sweep's key, or def if it has none.

@@ -259,9 +259,15 @@ func TestWandbProgramErrors(t *testing.T) {
 // names none imports there whatever.
 func TestWandbNative(t *testing.T) {
 	src := readTestdata(t, "bayes-hyperband.yaml")
-	native, _, err := ImportWandb([]byte(src), WandbOptions{Native: true})
+	native, notes, err := ImportWandb([]byte(src), WandbOptions{Native: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// it says which optimizers the engine trains, and why
+	if !slices.ContainsFunc(notes, func(n string) bool {
+		return strings.Contains(n, "optimizers = sfadamw") && strings.Contains(n, "sfsweep's engine trains these,")
+	}) {
+		t.Errorf("no note of the optimizers trained in\n%s", strings.Join(notes, "\n"))
 	}
 	want, _, _ := FromWandb([]byte(src), nil)
 	if !reflect.DeepEqual(native, want) {
