@@ -43,6 +43,13 @@ func CheckOutput(ctx context.Context, store blob.Store, m *sweeps.Manifest, tria
 	return err
 }
 
+// ReleaseOutput forgets whose tables m's output holds, so that m may write its own there:
+// the other sweep's results stay in the store, and its tables at that output are m's from
+// then on.
+func ReleaseOutput(ctx context.Context, store blob.Store, m *sweeps.Manifest) error {
+	return store.Delete(ctx, keys.Owner(Output(m)))
+}
+
 // claim records m as the owner of its output, after CheckOutput's check.
 func claim(ctx context.Context, store blob.Store, m *sweeps.Manifest, trials []sweeps.Trial) error {
 	mine, same, err := checkOwner(ctx, store, m, trials)

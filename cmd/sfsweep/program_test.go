@@ -589,3 +589,45 @@ func fakeTrainerBinary(t *testing.T) string {
 	}
 	return self
 }
+
+// A manifest edited so that it lacks trials of its earlier version is refused by the
+// earlier version's tables, saying that -replace lets it through; with -replace its tables
+// replace them, and the earlier trials' results stay in the store.
+func TestRunReplace(t *testing.T) {
+	ctx := serverTest(t, 3*time.Minute, "runs sfsweep run on the embedded stack three times")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(seeds string) {
+		src := fmt.Sprintf("name: edited\ntrainer: {name: fake, program: %s, version: fake-1, env: {%s: \"1\"}}\nparameters: {mode: ok}\nsteps: 4\nseeds: %s\n", self, fakeTrainerEnv, seeds)
+		if err := os.WriteFile(filepath.Join(dir, "edited.yaml"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(name string, args ...string) *process {
+		p := startProcess(ctx, t, dir, name, append([]string{"run", "-ui=false", "-page", "off"}, append(args, "edited.yaml")...)...)
+		<-p.done
+		return p
+	}
+	write("[1]")
+	if p := run("first"); p.exitCode() != 0 {
+		t.Fatalf("first run: exit %d\n%s", p.exitCode(), p.output())
+	}
+	write("[2]")
+	if p := run("edited"); p.exitCode() != 1 || !strings.Contains(p.output(), "holds the tables of another sweep") || !strings.Contains(p.output(), "or run it with -replace") {
+		t.Fatalf("the edited manifest: exit %d\n%s", p.exitCode(), p.output())
+	}
+	p := run("replace", "-replace")
+	if p.exitCode() != 0 || !strings.Contains(p.output(), `-replace: its tables replace those of manifest "edited" at sweeps/edited`) {
+		t.Fatalf("-replace: exit %d\n%s", p.exitCode(), p.output())
+	}
+	var out, errb bytes.Buffer
+	if code := runMain(ctx, []string{"status", "-dir", filepath.Join(dir, ".sfsweep"), "edited"}, &out, &errb); code != 0 || !strings.Contains(out.String(), ": 1/1 trials done (1 completed") {
+		t.Errorf("status of the replaced output: exit %d, %q %s", code, out.String(), errb.String())
+	}
+	if n := len(readAllTrials(t, filepath.Join(dir, ".sfsweep"))); n != 2 {
+		t.Errorf("%d trials in the store, want both versions' 2", n)
+	}
+}

@@ -220,8 +220,8 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	id := keys.SweepID(m.Name, src)
 	key := keys.Manifest(id)
-	if err := report.CheckOutput(ctx, store, m, trials); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+	if err := tf.claimOutput(ctx, store, m, trials, file, stderr); err != nil {
+		return err
 	}
 	if _, err := sweepclient.Submit(ctx, c, store, src, tf.input(id, key)); err != nil {
 		return err

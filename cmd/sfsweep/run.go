@@ -115,8 +115,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	sweepID := keys.SweepID(m.Name, src)
 	manifestKey := keys.Manifest(sweepID)
-	if err := report.CheckOutput(ctx, st.store, m, trials); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+	if err := tf.claimOutput(ctx, st.store, m, trials, file, stderr); err != nil {
+		return err
 	}
 
 	bars := newProgressBars(stderr, isTerminal(stderr))

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"time"
 
+	"github.com/sfsweep/sfsweep/internal/blob"
+	"github.com/sfsweep/sfsweep/report"
+	"github.com/sfsweep/sfsweep/sweeps"
 	"github.com/sfsweep/sfsweep/workflows"
 )
 
@@ -15,6 +21,7 @@ type trialFlags struct {
 	heartbeat time.Duration
 	stall     time.Duration
 	retry     workflows.TrainRetry
+	replace   bool
 }
 
 // register adds the flags to fs, with window as -window's default.
@@ -26,6 +33,26 @@ func (t *trialFlags) register(fs *flag.FlagSet, window int) {
 	fs.IntVar(&t.retry.MaxAttempts, "attempts", int(def.MaximumAttempts), "attempts of a trial's training (lost workers, GPU and storage errors) before it is recorded failed")
 	fs.DurationVar(&t.retry.InitialInterval, "retry-initial", def.InitialInterval, "wait before a trial's first retry; it doubles with each retry")
 	fs.DurationVar(&t.retry.MaximumInterval, "retry-max", def.MaximumInterval, "longest wait between two attempts of a trial")
+	fs.BoolVar(&t.replace, "replace", false, "let this manifest's tables replace those of another manifest at its output (an earlier version of it, edited): that one's results stay in the store, its tables are this one's from now on")
+}
+
+// claimOutput checks that manifest m, of these trials, may write its tables to its output
+// (report.CheckOutput); with -replace, one that holds another sweep's tables is released
+// to it first, saying so on stderr.
+func (t *trialFlags) claimOutput(ctx context.Context, store blob.Store, m *sweeps.Manifest, trials []sweeps.Trial, file string, stderr io.Writer) error {
+	err := report.CheckOutput(ctx, store, m, trials)
+	var taken *report.OutputTakenError
+	if errors.As(err, &taken) && t.replace {
+		fmt.Fprintf(stderr, "%s: -replace: its tables replace those of manifest %q at %s\n", file, taken.Manifest, taken.Output)
+		err = report.ReleaseOutput(ctx, store, m)
+	}
+	if err != nil {
+		if taken != nil && !t.replace {
+			err = fmt.Errorf("%w; or run it with -replace", err)
+		}
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
 }
 
 func (t *trialFlags) check() error {
