@@ -32,7 +32,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print the progress as JSON")
 	follow := fs.Bool("follow", false, "print the progress every few seconds until the sweep ends")
 	dir := fs.String("dir", "", "the state directory of sfsweep run (.sfsweep): the sweep's trials as its store has them, by the sweep's name or ID, with no Temporal; while run runs, as of its last tables")
-	if slices.ContainsFunc(args, func(a string) bool { return a == "-dir" || strings.HasPrefix(a, "-dir=") || a == "--dir" || strings.HasPrefix(a, "--dir=") }) {
+	if slices.ContainsFunc(args, func(a string) bool {
+		return a == "-dir" || strings.HasPrefix(a, "-dir=") || a == "--dir" || strings.HasPrefix(a, "--dir=")
+	}) {
 		sweep, err := parseWithArg(fs, args, "a sweep's name or ID: sfsweep status -dir DIR SWEEP")
 		if err != nil {
 			return err
