@@ -93,7 +93,7 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 	var colsC, lrs, beta2s []float64
 	for _, t := range trials {
 		for _, p := range t.Points {
-			if p.Optimizer != opt || (spec.LR != 0 && p.LR != spec.LR) || (spec.Beta2 != 0 && p.Beta2 != spec.Beta2) {
+			if p.Optimizer != opt || (spec.LR != 0 && p.LR != spec.LR) || (spec.Beta2 != 0 && p.Beta2 != spec.Beta2) || !decayMatches(spec, p) {
 				continue
 			}
 			if !slices.Contains(lrs, p.LR) {
@@ -136,6 +136,19 @@ func cSensitivity(spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]
 	return t, err
 }
 
+// decayMatches reports whether point p has the weight decay the table keeps: any, where
+// the table names none.
+func decayMatches(spec sweeps.Table, p sweeps.Point) bool {
+	if spec.WeightDecay == nil {
+		return true
+	}
+	wd := training.DefaultWeightDecay
+	if p.WeightDecay != nil {
+		wd = *p.WeightDecay
+	}
+	return wd == *spec.WeightDecay
+}
+
 func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Trial, outcomes map[string]trial.Outcome) (*Table, error) {
 	type key struct {
 		opt, sched    string
@@ -145,7 +158,7 @@ func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Tria
 	var keys []key
 	for _, t := range trials {
 		for _, p := range t.Points {
-			if spec.Optimizer != "" && p.Optimizer != spec.Optimizer {
+			if spec.Optimizer != "" && p.Optimizer != spec.Optimizer || !decayMatches(spec, p) {
 				continue
 			}
 			name := p.Optimizer
@@ -159,6 +172,12 @@ func hyperparameters(m *sweeps.Manifest, spec sweeps.Table, trials []sweeps.Tria
 			k := key{name, sched, p.LR, p.Beta1, p.Beta2, p.C}
 			if _, seen := groups[k]; !seen {
 				keys = append(keys, k)
+			}
+			for _, o := range groups[k] {
+				if o.Seed == p.Seed {
+					return nil, fmt.Errorf("%s at LR %g, betas (%g, %g), C %g: two trials of seed %d, which differ in a setting the table does not show (weight_decay, warmup_frac or batch_tokens): give the table weight_decay: to keep one weight decay, or split the grids into sweeps",
+						name, p.LR, p.Beta1, p.Beta2, p.C, p.Seed)
+				}
 			}
 			groups[k] = append(groups[k], SeedOutcome{p.Seed, outcomes[t.ID]})
 		}

@@ -227,3 +227,35 @@ func TestMixedEngines(t *testing.T) {
 		}
 	}
 }
+
+// A hyperparameters table shows no weight decay: over trials that differ only in it, it
+// refuses, naming the setting and what to give; with weight_decay: it keeps that one.
+func TestHyperparametersWeightDecay(t *testing.T) {
+	src, err := os.ReadFile("../sweeps/settle/weight-decay.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sweeps.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, _ := m.Expand()
+	out := map[string]trial.Outcome{}
+	for i, tr := range trials {
+		out[tr.ID] = finished(10 + float64(i))
+	}
+	tables, err := BuildTables(m, trials, out)
+	if err != nil || len(tables) != 2 {
+		t.Fatalf("%d tables, %v", len(tables), err)
+	}
+	for _, nt := range tables {
+		if n := len(nt.Table.Trials); n != 2 {
+			t.Errorf("table %s: %d configurations, want AdamW's and SF-AdamW's", nt.Name, n)
+		}
+	}
+	m.Tables = m.Tables[:1]
+	m.Tables[0].WeightDecay = nil
+	if _, err := BuildTables(m, trials, out); err == nil || !strings.Contains(err.Error(), "give the table weight_decay:") {
+		t.Errorf("a table over both weight decays: %v", err)
+	}
+}

@@ -147,6 +147,9 @@ func precisionNames() string {
 	return strings.Join(names, ", ")
 }
 
+// DefaultWeightDecay is the weight decay where a run gives none: the paper's 0.1.
+const DefaultWeightDecay = 0.1
+
 // DefaultWarmupFrac is the warmup's default share of the run's steps: the paper's 5%.
 const DefaultWarmupFrac = 0.05
 
@@ -207,7 +210,7 @@ func (c *Config) optimizerDefaults() {
 		o.Eps = 1e-8
 	}
 	if o.WeightDecay == nil {
-		o.WeightDecay = ptr(0.1)
+		o.WeightDecay = ptr(DefaultWeightDecay)
 	}
 	if o.DecayParams == "" {
 		o.DecayParams = DecayLinear
