@@ -76,13 +76,13 @@ type Table struct {
 	Title     string  `yaml:"title,omitempty"`
 	Label     string  `yaml:"label,omitempty"` // LaTeX label, e.g. tab:c_sweep_05M
 	Optimizer string  `yaml:"optimizer,omitempty"`
-	LR        float64 `yaml:"lr,omitempty"`     // c_sensitivity: the LR of the cells (default: the grid's only one)
-	Beta2     float64 `yaml:"beta2,omitempty"`  // c_sensitivity: the β2 of the cells (default: the grid's only one)
+	LR        float64 `yaml:"lr,omitempty"`    // c_sensitivity: the LR of the cells (default: the grid's only one)
+	Beta2     float64 `yaml:"beta2,omitempty"` // c_sensitivity: the β2 of the cells (default: the grid's only one)
 	// WeightDecay, if set, keeps only the trials of that weight decay (the default's 0.1
 	// where a grid leaves it out): a table shows no weight decay of its own, so a sweep
 	// that varies it gives a table for each.
 	WeightDecay *float64 `yaml:"weight_decay,omitempty"`
-	Metric    string  `yaml:"metric,omitempty"` // "test_ppl" (default)
+	Metric      string   `yaml:"metric,omitempty"` // "test_ppl" (default)
 }
 
 // Output says where results go: a key prefix in the object store.
