@@ -87,11 +87,12 @@ func fake(script string) {
 			}
 		case "ignoreterm":
 			signal.Ignore(syscall.SIGTERM)
-		case "child":
+		case "child", "straychild": // a straychild leaves the group, in a session of its own
 			self, err := os.Executable()
 			must(err)
 			c := exec.Command(self)
 			c.Env = []string{"PROGRAM_TEST_MODE=fake", "FAKE_SCRIPT=ignoreterm\npidfile\nhang"}
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: op == "straychild"}
 			must(c.Start())
 			for { // until the child ignores SIGTERM
 				if _, err := os.Stat("child.pid"); err == nil {

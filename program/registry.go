@@ -78,7 +78,7 @@ func parseSpec(name string, line int, n *yaml.Node) (Spec, error) {
 	s := Spec{Name: name, Line: line}
 	field := func(key string) string { return "trainers." + name + "." + key }
 	if n.Kind != yaml.MappingNode {
-		return s, &fielderr.Error{Field: "trainers." + name, Value: brief(n), Reason: "want a mapping: program, interpreter, command, version, files, probes, env, env_pass, gpu_memory, home", Line: n.Line}
+		return s, &fielderr.Error{Field: "trainers." + name, Value: brief(n), Reason: "want a mapping: program, interpreter, command, version, files, probes, env, env_pass, gpu_memory, home, launcher", Line: n.Line}
 	}
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -111,8 +111,10 @@ func parseSpec(name string, line int, n *yaml.Node) (Spec, error) {
 			dst, want = &s.EnvPass, "a list of variable names or prefixes with *"
 		case "home":
 			dst = &s.Home
+		case "launcher":
+			dst = &s.Launcher
 		default:
-			return s, &fielderr.Error{Field: field(k.Value), Value: brief(v), Reason: "unknown key: want program, interpreter, command, version, files, probes, env, env_pass, gpu_memory or home", Line: k.Line}
+			return s, &fielderr.Error{Field: field(k.Value), Value: brief(v), Reason: "unknown key: want program, interpreter, command, version, files, probes, env, env_pass, gpu_memory, home or launcher", Line: k.Line}
 		}
 		if !shaped(v) || v.Decode(dst) != nil {
 			return s, &fielderr.Error{Field: field(k.Value), Value: brief(v), Reason: "want " + want, Line: v.Line}

@@ -80,7 +80,7 @@ func Run(ctx context.Context, a Attempt) (Outcome, error) {
 	t := &tailer{a: &a, f: metrics, out: &out, lastLine: time.Now(), chunk: make([]byte, 64<<10)}
 
 	ending, why := run(ctx, &a, t, p, &out)
-	if ending != "" || groupAlive(p.pgid) {
+	if ending != "" || p.alive() {
 		p.end()
 	}
 	p.wait()
@@ -128,6 +128,7 @@ func run(ctx context.Context, a *Attempt, t *tailer, p *proc, out *Outcome) (Sta
 			return Canceled, "canceled: " + context.Cause(ctx).Error()
 		case <-tick.C:
 		}
+		p.watch()
 		t.read(false)
 		if t.diverged {
 			return Diverged, ""

@@ -1,6 +1,7 @@
 package program
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -27,6 +28,9 @@ type Spec struct {
 	Files       []string          `yaml:"files,omitempty"`
 	Probes      []string          `yaml:"probes,omitempty"`
 	Env         map[string]string `yaml:"env,omitempty"`
+	// Launcher starts the program once per GPU of a trial of several (gpus: N): "" (one
+	// process, a trial of one GPU) or torchrun (Launch).
+	Launcher string `yaml:"launcher,omitempty"`
 	// EnvPass are the variables of the worker's own environment the program is given, by
 	// name or by a prefix and "*" (NCCL_*, HF_HOME), as a worker's registry states them
 	// (env_pass): never sfsweep's (SFSWEEP_*) or the object store's credentials (AWS_*).
@@ -163,6 +167,9 @@ func (s Spec) Check() error {
 			return bad(fmt.Sprintf("probes[%d]", i), p, "unknown probe: want one of "+strings.Join(Probes, ", "))
 		}
 	}
+	if s.Launcher != "" && !slices.Contains(Launchers, s.Launcher) {
+		return bad("launcher", s.Launcher, "unknown launcher: want "+strings.Join(Launchers, ", "))
+	}
 	for i, pat := range s.EnvPass {
 		if err := checkEnvPass(pat); err != "" {
 			return bad(fmt.Sprintf("env_pass[%d]", i), pat, err)
@@ -237,8 +244,8 @@ func (s Spec) Identity(dir string) (string, error) {
 // CheckRunnable reports, as a *fielderr.Error, why s cannot start on this machine: its
 // program (relative to dir) is not a file, or not executable where s gives no
 // interpreter, or its interpreter (or the command's first word) is not on PATH. A worker
-// checks its registry so before it takes a trial: a trainer it cannot start is its
-// operator's error, not a trial's.
+// checks its registry so before it takes a trial, and that a launcher's Python imports
+// it: a trainer it cannot start is its operator's error, not a trial's.
 func (s Spec) CheckRunnable(dir string) error {
 	if s.Program != "" {
 		p, _ := s.ProgramPath(dir)
@@ -265,7 +272,7 @@ func (s Spec) CheckRunnable(dir string) error {
 			return &fielderr.Error{Field: field, Value: run, Reason: "not found on this worker's PATH", Line: s.Line}
 		}
 	}
-	return nil
+	return s.checkLauncher(context.Background())
 }
 
 // WithEnv is identity with env folded in, as the trials of a trainer a manifest defines
