@@ -68,12 +68,12 @@ func (a *Activities) Plan(ctx context.Context, in workflows.PlanInput) (workflow
 
 // trainQueue is the task queue of a trial's training and probes: that of its backend's
 // route (its device's, or its own for an arithmetic older builds lack), or for a program
-// trainer's trial, that of its trainer at its identity on the device
-// (workflows.TrainerQueue), which only workers that run it poll.
+// trainer's trial, that of its trainer at its identity on the device, or on gpus: N of it
+// (workflows.TrainerQueue, workflows.GPUsDevice), which only workers that run it poll.
 func trainQueue(cfg training.Config) string {
 	b, _ := backend.Lookup(cfg.WithDefaults().Backend) // the config was validated
 	if t := cfg.Trainer; t != nil {
-		return workflows.TrainerQueue(b.Device, t.Name, t.Identity)
+		return workflows.TrainerQueue(workflows.GPUsDevice(b.Device, cfg.WithDefaults().GPUs), t.Name, t.Identity)
 	}
 	return workflows.TrainQueue(backend.RouteOf(b))
 }

@@ -110,6 +110,29 @@ func (ts *Trainers) Queues(devices []string) ([]string, error) {
 	return qs, nil
 }
 
+// NodeQueues are the task queues of the trials of 2 to gpus GPUs of device (gpus: N,
+// workflows.GPUsDevice) of the trainers with a launcher, which a worker that owns gpus GPUs
+// of one node polls.
+func (ts *Trainers) NodeQueues(device string, gpus int) ([]string, error) {
+	if ts == nil {
+		return nil, nil
+	}
+	var qs []string
+	for _, name := range slices.Sorted(maps.Keys(ts.Registry)) {
+		if ts.Registry[name].Launcher == "" {
+			continue
+		}
+		id, err := ts.identity(name)
+		if err != nil {
+			return nil, err
+		}
+		for n := 2; n <= gpus; n++ {
+			qs = append(qs, workflows.TrainerQueue(workflows.GPUsDevice(device, n), name, id))
+		}
+	}
+	return qs, nil
+}
+
 // names are the registered trainers' names, for an error.
 func (ts *Trainers) names() []string {
 	var ns []string
@@ -160,11 +183,12 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 	if stall <= 0 {
 		stall = ProgramStall
 	}
-	release, err := a.admitProgram(ctx, in.TrialID, cfg, spec, waiting)
+	release, devices, err := a.admitProgram(ctx, in.TrialID, cfg, spec, waiting)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	at.visible(devices)
 	start := time.Now()
 	logs := &logStream{a: a, id: in.TrialID, until: in.Until, attempt: attempt, dir: at.logs, sizes: map[string]int64{}}
 	loss := 0.0 // the heartbeat's: the last finite training loss (JSON has no NaN)
@@ -257,7 +281,18 @@ func (a *Activities) prepareAttempt(ctx context.Context, in workflows.TrainInput
 	if at.argv, err = spec.Argv(a.Trainers.Dir, cfg.Args()); err != nil {
 		return fail(invalid(fmt.Errorf("trial %s: %w", in.TrialID, err)))
 	}
+	if at.argv, err = spec.Launch(at.argv, max(cfg.WithDefaults().GPUs, 1)); err != nil {
+		return fail(invalid(fmt.Errorf("trial %s: %w", in.TrialID, err)))
+	}
 	return at, nil
+}
+
+// visible gives the program the GPUs its admission named (devices, as
+// CUDA_VISIBLE_DEVICES lists them), where it named any.
+func (at *programAttempt) visible(devices string) {
+	if devices != "" {
+		at.env["CUDA_VISIBLE_DEVICES"] = devices
+	}
 }
 
 // programResult maps an attempt's outcome to the trial's: a result, a rung reached (nil),

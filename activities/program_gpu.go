@@ -6,6 +6,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/sfsweep/sfsweep/program"
 	"github.com/sfsweep/sfsweep/training"
@@ -29,9 +30,16 @@ func onGPU(cfg training.Config) bool {
 // once. Without a ledger, or for a program given no GPU, it admits at once. The caller
 // releases once the program has exited (program.Run returns only then), so the driver has
 // freed its memory.
-func (a *Activities) admitProgram(ctx context.Context, id string, cfg training.Config, spec program.Spec, waiting func(string)) (release func(), err error) {
+//
+// A trial of several GPUs (gpus: N) takes the first N of the node's (Node) whole, one after
+// another in their order, so that two such trials never hold a GPU each that the other
+// waits for; devices is then their CUDA_VISIBLE_DEVICES.
+func (a *Activities) admitProgram(ctx context.Context, id string, cfg training.Config, spec program.Spec, waiting func(string)) (release func(), devices string, err error) {
+	if n := cfg.WithDefaults().GPUs; n > 1 {
+		return a.admitNode(ctx, id, n, spec, waiting)
+	}
 	if a.GPU == nil || !onGPU(cfg) {
-		return func() {}, nil
+		return func() {}, "", nil
 	}
 	// Reserve adds WorkspaceBytes to a need: a program's own figure is all it holds
 	what, need := fmt.Sprintf("the program of trainer %s (gpu_memory %s in the worker's registry)", spec.Name, backend.GiB(spec.GPUMemory)), spec.GPUMemory
@@ -44,8 +52,49 @@ func (a *Activities) admitProgram(ctx context.Context, id string, cfg training.C
 		waiting(s)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("trial %s: %w", id, err)
+		return nil, "", fmt.Errorf("trial %s: %w", id, err)
 	}
 	waiting("") // admitted: the program starts
-	return release, nil
+	return release, "", nil
+}
+
+// NodeGPU is one GPU of a worker's node: its memory, and its name to CUDA.
+type NodeGPU struct {
+	Ledger *backend.Ledger
+	UUID   string // GPU-… or MIG-…
+}
+
+// admitNode reserves the first n GPUs of the node whole, in order, for the program of
+// trial id, and returns their CUDA_VISIBLE_DEVICES.
+func (a *Activities) admitNode(ctx context.Context, id string, n int, spec program.Spec, waiting func(string)) (release func(), devices string, err error) {
+	if spec.Launcher == "" {
+		return nil, "", invalid(fmt.Errorf("trial %s: gpus = %d: trainer %s has no launcher, and a program of several GPUs runs once per GPU: give it launcher: torchrun", id, n, spec.Name))
+	}
+	if len(a.Node) < n {
+		return nil, "", fmt.Errorf("trial %s: gpus = %d: this worker has %d GPUs", id, n, len(a.Node))
+	}
+	var releases []func()
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	uuids := make([]string, n)
+	for i, g := range a.Node[:n] {
+		u := g.Ledger.Usage()
+		what := fmt.Sprintf("the program of trainer %s, a trial of %d GPUs, with the whole of %s (GPU %d of %d)", spec.Name, n, u.Device, i+1, n)
+		r, err := g.Ledger.Reserve(ctx, backend.Request{What: what, Need: u.Reserved + u.Free - backend.WorkspaceBytes}, func(s string) {
+			s = fmt.Sprintf("%s (GPU %d of %d for a trial of gpus: %d)", s, i+1, n, n)
+			a.log().Info(s, "trial", id, "trainer", spec.Name)
+			waiting(s)
+		})
+		if err != nil {
+			release()
+			return nil, "", fmt.Errorf("trial %s: %w", id, err)
+		}
+		releases = append(releases, r)
+		uuids[i] = g.UUID
+	}
+	waiting("")
+	return release, strings.Join(uuids, ","), nil
 }

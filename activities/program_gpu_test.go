@@ -64,7 +64,7 @@ func TestAdmitProgramExclusive(t *testing.T) {
 	var waiting lines
 	admitted := make(chan func())
 	go func() {
-		release, err := a.admitProgram(ctx, "p", cudaTrial, program.Spec{Name: "torch"}, waiting.add)
+		release, _, err := a.admitProgram(ctx, "p", cudaTrial, program.Spec{Name: "torch"}, waiting.add)
 		if err != nil {
 			t.Error(err)
 		}
@@ -106,7 +106,7 @@ func TestAdmitProgramStated(t *testing.T) {
 	ctx := context.Background()
 	a, gpu, capacity, engine := gpuWithTrial(t)
 	var waiting lines
-	release, err := a.admitProgram(ctx, "p", cudaTrial, program.Spec{Name: "torch", GPUMemory: 2 << 30}, waiting.add)
+	release, _, err := a.admitProgram(ctx, "p", cudaTrial, program.Spec{Name: "torch", GPUMemory: 2 << 30}, waiting.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestAdmitProgramStated(t *testing.T) {
 		t.Errorf("waiting lines %q for a program that fits", got)
 	}
 
-	_, err = a.admitProgram(ctx, "huge", cudaTrial, program.Spec{Name: "torch", GPUMemory: 8 << 30}, waiting.add)
+	_, _, err = a.admitProgram(ctx, "huge", cudaTrial, program.Spec{Name: "torch", GPUMemory: 8 << 30}, waiting.add)
 	var app *temporal.ApplicationError
 	if !errors.Is(err, backend.ErrTooLarge) || !errors.As(classify(err), &app) || !app.NonRetryable() {
 		t.Fatalf("a program of 8 GiB on a GPU of 4: %v, want a non-retryable ErrTooLarge", err)
@@ -129,7 +129,7 @@ func TestAdmitProgramStated(t *testing.T) {
 	}
 
 	// a cpu trial's program has CUDA_VISIBLE_DEVICES empty: admitted on a full GPU
-	cpuRelease, err := a.admitProgram(ctx, "cpu", training.Config{Setup: training.Setup{Backend: "cpu"}}, program.Spec{Name: "torch"}, waiting.add)
+	cpuRelease, _, err := a.admitProgram(ctx, "cpu", training.Config{Setup: training.Setup{Backend: "cpu"}}, program.Spec{Name: "torch"}, waiting.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestAdmitProgramStated(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() {
-		_, err := a.admitProgram(cctx, "whole", cudaTrial, program.Spec{Name: "torch"}, func(string) {})
+		_, _, err := a.admitProgram(cctx, "whole", cudaTrial, program.Spec{Name: "torch"}, func(string) {})
 		done <- err
 	}()
 	until(t, "the whole-GPU program to wait", func() bool { return gpu.Usage().Waiting == 1 })
@@ -153,5 +153,81 @@ func TestAdmitProgramStated(t *testing.T) {
 	engine()
 	if u := gpu.Usage(); u.Reserved != 0 || u.Trials != 0 || u.Waiting != 0 {
 		t.Errorf("all released: %+v", u)
+	}
+}
+
+// A trial of two GPUs takes the node's first two whole: it waits for a trial on either,
+// is given both in CUDA_VISIBLE_DEVICES, and nothing is admitted to them beside it until
+// it releases. One whose trainer has no launcher is invalid, and one of more GPUs than the
+// worker has fails.
+func TestAdmitNode(t *testing.T) {
+	ctx := context.Background()
+	a, gpu0, _, engine := gpuWithTrial(t)
+	gpu1 := backend.NewLedger("GPU 1", 4<<30)
+	a.Node = []NodeGPU{{gpu0, "GPU-a"}, {gpu1, "GPU-b"}, {backend.NewLedger("GPU 2", 4<<30), "GPU-c"}}
+	two := cudaTrial
+	two.GPUs = 2
+	ddp := program.Spec{Name: "ddp", Launcher: program.LauncherTorchrun}
+	var waiting lines
+	type admission struct {
+		release func()
+		devices string
+	}
+	admitted := make(chan admission)
+	go func() {
+		release, devices, err := a.admitProgram(ctx, "two", two, ddp, waiting.add)
+		if err != nil {
+			t.Error(err)
+		}
+		admitted <- admission{release, devices}
+	}()
+	until(t, "a waiting line", func() bool { return len(waiting.all()) > 0 })
+	if w := waiting.all()[0]; !strings.Contains(w, "on GPU 0") || !strings.Contains(w, "GPU 1 of 2 for a trial of gpus: 2") {
+		t.Errorf("waiting line %q: want GPU 0's, as the first of two", w)
+	}
+	select {
+	case <-admitted:
+		t.Fatal("admitted while a trial holds GPU 0")
+	case <-time.After(50 * time.Millisecond):
+	}
+	engine()
+	got := <-admitted
+	if got.devices != "GPU-a,GPU-b" {
+		t.Errorf("devices %q, want GPU-a,GPU-b", got.devices)
+	}
+	for _, g := range a.Node[:2] {
+		if u := g.Ledger.Usage(); u.Free != 0 || u.Trials != 1 {
+			t.Errorf("%s: %+v, want it held whole by one trial", u.Device, u)
+		}
+	}
+	if u := a.Node[2].Ledger.Usage(); u.Trials != 0 {
+		t.Errorf("GPU 2 held: %+v", u)
+	}
+	one := make(chan error)
+	go func() {
+		release, _, err := a.admitProgram(ctx, "one", cudaTrial, program.Spec{Name: "torch", GPUMemory: 1 << 30}, func(string) {})
+		if err == nil {
+			release()
+		}
+		one <- err
+	}()
+	select {
+	case err := <-one:
+		t.Fatalf("a trial of one GPU admitted to GPU 0 while the trial of two holds it: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	got.release()
+	if err := <-one; err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := a.admitProgram(ctx, "plain", two, program.Spec{Name: "plain"}, waiting.add)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || !strings.Contains(err.Error(), "launcher: torchrun") {
+		t.Errorf("a trial of two GPUs of a trainer without a launcher: %v, want a non-retryable error naming launcher: torchrun", err)
+	}
+	four := cudaTrial
+	four.GPUs = 4
+	if _, _, err := a.admitProgram(ctx, "four", four, ddp, waiting.add); err == nil || !strings.Contains(err.Error(), "this worker has 3 GPUs") {
+		t.Errorf("a trial of four GPUs on three: %v", err)
 	}
 }

@@ -55,11 +55,12 @@ func (a *Activities) programLRDecay(ctx context.Context, in workflows.LRDecayInp
 	if stall <= 0 {
 		stall = ProgramStall
 	}
-	release, err := a.admitProgram(ctx, in.TrialID, cfg, spec, func(string) {}) // its waiting shows in the worker's log
+	release, devices, err := a.admitProgram(ctx, in.TrialID, cfg, spec, func(string) {}) // its waiting shows in the worker's log
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	at.visible(devices)
 	var last *float64
 	out, runErr := program.Run(ctx, program.Attempt{
 		Argv: at.argv, Env: at.env, Pass: spec.EnvPass, Dir: at.run, Metrics: at.env["SFSWEEP_METRICS"], LogDir: at.logs, Stall: stall, Grace: programGrace,

@@ -82,6 +82,9 @@ func (m *Manifest) checkTrainer() error {
 		if err := spec.Check(); err != nil {
 			return err
 		}
+		if m.Setup.GPUs > 1 && spec.Launcher == "" {
+			return &fielderr.Error{Field: "gpus", Value: m.Setup.GPUs, Reason: fmt.Sprintf("trainer %s has no launcher, and a program of several GPUs runs once per GPU: give it launcher: torchrun (docs/trainer.md, \"Trials of several GPUs\")", t.Name)}
+		}
 	}
 	for _, p := range spec.Probes {
 		if !slices.Contains(program.Probes, p) {

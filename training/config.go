@@ -342,8 +342,11 @@ func (c Config) Validate() error {
 	return c.validateOptimizer()
 }
 
-// validateGPUs checks gpus: a program trial's, on a GPU backend, one GPU (a trial of several
-// is refused until trials have a launcher that starts a process per GPU).
+// MaxGPUs bounds gpus: the GPUs of one node a trial takes.
+const MaxGPUs = 64
+
+// validateGPUs checks gpus: a program trial's, on a GPU backend, up to MaxGPUs of one node
+// (several need a trainer with a launcher, which the worker that runs it checks).
 func (c Config) validateGPUs() error {
 	switch b, _ := backend.Lookup(c.Backend); {
 	case c.GPUs == 0:
@@ -354,8 +357,10 @@ func (c Config) validateGPUs() error {
 		return &fielderr.Error{Field: "gpus", Value: c.GPUs, Reason: "only a program trainer's trial takes gpus: sfsweep's engine trains on one device, its backend's (backend: cuda for a GPU)"}
 	case b.Device == backend.DeviceCPU:
 		return &fielderr.Error{Field: "gpus", Value: c.GPUs, Reason: fmt.Sprintf("backend %s gives its program no GPU: leave backend out, or name one on a GPU", c.Backend)}
+	case c.GPUs > MaxGPUs:
+		return &fielderr.Error{Field: "gpus", Value: c.GPUs, Reason: fmt.Sprintf("must be ≤ %d: a trial's GPUs are those of one node", MaxGPUs)}
 	}
-	return &fielderr.Error{Field: "gpus", Value: c.GPUs, Reason: "must be 1: a trial trains on one GPU"}
+	return nil
 }
 
 // validateOptimizer checks the run's EWA and optimizer; a program trainer's run may have

@@ -72,6 +72,9 @@ func TestTrainerGPUs(t *testing.T) {
 			t.Errorf("%+v: backend %q, gpus %d, hash %s; want backend: cuda's config, hash %s", c.Setup, d.Backend, d.GPUs, d.Hash(), onGPU.Hash())
 		}
 	}
+	if two := own("", 2).WithDefaults(); two.Validate() != nil || two.GPUs != 2 || two.Backend != "cuda" || two.Hash() == onGPU.Hash() {
+		t.Errorf("gpus: 2 = backend %q, gpus %d (%v), hash %s: want a valid config of two GPUs, another trial than one GPU's", two.Backend, two.GPUs, two.Validate(), two.Hash())
+	}
 	if own("", 0).WithDefaults().Hash() == onGPU.Hash() {
 		t.Error("a program on the cpu hashes as one on a GPU")
 	}
@@ -82,7 +85,7 @@ func TestTrainerGPUs(t *testing.T) {
 	}{
 		{own("", -1), "gpus = -1: must be ≥ 0"},
 		{own("cpu", 1), "gpus = 1: backend cpu gives its program no GPU"},
-		{own("", 2), "gpus = 2: must be 1"},
+		{own("", 65), "gpus = 65: must be ≤ 64"},
 		{engine, "gpus = 1: only a program trainer's trial takes gpus"},
 	} {
 		if err := tc.c.WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,16 @@ func TrainerQueue(device, name, identity string) string {
 }
 
 const trainerQueueSep = "/trainer/"
+
+// GPUsDevice is the device of a TrainerQueue whose trials take n GPUs of one node
+// whole: device itself for one, "cuda-x4" for four. Only a worker that owns n GPUs and runs
+// the trainer with a launcher polls it.
+func GPUsDevice(device string, n int) string {
+	if n <= 1 {
+		return device
+	}
+	return device + "-x" + strconv.Itoa(n)
+}
 
 // QueueParts reads a training task queue: its device, and for a TrainerQueue its
 // trainer's name ("" for a device's own queue).

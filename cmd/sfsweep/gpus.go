@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sfsweep/sfsweep/activities"
 	"github.com/sfsweep/sfsweep/training/backend"
 )
 
@@ -225,4 +226,28 @@ func runGPU(ctx context.Context, devices []string, stderr io.Writer) (ledger *ba
 	}
 	fmt.Fprintf(stderr, "run: trials on cuda are not admitted by GPU memory: no GPU %q (CUDA_VISIBLE_DEVICES): %v\n", first, err)
 	return nil, "", nil
+}
+
+// runNode is the node "sfsweep run" gives trials of n GPUs (gpus: n): the GPUs of
+// CUDA_VISIBLE_DEVICES, or all nvidia-smi lists, in that order. Fewer than n is an error
+// that says how many there are: such a trial would wait for ever.
+func runNode(ctx context.Context, n int) ([]activities.NodeGPU, error) {
+	have, err := listGPUs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sel := have
+	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		if sel, err = selectGPUs(v, have); err != nil {
+			return nil, fmt.Errorf("CUDA_VISIBLE_DEVICES: %w", err)
+		}
+	}
+	if len(sel) < n {
+		return nil, fmt.Errorf("gpus = %d: this machine has %d GPUs that nvidia-smi lists (and CUDA_VISIBLE_DEVICES selects)", n, len(sel))
+	}
+	node := make([]activities.NodeGPU, len(sel))
+	for i, g := range sel {
+		node[i] = activities.NodeGPU{Ledger: backend.NewLedger(g.name(), g.Memory), UUID: g.UUID}
+	}
+	return node, nil
 }

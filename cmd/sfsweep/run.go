@@ -142,8 +142,17 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if programGPU && gpu == nil {
 		return fmt.Errorf("%s: the trials of trainer %s train on a GPU, and this machine has none that nvidia-smi lists (see above)", file, m.Trainer.Name)
 	}
+	// a trial of several GPUs takes the first of the machine's whole, and the first is
+	// the one the trials of one GPU train on
+	var node []activities.NodeGPU
+	if n := nodeGPUs(m); n > 1 {
+		if node, err = runNode(ctx, n); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		gpu, visible = node[0].Ledger, node[0].UUID
+	}
 	acts := &activities.Activities{Store: st.store, Client: st.client, CacheDir: filepath.Join(absDir, "data"), Log: logger,
-		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: trainers, GPU: gpu, GPUDevices: visible}
+		Progress: bars.step, AttemptFailed: bars.attemptFailed, Probe: bars.probe, Waiting: bars.waiting, Trainers: trainers, GPU: gpu, GPUDevices: visible, Node: node}
 	// A device fault has lost this process's device context, which no attempt in it can
 	// use again: run stops taking tasks at once and ends a moment later, once the attempt's
 	// failure is recorded; main then restarts it in a fresh process (restartError), whose
@@ -152,7 +161,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer faulted(nil)
 	var faults faultStop
 	acts.OnDeviceFault = faults.handler(func(err error) { faulted(&deviceFaultError{err}) })
-	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: devices}, *slots)
+	stopWorkers, err := startWorkers(st.client, acts, workerRoles{cpu: true, devices: devices, node: len(node)}, *slots)
 	if err != nil {
 		return err
 	}
@@ -222,12 +231,20 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // manifestDevice is the device a manifest's trials train on: its backend's.
 func manifestDevice(m *sweeps.Manifest) string {
+	b, _ := backend.Lookup(manifestSetup(m).Backend) // Parse checked it
+	return b.Device
+}
+
+// nodeGPUs is how many GPUs each trial of m takes: 0 for none or one.
+func nodeGPUs(m *sweeps.Manifest) int { return manifestSetup(m).GPUs }
+
+// manifestSetup is m's setup with its defaults.
+func manifestSetup(m *sweeps.Manifest) training.Setup {
 	c := training.Config{Setup: m.Setup}
 	if m.Trainer != nil {
 		c.Trainer = m.Trainer.Config(nil)
 	}
-	b, _ := backend.Lookup(c.WithDefaults().Backend) // Parse checked it
-	return b.Device
+	return c.WithDefaults().Setup
 }
 
 // deviceFaultError ends sfsweep run after a device fault lost its process's device context;

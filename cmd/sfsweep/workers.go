@@ -23,6 +23,9 @@ import (
 type workerRoles struct {
 	cpu     bool
 	devices []string
+	// node is how many GPUs of one node the worker owns for trials of several (gpus: N,
+	// Activities.Node): it polls the queues of 2 to node GPUs; 0 or 1, none.
+	node int
 }
 
 func (r workerRoles) String() string {
@@ -91,8 +94,9 @@ func buildHint(d string) string {
 // the task queue of each route of its devices (backend.Routes: each device, and each
 // arithmetic with a queue of its own; slots activities at once each, so trials on different
 // devices do not wait for one another), one on the queue of each of the program trainers
-// the activities run on each device (workflows.TrainerQueue, slots at once as well), and
-// one on workflows.QueueGPU, the queue of sweeps planned before trials were routed by
+// the activities run on each device (workflows.TrainerQueue, slots at once as well) and on
+// each count of the node's GPUs for those with a launcher (Trainers.NodeQueues), and one
+// on workflows.QueueGPU, the queue of sweeps planned before trials were routed by
 // device. It returns a function that stops them.
 func startWorkers(c client.Client, acts *activities.Activities, roles workerRoles, slots int) (func(), error) {
 	var ws []worker.Worker
@@ -132,6 +136,11 @@ func startWorkers(c client.Client, acts *activities.Activities, roles workerRole
 		if err != nil {
 			return nil, err
 		}
+		node, err := acts.Trainers.NodeQueues(backend.DeviceCUDA, roles.node)
+		if err != nil {
+			return nil, err
+		}
+		trainers = append(trainers, node...)
 		for _, q := range append(queues, trainers...) {
 			if err := start(q, worker.Options{MaxConcurrentActivityExecutionSize: slots}, acts.RegisterGPU); err != nil {
 				return nil, err
