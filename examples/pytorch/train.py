@@ -45,6 +45,14 @@ from the same run config:
               the model. The optimizers step every tensor at once (torch's _foreach ops),
               the losses are summed on the device and read once a step, and a batch goes
               to the GPU from pinned memory while the one before computes.
+  ranks       under torchrun (sfsweep's gpus: N with launcher: torchrun; WORLD_SIZE > 1),
+              rank r trains micro-batches r, r + N, ... of each step and evaluates every
+              N-th evaluation batch; one all-reduce sums the losses, one the gradients, so
+              every rank makes the same update (NCCL on GPUs, each rank on cuda:LOCAL_RANK;
+              gloo on the CPU). Only rank 0 writes metrics lines and checkpoints; every
+              rank resumes from the same checkpoint. The micro-batches of a step must split
+              evenly over the ranks. The sums run in another order than in one process, so
+              a run of N ranks agrees with one of a single process to rounding, not bits.
 
 The LR-decay probe (SFSWEEP_MODE=probe, SFSWEEP_PROBE={"kind": "lr_decay", "step": S, "steps":
 K, "shape": "linear" | "sqrt"}) loads step-S.pt, trains K more steps on the batches the run
@@ -68,6 +76,7 @@ import sys
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 import checkpoints
 import sfadamw_torch as sf
@@ -163,6 +172,12 @@ def resolve(a):
     if a.optimizer == "adamw" and a.schedule == "wsd" and not 0 < a.decay_frac <= 1:
         raise tk.ConfigError(f"decay_frac = {a.decay_frac}: must be in (0, 1] for the wsd schedule")
     a.accum = a.batch_tokens // (a.micro_batch * a.seq_len)
+    # the ranks of a job under torchrun (sfsweep's gpus: N): each takes micro-batches
+    # rank, rank + world, ... of every step
+    a.rank, a.world = env_int("RANK", 0), env_int("WORLD_SIZE", 1)
+    if a.accum % a.world:
+        raise tk.ConfigError(f"batch_tokens = {a.batch_tokens}: its {a.accum} micro-batches must split evenly "
+                             f"over the {a.world} ranks")
     gpu = torch.device(a.device).type == "cuda"
     if a.precision == "auto":
         a.precision = "bf16" if gpu else "fp32"
@@ -261,15 +276,17 @@ class Diverged(Exception):
 
 
 class Metrics:
-    """The metrics lines: appended to $SFSWEEP_METRICS, or printed, each flushed at once."""
+    """The metrics lines: appended to $SFSWEEP_METRICS, or printed, each flushed at once; by
+    rank 0 alone. Every rank sees the same losses, and so diverges at the same line."""
 
-    def __init__(self):
+    def __init__(self, rank=0):
         name = os.environ.get("SFSWEEP_METRICS")
-        self.out = open(name, "a") if name else sys.stdout
+        self.out = None if rank else open(name, "a") if name else sys.stdout
 
     def write(self, line):
-        self.out.write(json.dumps(line) + "\n")
-        self.out.flush()
+        if self.out is not None:
+            self.out.write(json.dumps(line) + "\n")
+            self.out.flush()
         losses = [line[k] for k in ("train_loss", "val_loss", "test_loss") if k in line]
         if not all(math.isfinite(v) for v in losses):
             raise Diverged(f"step {line['step']}: {line}")
@@ -314,18 +331,23 @@ class Trainer:
         a = self.a
         self.opt.zero_grad(set_to_none=True)
         losses, total = [], torch.zeros((), dtype=torch.float64, device=a.device)
-        batch = self.sampler.batch(step, 0, a.micro_batch, a.device)
-        for micro in range(a.accum):
+        mine = range(a.rank, a.accum, a.world)  # all of them, but under torchrun
+        batch = self.sampler.batch(step, mine[0], a.micro_batch, a.device)
+        for i, micro in enumerate(mine):
             idx, tgt = batch
-            if micro + 1 < a.accum:
-                batch = self.sampler.batch(step, micro + 1, a.micro_batch, a.device)
+            if i + 1 < len(mine):
+                batch = self.sampler.batch(step, mine[i + 1], a.micro_batch, a.device)
             loss = self.loss(idx, tgt)
             loss.backward()
             losses.append(loss.detach())
             total += losses[-1].double()  # one by one, in order, as a float sum on the host
+        if a.world > 1:
+            dist.all_reduce(total)
         total = total.item()
         if not math.isfinite(total):
-            return next(v for v in (x.item() for x in losses) if not math.isfinite(v))
+            return next((v for v in (x.item() for x in losses) if not math.isfinite(v)), total)
+        if a.world > 1:
+            self.reduce_grads()
         if a.accum > 1:  # the sum of the gradients, then their mean, as the engine
             for p in self.params:
                 if p.grad is not None:
@@ -335,6 +357,17 @@ class Trainer:
                 g["lr"], g["warmup_steps"] = self.decay(step), 0
         self.opt.step()
         return total / a.accum
+
+    def reduce_grads(self):
+        """Sums the ranks' gradients, in one all-reduce of them all: every rank then holds the
+        step's, and makes the same update to the same parameters."""
+        grads = [p.grad for p in self.params if p.grad is not None]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat)
+        off = 0
+        for g in grads:
+            g.copy_(flat[off:off + g.numel()].view_as(g))
+            off += g.numel()
 
     def lr(self):
         """The learning rate of the last step: gamma_t for SF-AdamW."""
@@ -355,10 +388,14 @@ class Trainer:
         if self.sf:
             self.opt.eval()
         self.model.eval()
-        total, n = torch.zeros((), dtype=torch.float64, device=self.a.device), 0
-        for idx, tgt in evalset.batches(self.a.device):
-            total += self.loss(idx, tgt).double()
+        a = self.a
+        total, n = torch.zeros((), dtype=torch.float64, device=a.device), 0
+        for i, (idx, tgt) in enumerate(evalset.batches(a.device)):
+            if i % a.world == a.rank:  # under torchrun, the ranks share the batches
+                total += self.loss(idx, tgt).double()
             n += 1
+        if a.world > 1:
+            dist.all_reduce(total)
         self.model.train()
         if self.sf:
             self.opt.train()
@@ -416,7 +453,8 @@ def train(t, metrics):
         if state is not None:
             t.restore(state)
             start = state["step"]
-            print(f"resumed from {checkpoints.path(a.checkpoint_dir, start)}", file=sys.stderr, flush=True)
+            if a.rank == 0:
+                print(f"resumed from {checkpoints.path(a.checkpoint_dir, start)}", file=sys.stderr, flush=True)
     if start == a.steps or 0 < a.until <= start:  # done but for its exit: its last line again
         metrics.write(t.line(start, None, test=start == a.steps))
         return
@@ -427,7 +465,7 @@ def train(t, metrics):
         last, stop = step == a.steps, step == a.until
         if last or stop or (a.eval_every and step % a.eval_every == 0):
             metrics.write(t.line(step, loss, test=last))
-        if a.checkpoint_dir and (last or stop or (a.checkpoint_every and step % a.checkpoint_every == 0)):
+        if a.rank == 0 and a.checkpoint_dir and (last or stop or (a.checkpoint_every and step % a.checkpoint_every == 0)):
             checkpoints.save(a.checkpoint_dir, step, t.state(step), a.keep_checkpoints)
         if stop:
             return
@@ -480,6 +518,18 @@ def probe_spec(refuse):
     return spec
 
 
+def init_ranks(a):
+    """Joins the job's process group under torchrun: NCCL on GPUs, each rank on the GPU of
+    its LOCAL_RANK (sfsweep's CUDA_VISIBLE_DEVICES lists the trial's), gloo on the CPU."""
+    if torch.device(a.device).type == "cuda":
+        local = env_int("LOCAL_RANK", 0)
+        torch.cuda.set_device(local)
+        a.device = f"cuda:{local}"
+        dist.init_process_group("nccl")
+    else:
+        dist.init_process_group("gloo")
+
+
 def invalid(msg):
     print(f"train.py: error: {msg}", file=sys.stderr, flush=True)
     sys.exit(EXIT_INVALID)
@@ -493,11 +543,13 @@ def main(argv):
     spec = probe_spec(invalid) if mode == "probe" else None
     if spec and not a.checkpoint_dir:
         invalid("probe: no checkpoint directory ($SFSWEEP_CHECKPOINT_DIR or --checkpoint_dir)")
+    if a.world > 1:
+        init_ranks(a)
     try:
         t = Trainer(a)
     except (tk.ConfigError, ValueError) as e:
         invalid(str(e))
-    metrics = Metrics()
+    metrics = Metrics(a.rank)
     try:
         if spec:
             probe(t, metrics, spec)
@@ -506,6 +558,8 @@ def main(argv):
     except Diverged as e:
         print(f"diverged: {e}", file=sys.stderr, flush=True)
         return EXIT_DIVERGED
+    if a.world > 1:
+        dist.destroy_process_group()
     return 0
 
 
