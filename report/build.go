@@ -106,6 +106,7 @@ func Build(ctx context.Context, store blob.Store, m *sweeps.Manifest, opt Option
 	}
 	w := &writer{ctx: ctx, store: store, out: Output(m)}
 	w.index(m.Name, opt.SweepID, res)
+	w.put(keys.Runs(w.out), func(b *bytes.Buffer) error { return WriteRuns(b, trials, outcomes) })
 	for _, nt := range tables {
 		if nt.Table.Kind == TableCSensitivity {
 			if fig, err := HeatMap(nt.Table); err == nil {

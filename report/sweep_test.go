@@ -22,11 +22,7 @@ func finished(ppl float64) trial.Outcome {
 // a diverged trial reads as such, a failed one as failed, a missing one as --.
 func TestBuildCSensitivity(t *testing.T) {
 	src, _ := os.ReadFile("../sweeps/examples/c-sensitivity-tiny.yaml")
-	m, err := sweeps.Parse(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trials, _ := m.Expand()
+	m, trials := parseSweep(t, src)
 	out := map[string]trial.Outcome{}
 	for i, tr := range trials {
 		p := tr.Points[0]
@@ -115,15 +111,7 @@ tables:
 // seedsSweep parses seedsManifest and expands it.
 func seedsSweep(t *testing.T) (*sweeps.Manifest, []sweeps.Trial) {
 	t.Helper()
-	m, err := sweeps.Parse([]byte(seedsManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	trials, err := m.Expand()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, trials
+	return parseSweep(t, []byte(seedsManifest))
 }
 
 // Seeds of one cell are averaged over those that completed.
@@ -235,11 +223,7 @@ func TestHyperparametersWeightDecay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sweeps.Parse(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trials, _ := m.Expand()
+	m, trials := parseSweep(t, src)
 	out := map[string]trial.Outcome{}
 	for i, tr := range trials {
 		out[tr.ID] = finished(10 + float64(i))

@@ -282,11 +282,11 @@ func sweepOutcome(p workflows.SweepProgress, dir string) error {
 	return nil
 }
 
-// copyTables copies the sweep's tables and plots from the store to dir and prints the
-// Markdown tables.
+// copyTables copies the sweep's tables, plots and runs.csv from the store to dir and
+// prints the Markdown tables.
 func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir string, stdout io.Writer) error {
 	prefix := report.Output(m) + "/"
-	for _, sub := range []string{"tables/", "plots/"} {
+	for _, sub := range []string{"tables/", "plots/", "runs.csv"} {
 		keys, err := store.List(ctx, prefix+sub)
 		if err != nil {
 			return err

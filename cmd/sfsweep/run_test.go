@@ -182,6 +182,12 @@ func TestRunSweepEndToEnd(t *testing.T) {
 	if len(results) != 3 {
 		t.Fatalf("%d result.json objects, want 3 (β1 = 0.9 with C = 10 is the vanilla trial)", len(results))
 	}
+	// runs.csv: a row per trial, the diverged one among them
+	if b, err := os.ReadFile(filepath.Join(out, "sweeps", "e2e", "runs.csv")); err != nil {
+		t.Error(err)
+	} else if rows := strings.Split(strings.TrimSpace(string(b)), "\n"); len(rows) != 4 || !strings.HasPrefix(rows[0], "trial_id,state,") || !strings.Contains(string(b), ",diverged,") {
+		t.Errorf("runs.csv: want a header and a row for each of the 3 trials, one diverged:\n%s", b)
+	}
 	probes, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "probes", "decay-step-00000006.json"))
 	if len(probes) != 2 {
 		t.Errorf("%d decay probes, want 2 (one per finished trial)", len(probes))

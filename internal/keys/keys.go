@@ -179,6 +179,9 @@ func Owner(output string) string { return output + "/owner.json" }
 // outcome and final losses in one object, read by the sweep page.
 func TrialIndex(output string) string { return output + "/trials.json" }
 
+// Runs is the key of an output's table of its trials, a row each (report.WriteRuns).
+func Runs(output string) string { return output + "/runs.csv" }
+
 // ProgramCheckpoints is the prefix under which a program trainer's checkpoint directory
 // is kept for trial id (docs/trainer.md, "Checkpoints").
 func ProgramCheckpoints(id string) string { return Join(Trial(id), "program/checkpoints") }
