@@ -19,7 +19,7 @@ var floors = [][]string{
 	// plain values and the object store's interface
 	{"fielderr", "internal/status", "internal/keys", "internal/par", "internal/fp32", "internal/probe",
 		"internal/blob", "internal/netx", "internal/stats", "internal/faultproxy", "internal/tlsproxy", "internal/pki",
-		"internal/archtest", "internal/peak", "infra", "training/checkpoint/safetensors", "training/cuda/flashmath"},
+		"internal/archtest", "internal/peak", "internal/gpulock", "infra", "training/checkpoint/safetensors", "training/cuda/flashmath"},
 	// the optimizers, the matrix product, data, the search engine, the workflows' messages
 	{"sfadamw", "training/model", "training/gemm", "training/data", "search", "workflows", "internal/figure", "program"},
 	// what builds on the optimizers: engines' interface, checkpoints; the workflows' client
