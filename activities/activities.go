@@ -59,10 +59,11 @@ type Activities struct {
 	// process's GPU), or, where the worker has none, sees every GPU.
 	GPUDevices string
 	// Node, if set, are the GPUs of this worker's node that the trials of several GPUs
-	// (gpus: N) take, whole: such a trial is given the first N, each once nothing else
+	// (gpus: N) take, whole: such a trial is given N of them, each once nothing else
 	// holds it (admitProgram). A worker polls the queues of N GPUs (Trainers.NodeQueues)
 	// only for an N it has.
-	Node []NodeGPU
+	Node    []NodeGPU
+	nodeUse nodeUse
 	// OnStall, if set, is called when a Train or probe attempt is abandoned because its
 	// compute stopped making progress (see watched).
 	OnStall func(err error)

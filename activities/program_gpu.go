@@ -6,7 +6,9 @@ package activities
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sfsweep/sfsweep/program"
 	"github.com/sfsweep/sfsweep/training"
@@ -31,9 +33,10 @@ func onGPU(cfg training.Config) bool {
 // releases once the program has exited (program.Run returns only then), so the driver has
 // freed its memory.
 //
-// A trial of several GPUs (gpus: N) takes the first N of the node's (Node) whole, one after
-// another in their order, so that two such trials never hold a GPU each that the other
-// waits for; devices is then their CUDA_VISIBLE_DEVICES.
+// A trial of several GPUs (gpus: N) takes N of the node's (Node) whole: those the fewest
+// other such trials of this worker hold or wait for, the first of them on a tie, one after
+// another in the node's order, so that two such trials never hold a GPU each that the
+// other waits for; devices is then their CUDA_VISIBLE_DEVICES.
 func (a *Activities) admitProgram(ctx context.Context, id string, cfg training.Config, spec program.Spec, waiting func(string)) (release func(), devices string, err error) {
 	if n := cfg.WithDefaults().GPUs; n > 1 {
 		return a.admitNode(ctx, id, n, spec, waiting)
@@ -58,10 +61,47 @@ func (a *Activities) admitProgram(ctx context.Context, id string, cfg training.C
 	return release, "", nil
 }
 
-// NodeGPU is one GPU of a worker's node: its memory, and its name to CUDA.
+// NodeGPU is one GPU of a worker's node: its memory, its name to CUDA, and how a trial of
+// several GPUs holds it against the node's other processes.
 type NodeGPU struct {
 	Ledger *backend.Ledger
 	UUID   string // GPU-… or MIG-…
+	// Take, if set, holds the GPU whole against the node's other processes until release
+	// (gpulock.GPU.Take), telling waiting while it waits; nil: this process is the only one
+	// that trains on it (sfsweep run).
+	Take func(ctx context.Context, waiting func()) (release func(), err error)
+}
+
+// nodeUse counts the trials of several GPUs that hold or wait for each GPU of Node.
+type nodeUse struct {
+	mu   sync.Mutex
+	held []int
+}
+
+// pick chooses n of the node's GPUs, in the node's order, and counts them held; free gives
+// them back.
+func (u *nodeUse) pick(gpus, n int) (picked []int, free func()) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.held) != gpus {
+		u.held = make([]int, gpus)
+	}
+	idx := make([]int, gpus)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return u.held[a] - u.held[b] })
+	picked = slices.Sorted(slices.Values(idx[:n]))
+	for _, i := range picked {
+		u.held[i]++
+	}
+	return picked, sync.OnceFunc(func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		for _, i := range picked {
+			u.held[i]--
+		}
+	})
 }
 
 // admitNode reserves the first n GPUs of the node whole, in order, for the program of
@@ -73,26 +113,47 @@ func (a *Activities) admitNode(ctx context.Context, id string, n int, spec progr
 	if len(a.Node) < n {
 		return nil, "", fmt.Errorf("trial %s: gpus = %d: this worker has %d GPUs", id, n, len(a.Node))
 	}
-	var releases []func()
+	picked, free := a.nodeUse.pick(len(a.Node), n)
+	releases := []func(){free}
 	release = func() {
-		for _, r := range releases {
+		for _, r := range slices.Backward(releases) {
 			r()
 		}
 	}
-	uuids := make([]string, n)
-	for i, g := range a.Node[:n] {
-		u := g.Ledger.Usage()
-		what := fmt.Sprintf("the program of trainer %s, a trial of %d GPUs, with the whole of %s (GPU %d of %d)", spec.Name, n, u.Device, i+1, n)
-		r, err := g.Ledger.Reserve(ctx, backend.Request{What: what, Need: u.Reserved + u.Free - backend.WorkspaceBytes}, func(s string) {
-			s = fmt.Sprintf("%s (GPU %d of %d for a trial of gpus: %d)", s, i+1, n, n)
-			a.log().Info(s, "trial", id, "trainer", spec.Name)
-			waiting(s)
-		})
+	say := func(s string) {
+		a.log().Info(s, "trial", id, "trainer", spec.Name)
+		waiting(s)
+	}
+	hold := func(r func(), err error) error {
 		if err != nil {
 			release()
-			return nil, "", fmt.Errorf("trial %s: %w", id, err)
+			return fmt.Errorf("trial %s: %w", id, err)
 		}
 		releases = append(releases, r)
+		return nil
+	}
+	uuids := make([]string, n)
+	for i, gi := range picked {
+		g := a.Node[gi]
+		of := fmt.Sprintf("GPU %d of %d for a trial of gpus: %d", i+1, n, n)
+		if g.Take != nil {
+			told := false
+			if err := hold(g.Take(ctx, func() {
+				if !told {
+					told = true
+					say(fmt.Sprintf("waiting for %s, %s: trials of one GPU are on it", g.Ledger.Usage().Device, of))
+				}
+			})); err != nil {
+				return nil, "", err
+			}
+		}
+		u := g.Ledger.Usage()
+		what := fmt.Sprintf("the program of trainer %s, a trial of %d GPUs, with the whole of %s (GPU %d of %d)", spec.Name, n, u.Device, i+1, n)
+		if err := hold(g.Ledger.Reserve(ctx, backend.Request{What: what, Need: u.Reserved + u.Free - backend.WorkspaceBytes}, func(s string) {
+			say(fmt.Sprintf("%s (%s)", s, of))
+		})); err != nil {
+			return nil, "", err
+		}
 		uuids[i] = g.UUID
 	}
 	waiting("")

@@ -164,7 +164,7 @@ func TestAdmitNode(t *testing.T) {
 	ctx := context.Background()
 	a, gpu0, _, engine := gpuWithTrial(t)
 	gpu1 := backend.NewLedger("GPU 1", 4<<30)
-	a.Node = []NodeGPU{{gpu0, "GPU-a"}, {gpu1, "GPU-b"}, {backend.NewLedger("GPU 2", 4<<30), "GPU-c"}}
+	a.Node = []NodeGPU{{Ledger: gpu0, UUID: "GPU-a"}, {Ledger: gpu1, UUID: "GPU-b"}, {Ledger: backend.NewLedger("GPU 2", 4<<30), UUID: "GPU-c"}}
 	two := cudaTrial
 	two.GPUs = 2
 	ddp := program.Spec{Name: "ddp", Launcher: program.LauncherTorchrun}

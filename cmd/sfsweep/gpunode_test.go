@@ -35,6 +35,7 @@ func standInMachine(t *testing.T, dir string, n int, mib int64) (gate string) {
 	t.Setenv(standInCUDAEnv, "1")
 	t.Setenv(standInGPUsEnv, standInGPUs(n, mib))
 	t.Setenv(standInGateEnv, gate)
+	t.Setenv("SFSWEEP_GPU_LOCKS", t.TempDir()) // the stand-ins' UUIDs are every test's
 	return gate
 }
 

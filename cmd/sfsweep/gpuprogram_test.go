@@ -173,6 +173,7 @@ func standInGPUsOnly(t *testing.T, n int, mib int64) {
 	}
 	t.Setenv(standInCUDAEnv, "")
 	t.Setenv(standInGPUsEnv, standInGPUs(n, mib))
+	t.Setenv("SFSWEEP_GPU_LOCKS", t.TempDir()) // the stand-ins' UUIDs are every test's
 }
 
 // visibleDevices is each CUDA_VISIBLE_DEVICES the fake trainer logged in a trial's logs

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sfsweep/sfsweep/activities"
+	"github.com/sfsweep/sfsweep/internal/gpulock"
 	"github.com/sfsweep/sfsweep/training/backend"
 )
 
@@ -195,7 +196,35 @@ func workerGPU(env string) (*backend.Ledger, error) {
 	if err != nil {
 		return nil, &usageError{msg: fmt.Sprintf("%s = %q: want one GPU as \"index, uuid, memory MiB\": %v", gpuEnv, env, err)}
 	}
-	return backend.NewLedger(gpus[0].name(), gpus[0].Memory), nil
+	l := backend.NewLedger(gpus[0].name(), gpus[0].Memory)
+	l.ShareWith(gpulock.GPU{Dir: gpulock.Dir(), UUID: gpus[0].UUID}.Share) // against the node's process
+	return l, nil
+}
+
+// nodeEnv, in a worker process's environment, is the lines (gpu.line) of the GPUs of the
+// node's process: the process a supervising worker starts beside those of each GPU, which
+// trains the trials of several GPUs (gpus: N), taking them whole (gpulock) from the
+// processes of their GPUs.
+const nodeEnv = "SFSWEEP_NODE_GPUS"
+
+// workerNode is the node's GPUs from nodeEnv, for the trials of several GPUs; nil when the
+// environment names none.
+func workerNode(env string) ([]activities.NodeGPU, error) {
+	if env == "" {
+		return nil, nil
+	}
+	gpus, err := parseGPUs(env)
+	if err == nil && len(gpus) < 2 {
+		err = fmt.Errorf("%d GPUs", len(gpus))
+	}
+	if err != nil {
+		return nil, &usageError{msg: fmt.Sprintf("%s = %q: want two GPUs or more, a line each as \"index, uuid, memory MiB\": %v", nodeEnv, env, err)}
+	}
+	node := make([]activities.NodeGPU, len(gpus))
+	for i, g := range gpus {
+		node[i] = activities.NodeGPU{Ledger: backend.NewLedger(g.name(), g.Memory), UUID: g.UUID, Take: gpulock.GPU{Dir: gpulock.Dir(), UUID: g.UUID}.Take}
+	}
+	return node, nil
 }
 
 // runGPU is the ledger of the GPU that "sfsweep run" trains on, so that its -slots trials

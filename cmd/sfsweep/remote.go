@@ -139,6 +139,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	node, err := workerNode(os.Getenv(nodeEnv))
+	if err != nil {
+		return err
+	}
+	if node != nil { // the node's process: only trials of several GPUs
+		roles.devices, roles.node = nil, len(node)
+	}
 	trainers, err := loadTrainers(*trainersFile, stderr)
 	if err != nil {
 		return err
@@ -152,7 +159,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	acts := &activities.Activities{Store: store, Client: c, CacheDir: cacheDir, Log: slog.New(slog.NewTextHandler(stderr, nil)), Trainers: trainers, GPU: gpu}
+	acts := &activities.Activities{Store: store, Client: c, CacheDir: cacheDir, Log: slog.New(slog.NewTextHandler(stderr, nil)), Trainers: trainers, GPU: gpu, Node: node}
 	if *exitOnStall {
 		acts.OnStall = func(err error) {
 			// after a moment, so that the attempt's failure reaches the server first

@@ -38,13 +38,40 @@ const (
 	stopGrace = 30 * time.Second
 )
 
-// supervisor keeps a worker process running on each of its GPUs.
+// supervisor keeps a worker process running on each of its GPUs, and, where it runs
+// program trainers on several GPUs, the node's process, which trains the trials of several
+// GPUs (gpus: N) and takes their GPUs whole from the processes of each (gpulock).
 type supervisor struct {
 	exe   string
 	args  []string // the workers' arguments, "worker" and its flags, without -slots
 	gpus  []gpu
 	slots []int // by GPU
+	node  bool  // start the node's process
 	out   *lineWriter
+}
+
+// member is one worker process a supervisor keeps running: of one GPU, or the node's.
+type member struct {
+	name  string   // as lines name it: "GPU 3", "GPUs 0,1 (node)"
+	about string   // what its start line says of its GPUs
+	env   []string // its GPUs, for it
+	slots int
+}
+
+// members are the processes s keeps running.
+func (s *supervisor) members() []member {
+	var ms []member
+	var uuids, lines, indices []string
+	for i, g := range s.gpus {
+		ms = append(ms, member{name: g.name(), about: fmt.Sprintf("%s, %s", g.UUID, backend.GiB(g.Memory)), slots: s.slots[i],
+			env: []string{"CUDA_VISIBLE_DEVICES=" + g.UUID, gpuEnv + "=" + g.line()}})
+		uuids, lines, indices = append(uuids, g.UUID), append(lines, g.line()), append(indices, g.Index)
+	}
+	if s.node {
+		ms = append(ms, member{name: "GPUs " + strings.Join(indices, ",") + " (node)", about: "the trials of several GPUs", slots: max(len(s.gpus)/2, 1),
+			env: []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(uuids, ","), nodeEnv + "=" + strings.Join(lines, "\n")}})
+	}
+	return ms
 }
 
 // newSupervisor makes the supervisor of "sfsweep worker -gpus": a worker process on each
@@ -88,7 +115,10 @@ func newSupervisor(ctx context.Context, fs *flag.FlagSet, gpus string, slots int
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
-	return &supervisor{exe: exe, args: args, gpus: sel, slots: per, out: &lineWriter{w: stderr}}, nil
+	// the trials of several GPUs are program trainers': their launcher starts a rank a GPU
+	trainers := fs.Lookup("trainers")
+	node := len(sel) > 1 && trainers != nil && trainers.Value.String() != ""
+	return &supervisor{exe: exe, args: args, gpus: sel, slots: per, node: node, out: &lineWriter{w: stderr}}, nil
 }
 
 // run starts the workers and restarts each one that exits, until ctx ends; then it asks
@@ -98,9 +128,9 @@ func (s *supervisor) run(ctx context.Context) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var wg sync.WaitGroup
-	for i, g := range s.gpus {
+	for _, m := range s.members() {
 		wg.Go(func() {
-			if err := s.keep(ctx, g, s.slots[i]); err != nil {
+			if err := s.keep(ctx, m); err != nil {
 				stop(err)
 			}
 		})
@@ -112,18 +142,18 @@ func (s *supervisor) run(ctx context.Context) error {
 	return nil
 }
 
-// keep runs the worker process of g until ctx ends, starting it again when it exits, but
+// keep runs the worker process m until ctx ends, starting it again when it exits, but
 // for a usage error, which it returns.
-func (s *supervisor) keep(ctx context.Context, g gpu, slots int) error {
+func (s *supervisor) keep(ctx context.Context, m member) error {
 	delay := restartFirst
 	for ctx.Err() == nil {
 		started := time.Now()
-		err := s.start(ctx, g, slots)
+		err := s.start(ctx, m)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if ee, ok := errors.AsType[*exec.ExitError](err); ok && ee.ExitCode() == 2 {
-			return fmt.Errorf("worker: %s: the worker process refused its flags (%v): see its output above", g.name(), err)
+			return fmt.Errorf("worker: %s: the worker process refused its flags (%v): see its output above", m.name, err)
 		}
 		if err == nil {
 			err = errors.New("exit status 0")
@@ -131,7 +161,7 @@ func (s *supervisor) keep(ctx context.Context, g gpu, slots int) error {
 		if time.Since(started) >= restartReset {
 			delay = restartFirst
 		}
-		s.out.printf("worker: %s: worker process exited (%v): starting it again in %v", g.name(), err, delay)
+		s.out.printf("worker: %s: worker process exited (%v): starting it again in %v", m.name, err, delay)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -142,15 +172,15 @@ func (s *supervisor) keep(ctx context.Context, g gpu, slots int) error {
 	return nil
 }
 
-// start runs one worker process on g and waits for it to exit; ctx ending asks it to
-// stop (os.Interrupt), and kills it after stopGrace.
-func (s *supervisor) start(ctx context.Context, g gpu, slots int) error {
-	args := append(append([]string(nil), s.args[1:]...), "-slots", fmt.Sprint(slots))
+// start runs the worker process m and waits for it to exit; ctx ending asks it to stop
+// (os.Interrupt), and kills it after stopGrace.
+func (s *supervisor) start(ctx context.Context, m member) error {
+	args := append(append([]string(nil), s.args[1:]...), "-slots", fmt.Sprint(m.slots))
 	cmd := exec.CommandContext(ctx, s.exe, append([]string{s.args[0]}, args...)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = stopGrace
 	dieWithParent(cmd)
-	cmd.Env = append(append(os.Environ(), "CUDA_VISIBLE_DEVICES="+g.UUID, gpuEnv+"="+g.line()), childEnv...)
+	cmd.Env = append(append(os.Environ(), m.env...), childEnv...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	done := make(chan struct{})
@@ -159,13 +189,13 @@ func (s *supervisor) start(ctx context.Context, g gpu, slots int) error {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			s.out.printf("%s: %s", g.name(), sc.Text())
+			s.out.printf("%s: %s", m.name, sc.Text())
 		}
 		io.Copy(io.Discard, pr)
 	}()
 	err := cmd.Start()
 	if err == nil {
-		s.out.printf("worker: %s (%s, %s): worker process %d, %d slot(s)", g.name(), g.UUID, backend.GiB(g.Memory), cmd.Process.Pid, slots)
+		s.out.printf("worker: %s (%s): worker process %d, %d slot(s)", m.name, m.about, cmd.Process.Pid, m.slots)
 		err = cmd.Wait()
 	}
 	pw.Close()

@@ -36,6 +36,9 @@ func (r workerRoles) String() string {
 	for _, route := range backend.Routes(r.devices) {
 		parts = append(parts, "queue "+workflows.TrainQueue(route))
 	}
+	if r.node > 1 {
+		parts = append(parts, fmt.Sprintf("the trials of 2 to %d GPUs of program trainers with a launcher", r.node))
+	}
 	for _, d := range r.devices {
 		if programOnly(d) {
 			parts = append(parts, "program trainers on "+d)
@@ -68,7 +71,7 @@ func parseRoles(queue, devices string) (workerRoles, error) {
 		if d == "" || slices.Contains(r.devices, d) {
 			continue
 		}
-		if !slices.Contains(have, d) && (d != backend.DeviceCUDA || os.Getenv(gpuEnv) == "") {
+		if !slices.Contains(have, d) && (d != backend.DeviceCUDA || os.Getenv(gpuEnv) == "" && os.Getenv(nodeEnv) == "") {
 			return r, &usageError{msg: fmt.Sprintf("-devices = %q: this build has no backend on device %q (it has %s: backends %s); %s",
 				devices, d, strings.Join(have, ", "), strings.Join(backend.Names(), ", "), buildHint(d))}
 		}
@@ -136,15 +139,19 @@ func startWorkers(c client.Client, acts *activities.Activities, roles workerRole
 		if err != nil {
 			return nil, err
 		}
-		node, err := acts.Trainers.NodeQueues(backend.DeviceCUDA, roles.node)
-		if err != nil {
-			return nil, err
-		}
-		trainers = append(trainers, node...)
 		for _, q := range append(queues, trainers...) {
 			if err := start(q, worker.Options{MaxConcurrentActivityExecutionSize: slots}, acts.RegisterGPU); err != nil {
 				return nil, err
 			}
+		}
+	}
+	node, err := acts.Trainers.NodeQueues(backend.DeviceCUDA, roles.node)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range node {
+		if err := start(q, worker.Options{MaxConcurrentActivityExecutionSize: slots}, acts.RegisterGPU); err != nil {
+			return nil, err
 		}
 	}
 	return stop, nil

@@ -35,6 +35,10 @@ type Ledger struct {
 	total    int64  // the device's memory
 	capacity int64  // what trials may reserve: total less ContextBytes
 
+	// share, if set, holds the GPU against the node's other processes for each trial
+	// admitted (ShareWith)
+	share func(ctx context.Context, waiting func()) (release func(), err error)
+
 	mu       sync.Mutex
 	reserved int64
 	trials   int
@@ -51,6 +55,13 @@ type waiter struct {
 // total bytes of memory.
 func NewLedger(device string, total int64) *Ledger {
 	return &Ledger{device: device, total: total, capacity: max(total-ContextBytes, 0)}
+}
+
+// ShareWith makes each trial the ledger admits first hold the GPU with share (a node's
+// lock, gpulock.GPU.Share) until it releases: a trial waits, saying so, while another
+// process of the node holds the GPU whole for a trial of several GPUs, or waits for it.
+func (l *Ledger) ShareWith(share func(ctx context.Context, waiting func()) (release func(), err error)) {
+	l.share = share
 }
 
 // Request is what a trial asks of its GPU: Need bytes (its engine's NeedFunc; Reserve adds
@@ -75,11 +86,27 @@ func (l *Ledger) Reserve(ctx context.Context, r Request, waiting func(status str
 		return nil, &OutOfMemoryError{Backend: r.Backend, Need: need, Total: l.capacity, Free: free, What: r.What,
 			Err: fmt.Errorf("%w: %s has %s for trials (%s less %s for the CUDA context)", ErrTooLarge, l.device, GiB(l.capacity), GiB(l.total), GiB(ContextBytes))}
 	}
+	l.mu.Unlock()
+	unshare := func() {}
+	if l.share != nil {
+		told := false
+		unshare, err = l.share(ctx, func() {
+			if waiting != nil && !told {
+				told = true
+				waiting(fmt.Sprintf("waiting for %s: a trial of several GPUs holds it, or waits for it", l.device))
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	l.mu.Lock()
 	w := &waiter{need: need, granted: make(chan struct{}), changed: make(chan struct{}, 1)}
 	l.queue = append(l.queue, w)
 	l.grant()
 	l.mu.Unlock()
 	release = sync.OnceFunc(func() {
+		defer unshare()
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.reserved -= need
@@ -108,6 +135,8 @@ func (l *Ledger) Reserve(ctx context.Context, r Request, waiting func(status str
 		case <-ctx.Done():
 			if l.withdraw(w) {
 				release() // granted as ctx ended: give it back
+			} else {
+				unshare()
 			}
 			return nil, ctx.Err()
 		}
