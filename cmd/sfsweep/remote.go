@@ -18,6 +18,7 @@ import (
 	"github.com/sfsweep/sfsweep/activities"
 	"github.com/sfsweep/sfsweep/infra/s3store"
 	"github.com/sfsweep/sfsweep/infra/temporalclient"
+	"github.com/sfsweep/sfsweep/internal/blob"
 	"github.com/sfsweep/sfsweep/internal/keys"
 	"github.com/sfsweep/sfsweep/report"
 	"github.com/sfsweep/sfsweep/sweepclient"
@@ -297,21 +298,39 @@ func runTables(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		args = []string{"regenerate", "-h"} // its one subcommand's usage
 	}
 	if len(args) == 0 || args[0] != "regenerate" {
-		return &usageError{msg: "want: sfsweep tables regenerate [flags] SWEEP-ID"}
+		return &usageError{msg: "want: sfsweep tables regenerate [flags] SWEEP-ID (with -dir, a sweep's name or ID)"}
 	}
 	fs := newFlagSet("tables regenerate", stderr)
 	var r remote
 	r.flags(fs)
-	id, err := parseWithArg(fs, args[1:], "a sweep ID: sfsweep tables regenerate SWEEP-ID")
+	dir := fs.String("dir", "", "the state directory of sfsweep run (.sfsweep): rebuild from its store, by the sweep's name or ID, with no Temporal, and copy the tables to -out")
+	out := fs.String("out", "out", "with -dir, the directory the tables, plots and runs.csv are copied to, as sfsweep run copies them")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sfsweep tables regenerate [flags] SWEEP-ID (with -dir, a sweep's name or ID)")
+		fs.PrintDefaults()
+	}
+	id, err := parseWithArg(fs, args[1:], "a sweep ID: sfsweep tables regenerate SWEEP-ID (with -dir, a sweep's name or ID)")
 	if err != nil {
 		return err
 	}
-	if r.s3.Bucket == "" {
-		return &usageError{msg: "-s3-bucket (or SFSWEEP_S3_BUCKET) = \"\": must name the bucket of the results"}
-	}
-	store, err := s3store.New(ctx, r.s3)
-	if err != nil {
-		return err
+	var store blob.Store
+	if *dir != "" {
+		st, closeStore, err := openResults(ctx, &r, *dir)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		if id, err = localSweepID(ctx, st, *dir, id); err != nil {
+			return fmt.Errorf("tables regenerate: %w", err)
+		}
+		store = st
+	} else {
+		if r.s3.Bucket == "" {
+			return &usageError{msg: "-s3-bucket (or SFSWEEP_S3_BUCKET) = \"\": must name the bucket of the results (or give -dir, the state directory of sfsweep run)"}
+		}
+		if store, err = s3store.New(ctx, r.s3); err != nil {
+			return err
+		}
 	}
 	src, err := store.Get(ctx, keys.Manifest(id))
 	if err != nil {
@@ -325,8 +344,28 @@ func runTables(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if *dir != "" {
+		return copyTables(ctx, store, m, *out, stdout)
+	}
 	for _, k := range written {
 		fmt.Fprintln(stdout, k)
 	}
 	return nil
+}
+
+// localSweepID is the ID of sweep (its name, or its ID: sweep-<name>-<hash>) in the store
+// of sfsweep run's state directory dir: a name is looked up in its output's index of
+// trials, which names the sweep that built it last.
+func localSweepID(ctx context.Context, store blob.Store, dir, sweep string) (string, error) {
+	if strings.HasPrefix(sweep, "sweep-") {
+		return sweep, nil
+	}
+	ix, err := report.ReadIndex(ctx, store, keys.Output(sweep, ""))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", sweep, err)
+	}
+	if ix == nil || ix.Sweep == "" {
+		return "", fmt.Errorf("%s: -dir %s has no sweep of that name with tables built (%s); give its ID (sweep-%s-…)", sweep, dir, keys.TrialIndex(keys.Output(sweep, "")), sweep)
+	}
+	return ix.Sweep, nil
 }

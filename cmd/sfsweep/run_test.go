@@ -188,6 +188,22 @@ func TestRunSweepEndToEnd(t *testing.T) {
 	} else if rows := strings.Split(strings.TrimSpace(string(b)), "\n"); len(rows) != 4 || !strings.HasPrefix(rows[0], "trial_id,state,") || !strings.Contains(string(b), ",diverged,") {
 		t.Errorf("runs.csv: want a header and a row for each of the 3 trials, one diverged:\n%s", b)
 	}
+	// the tables again, from the state directory alone, by the sweep's name: the same table
+	out2 := filepath.Join(dir, "out2")
+	var tout, terr bytes.Buffer
+	if code := runMain(context.Background(), []string{"tables", "regenerate", "-dir", state, "-out", out2, "e2e"}, &tout, &terr); code != 0 {
+		t.Fatalf("tables regenerate -dir: exit %d: %s", code, terr.String())
+	}
+	if again, err := os.ReadFile(filepath.Join(out2, "sweeps", "e2e", "tables", "c_e2e.md")); err != nil || string(again) != table {
+		t.Errorf("tables regenerate -dir: %v\n%s\nwant\n%s", err, again, table)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "sweeps", "e2e", "runs.csv")); err != nil {
+		t.Error(err)
+	}
+	terr.Reset()
+	if code := runMain(context.Background(), []string{"tables", "regenerate", "-dir", state, "no-such-sweep"}, &tout, &terr); code != 1 || !strings.Contains(terr.String(), "has no sweep of that name") {
+		t.Errorf("tables regenerate -dir of an unknown name: exit %d: %s", code, terr.String())
+	}
 	probes, _ := filepath.Glob(filepath.Join(state, "s3", "*", "trials", "*", "probes", "decay-step-00000006.json"))
 	if len(probes) != 2 {
 		t.Errorf("%d decay probes, want 2 (one per finished trial)", len(probes))
