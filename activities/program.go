@@ -156,9 +156,10 @@ const (
 
 // trainProgram runs one attempt of a program trainer's trial cfg, to its end or to
 // in.Until, once its GPU memory is reserved (admitProgram; waiting is told while it waits).
-// hb is told each metrics line, and refused each refused one. The result is nil where the
+// hb is told each metrics line, with the last finite training loss, and refused each
+// refused one. The result is nil where the
 // attempt stopped at the rung.
-func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, cfg training.Config, waiting func(string), refused func(n int, line string), hb func(step int, loss float64)) (*training.Result, error) {
+func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, cfg training.Config, waiting func(string), refused func(n int, line string), hb func(m program.Metric, loss float64)) (*training.Result, error) {
 	spec, err := a.Trainers.spec(cfg.Trainer)
 	if err != nil {
 		return nil, invalid(fmt.Errorf("trial %s: %w", in.TrialID, err))
@@ -200,7 +201,7 @@ func (a *Activities) trainProgram(ctx context.Context, in workflows.TrainInput, 
 			if l := m.TrainLoss; l != nil && !math.IsNaN(*l) && !math.IsInf(*l, 0) {
 				loss = *l
 			}
-			hb(m.Step, loss)
+			hb(m, loss)
 		},
 		OnRefused: refused,
 		Sync: func(ctx context.Context) error {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -50,12 +51,14 @@ func (a *Activities) Train(ctx context.Context, in workflows.TrainInput) (workfl
 			}
 			mu.Unlock()
 		}
-		res, err := a.trainProgram(ctx, in, cfg, waiting, refused, func(step int, loss float64) {
+		var rate programRate
+		res, err := a.trainProgram(ctx, in, cfg, waiting, refused, func(m program.Metric, loss float64) {
 			mu.Lock()
-			last.Step, last.Loss, last.Waiting = step, loss, ""
+			last.Step, last.Loss, last.Waiting = m.Step, loss, ""
 			mu.Unlock()
 			if a.Progress != nil {
-				a.Progress(in.TrialID, training.Progress{Step: step, Steps: cfg.Steps, TrainLoss: loss})
+				tps, eta := rate.at(time.Now(), m.Step, m.Tokens, cfg.Steps, cfg.BatchTokens)
+				a.Progress(in.TrialID, training.Progress{Step: m.Step, Steps: cfg.Steps, TrainLoss: loss, TokensPerSec: tps, ETA: eta})
 			}
 		})
 		if err != nil {

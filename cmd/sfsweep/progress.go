@@ -162,7 +162,14 @@ func (b *progressBars) draw() {
 	b.lines = 1
 	for _, id := range slices.Sorted(maps.Keys(b.steps)) {
 		s := b.steps[id]
-		fmt.Fprintf(b.w, "  trial %s  step %d/%d  loss %.4f  %.0f tok/s  ETA %s\n", id, s.Step, s.Steps, s.TrainLoss, s.TokensPerSec, s.ETA.Round(time.Second))
+		line := fmt.Sprintf("  trial %s  step %d/%d  loss %.4f", id, s.Step, s.Steps, s.TrainLoss)
+		if s.TokensPerSec > 0 { // unknown until a second step (or line) has a time
+			line += fmt.Sprintf("  %.0f tok/s", s.TokensPerSec)
+		}
+		if s.ETA > 0 {
+			line += "  ETA " + s.ETA.Round(time.Second).String()
+		}
+		fmt.Fprintln(b.w, line)
 		b.lines++
 	}
 	for _, id := range slices.Sorted(maps.Keys(b.probes)) {

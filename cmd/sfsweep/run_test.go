@@ -328,3 +328,21 @@ func TestProgressOfSearch(t *testing.T) {
 		t.Errorf("progress:\n%s", out)
 	}
 }
+
+// A trial's live line gives its rate and time left once they are known, and not a made-up
+// "0 tok/s  ETA 0s" before.
+func TestProgressRate(t *testing.T) {
+	var buf bytes.Buffer
+	b := newProgressBars(&buf, true)
+	b.sweep(workflows.SweepProgress{Total: 2})
+	b.step("t1", training.Progress{Step: 1, Steps: 10, TrainLoss: 2.5})
+	first := buf.String()
+	b.step("t1", training.Progress{Step: 3, Steps: 10, TrainLoss: 2.25, TokensPerSec: 2000, ETA: 3500 * time.Millisecond})
+	later := buf.String()[len(first):]
+	if !strings.Contains(first, "  trial t1  step 1/10  loss 2.5000\n") {
+		t.Errorf("first line: %q", first)
+	}
+	if !strings.Contains(later, "  trial t1  step 3/10  loss 2.2500  2000 tok/s  ETA 4s\n") {
+		t.Errorf("later line: %q", later)
+	}
+}
