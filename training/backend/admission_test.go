@@ -232,3 +232,64 @@ func TestNeed(t *testing.T) {
 		}()
 	}
 }
+
+// A ledger shared with the node's other processes (ShareWith) admits a trial only once its
+// share is held, says why it waits meanwhile, gives the share back when the trial releases,
+// and gives it back too when the trial is canceled while it waits for memory.
+func TestLedgerShareWith(t *testing.T) {
+	l := ledger(4 * gib)
+	var mu sync.Mutex
+	held, gate := 0, make(chan struct{})
+	l.ShareWith(func(ctx context.Context, waiting func()) (func(), error) {
+		waiting()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		mu.Lock()
+		held++
+		mu.Unlock()
+		return func() { mu.Lock(); held--; mu.Unlock() }, nil
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return held }
+	lines := make(chan string, 8)
+	admitted := make(chan func(), 1)
+	go func() {
+		release, err := l.Reserve(context.Background(), backend.Request{Need: gib}, func(s string) { lines <- s })
+		if err != nil {
+			t.Error(err)
+		}
+		admitted <- release
+	}()
+	if line := <-lines; !strings.Contains(line, "waiting for GPU 3: a trial of several GPUs holds it") {
+		t.Errorf("waiting line %q", line)
+	}
+	select {
+	case <-admitted:
+		t.Fatal("admitted before its share was held")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(gate)
+	release := <-admitted
+	if count() != 1 {
+		t.Errorf("%d shares held while admitted, want 1", count())
+	}
+	big, err := l.Reserve(context.Background(), backend.Request{Need: 2 * gib}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := l.Reserve(ctx, backend.Request{Need: 2 * gib}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a trial that does not fit: %v, want it to wait until canceled", err)
+	}
+	if count() != 2 {
+		t.Errorf("%d shares held after a canceled wait, want the two admitted trials'", count())
+	}
+	release()
+	big()
+	if count() != 0 {
+		t.Errorf("%d shares held after every release", count())
+	}
+}
