@@ -73,7 +73,7 @@ func TestCSensitivityStatuses(t *testing.T) {
 		`        0.5 & \textbf{38.42} & \textbf{38.42} & failed \\`,
 		`        0.9 & $\dagger$ & -- & -- \\`,
 		`$\dagger$\,$N$: diverged at step $N$.}`,
-		"\\begin{tabular}{@{}c|ccc@{}}\n",
+		"\\begin{tabular}{@{}c@{\\quad}ccc@{}}\n",
 		"\\end{table}\n",
 	} {
 		if !strings.Contains(tex, want) {
@@ -89,7 +89,7 @@ func TestCSensitivityStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCSV := [][]string{
-		{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed", "stopped"},
+		{"beta1", "c", "test_ppl", "status", "step", "reason", "best", "std", "n", "diverged", "failed", "stopped"},
 		{"0.1", "vanilla", "110.8", "ok", "", "", "false", "", "", "0", "0", "0"},
 		{"0.1", "5", "54.8", "ok", "", "", "true", "", "", "0", "0", "0"},
 		{"0.1", "50", "", "diverged", "1200", "", "false", "", "", "0", "0", "0"},

@@ -14,15 +14,18 @@ import (
 // WriteCSV writes the table's data in long form (RFC 4180, one header line), numbers with
 // full precision and empty fields where a value does not apply.
 //
+// The tables' metric is the test perplexity at the reported iterate (x for SF-AdamW, w for
+// AdamW): its column is test_ppl.
+//
 // C-sensitivity: one record per cell, row-major in display order, with columns
-// beta1, c, value, status, step, reason, best, std, n, diverged, failed, stopped (c is
-// "vanilla" or the number; value, the mean over the completed seeds, only for status ok;
+// beta1, c, test_ppl, status, step, reason, best, std, n, diverged, failed, stopped (c is
+// "vanilla" or the number; test_ppl, the mean over the completed seeds, only for status ok;
 // step only for diverged with a known step and for stopped, its rung; reason only for
 // failed; best as the bold of the Markdown; std only where n ≥ 2; n, the completed seeds,
 // empty for a value given by hand; diverged, failed and stopped count seeds).
 //
 // Hyperparameters: one record per trial in canonical order, with columns optimizer,
-// schedule, lr, beta1, beta2, c, value, status, step, reason, best, std, n, diverged,
+// schedule, lr, beta1, beta2, c, test_ppl, status, step, reason, best, std, n, diverged,
 // failed, stopped, tied (best: the trial whose values are bold in its row; tied: one that a paired
 // comparison over seeds cannot tell apart from it).
 func (t *Table) WriteCSV(w io.Writer) error {
@@ -52,13 +55,13 @@ func (t *Table) WriteCSV(w io.Writer) error {
 	}
 	switch t.Kind {
 	case TableCSensitivity:
-		cw.Write([]string{"beta1", "c", "value", "status", "step", "reason", "best", "std", "n", "diverged", "failed", "stopped"})
+		cw.Write([]string{"beta1", "c", "test_ppl", "status", "step", "reason", "best", "std", "n", "diverged", "failed", "stopped"})
 		for _, c := range t.Cells {
 			rec := append([]string{formatG(c.Row), c.Col}, outcome(c.Value, c.Status, c.Step, c.Reason)...)
 			cw.Write(append(append(rec, strconv.FormatBool(c.Best)), spread(c.Spread)...))
 		}
 	case TableHyperparameters:
-		cw.Write([]string{"optimizer", "schedule", "lr", "beta1", "beta2", "c", "value", "status", "step", "reason", "best",
+		cw.Write([]string{"optimizer", "schedule", "lr", "beta1", "beta2", "c", "test_ppl", "status", "step", "reason", "best",
 			"std", "n", "diverged", "failed", "stopped", "tied"})
 		best, tied := t.bestTrials()
 		for i, tr := range t.Trials {

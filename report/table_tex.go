@@ -27,16 +27,17 @@ func (c TableCell) latex(n int) string {
 
 // WriteLaTeX writes the table as a booktabs table environment like the paper's source:
 // tabular, \toprule, \midrule, \bottomrule, best values in \textbf{}, the title in bold
-// leading the caption, and the label.
+// leading the caption, and the label. As booktabs advises, it draws no vertical rule: the
+// paper's rule after the row labels is a quad of space (@{\quad}).
 func (t *Table) WriteLaTeX(w io.Writer) error {
 	if err := t.check(); err != nil {
 		return fmt.Errorf("report: write table latex: %w", err)
 	}
 	header, body := t.grid(latexStyle)
 	var b strings.Builder
-	placement, spec := "[h]", "@{}c|"+strings.Repeat("c", len(t.Columns))+"@{}"
+	placement, spec := "[h]", `@{}c@{\quad}`+strings.Repeat("c", len(t.Columns))+"@{}"
 	if t.Kind == TableHyperparameters {
-		placement, spec = "[!htp]", "@{}r|lll@{}"
+		placement, spec = "[!htp]", `@{}r@{\quad}lll@{}`
 	}
 	b.WriteString(`\begin{table}` + placement + "\n")
 	b.WriteString("    \\centering\n    \\small\n")
