@@ -3,6 +3,7 @@ module github.com/sfsweep/sfsweep
 go 1.26.8
 
 require (
+	codeberg.org/go-pdf/fpdf v0.10.0
 	github.com/aws/aws-sdk-go-v2 v1.47.7
 	github.com/aws/aws-sdk-go-v2/config v1.33.15
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
@@ -42,7 +43,6 @@ require (
 	cloud.google.com/go/storage v1.62.1 // indirect
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.1.0 // indirect
-	codeberg.org/go-pdf/fpdf v0.10.0 // indirect
 	dario.cat/mergo v1.0.2 // indirect
 	filippo.io/edwards25519 v1.2.0 // indirect
 	git.sr.ht/~sbinet/gg v0.6.0 // indirect

@@ -198,7 +198,7 @@ func (w *writer) put(key string, write func(*bytes.Buffer) error) {
 }
 
 func (w *writer) figure(name string, fig *figure.Figure) {
-	for _, f := range []string{figure.FormatPNG, figure.FormatSVG} {
+	for _, f := range figure.Formats {
 		w.put(keys.Plot(w.out, name, f), func(b *bytes.Buffer) error { return fig.Write(b, f) })
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"image/png"
 	"io"
 	"math"
@@ -202,10 +203,10 @@ func checkSVG(t *testing.T, b []byte) {
 	}
 }
 
-// TestSweepPlotsRender renders every sweep plot for realistic input to PNG and SVG, twice
-// from independently built figures, and checks that the bytes agree, that the PNG has the
-// figure's size at 150 dpi, that the SVG is well-formed and that the legend names every
-// trial.
+// TestSweepPlotsRender renders every sweep plot for realistic input to PNG, SVG and PDF,
+// twice from independently built figures, and checks that the bytes agree, that the PNG has
+// the figure's size at 150 dpi, that the SVG is well-formed and that the legend names every
+// trial, and that the PDF is one page of the figure's size.
 func TestSweepPlotsRender(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -243,7 +244,7 @@ func TestSweepPlotsRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, format := range []string{figure.FormatPNG, figure.FormatSVG} {
+			for _, format := range figure.Formats {
 				b := renderFigure(t, f1, format)
 				if again := renderFigure(t, f1, format); !bytes.Equal(b, again) {
 					t.Errorf("%s: rendering the same figure twice gives different bytes", format)
@@ -267,6 +268,11 @@ func TestSweepPlotsRender(t *testing.T) {
 						if !bytes.Contains(b, []byte(">"+s+"<")) {
 							t.Errorf("SVG has no text %q", s)
 						}
+					}
+				case figure.FormatPDF:
+					box := fmt.Sprintf("/MediaBox [0 0 %.2f %.2f]", f1.Width.Points(), f1.Height.Points())
+					if !bytes.HasPrefix(b, []byte("%PDF-")) || bytes.Count(b, []byte("/Type /Page\n")) != 1 || !bytes.Contains(b, []byte(box)) {
+						t.Errorf("PDF: not one page with %s", box)
 					}
 				}
 				if *sweepPlotsOut != "" {

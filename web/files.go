@@ -1,6 +1,6 @@
 package web
 
-// The files of a sweep's output: its tables in every format, its plots as PNG and SVG.
+// The files of a sweep's output: its tables in every format, its plots as PNG, SVG and PDF.
 
 import (
 	"context"
@@ -35,7 +35,7 @@ type plot struct {
 // contentTypes are the types of the files served, by extension.
 var contentTypes = map[string]string{
 	".md": "text/markdown; charset=utf-8", ".csv": "text/csv; charset=utf-8", ".tex": "text/x-tex; charset=utf-8",
-	".json": "application/json", ".png": "image/png", ".svg": "image/svg+xml",
+	".json": "application/json", ".png": "image/png", ".svg": "image/svg+xml", ".pdf": "application/pdf",
 }
 
 // fileKinds are the folders of an output the page serves.
@@ -82,7 +82,7 @@ func (s *Server) outputFiles(ctx context.Context, d *sweepData, kind string, for
 // the page lists them.
 var (
 	tableFormats = []string{"md", "csv", "tex", "json"}
-	plotFormats  = []string{"svg", "png"}
+	plotFormats  = []string{"svg", "png", "pdf"}
 )
 
 // tablesAndPlots reads a sweep's tables (parsed from their Markdown) and lists its plots;

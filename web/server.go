@@ -137,7 +137,7 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 var sweepIDPattern = regexp.MustCompile(`^sweep-[A-Za-z0-9][A-Za-z0-9._-]*-[0-9a-f]{8}$`)
 
 // fileNamePattern is a table's or a plot's file name: one path segment.
-var fileNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.(md|csv|tex|json|png|svg)$`)
+var fileNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.(md|csv|tex|json|png|svg|pdf)$`)
 
 // trialIDPattern is a trial's ID (sweeps.IDLen hex digits).
 var trialIDPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)

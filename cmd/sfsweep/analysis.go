@@ -15,7 +15,7 @@ import (
 )
 
 // The analysis commands reproduce the paper's analytical figures (package analysis): each
-// writes its data (JSON or CSV) and its plots (PNG and SVG) into an output folder and prints
+// writes its data (JSON or CSV) and its plots (PNG, SVG and PDF) into an output folder and prints
 // one line per file written, or a JSON summary with -json.
 
 // Default settings of the figures that the analysis package does not fix.

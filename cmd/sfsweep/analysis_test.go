@@ -49,6 +49,10 @@ func checkFiles(t *testing.T, files []string) {
 			if !bytes.Contains(b, []byte("</svg>")) {
 				t.Errorf("%s: not an SVG document", f)
 			}
+		case ".pdf":
+			if !bytes.HasPrefix(b, []byte("%PDF-")) || !bytes.HasSuffix(bytes.TrimSpace(b), []byte("%%EOF")) {
+				t.Errorf("%s: not a PDF document", f)
+			}
 		default:
 			t.Errorf("unexpected file %s", f)
 		}
@@ -64,13 +68,13 @@ func TestFiguresCommand(t *testing.T) {
 	files := strings.Fields(out)
 	want := []string{
 		"toy_beta1_0.1.json", "toy_beta1_0.5.json", "toy_beta1_0.9.json",
-		"river_valley.png", "river_valley.svg", "toy_model.png", "toy_model.svg",
-		"weights.json", "weights_vanilla.png", "weights_vanilla.svg",
-		"weights_refined_T1000.png", "weights_refined_T1000.svg",
-		"weights_refined_T5000.png", "weights_refined_T5000.svg",
-		"eos.json", "eos.png", "eos.svg",
+		"river_valley.png", "river_valley.svg", "river_valley.pdf", "toy_model.png", "toy_model.svg", "toy_model.pdf",
+		"weights.json", "weights_vanilla.png", "weights_vanilla.svg", "weights_vanilla.pdf",
+		"weights_refined_T1000.png", "weights_refined_T1000.svg", "weights_refined_T1000.pdf",
+		"weights_refined_T5000.png", "weights_refined_T5000.svg", "weights_refined_T5000.pdf",
+		"eos.json", "eos.png", "eos.svg", "eos.pdf",
 		"centralflow_beta1_0.1.json", "centralflow_beta1_0.5.json", "centralflow_beta1_0.9.json",
-		"centralflow.png", "centralflow.svg",
+		"centralflow.png", "centralflow.svg", "centralflow.pdf",
 	}
 	if len(files) != len(want) {
 		t.Fatalf("printed %d files, want %d:\n%s", len(files), len(want), out)
@@ -110,7 +114,7 @@ func TestToyCommand(t *testing.T) {
 	if sum.Command != "toy" || len(sum.Summary) != 2 || sum.Summary[0].Beta1 != 0.2 || sum.Summary[1].Beta1 != 0.8 {
 		t.Errorf("summary %+v", sum)
 	}
-	if len(sum.Files) != 6 || filepath.Base(sum.Files[0]) != "toy_beta1_0.2.csv" {
+	if len(sum.Files) != 8 || filepath.Base(sum.Files[0]) != "toy_beta1_0.2.csv" {
 		t.Errorf("files %v", sum.Files)
 	}
 	checkFiles(t, sum.Files)
@@ -134,10 +138,10 @@ func TestWeightsEoSCentralFlowCommands(t *testing.T) {
 		args  []string
 		files int
 	}{
-		{[]string{"weights", "-beta", "0.5,0.9", "-c", "3", "-T", "200", "-bins", "20"}, 5},
-		{[]string{"weights", "-T", "30", "-format", "csv"}, 5},
-		{[]string{"eos", "-steps", "200", "-beta1", "0.5", "-format", "csv"}, 3},
-		{[]string{"centralflow", "-beta1", "0.5", "-steps", "400", "-window", "10"}, 3},
+		{[]string{"weights", "-beta", "0.5,0.9", "-c", "3", "-T", "200", "-bins", "20"}, 7},
+		{[]string{"weights", "-T", "30", "-format", "csv"}, 7},
+		{[]string{"eos", "-steps", "200", "-beta1", "0.5", "-format", "csv"}, 4},
+		{[]string{"centralflow", "-beta1", "0.5", "-steps", "400", "-window", "10"}, 4},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

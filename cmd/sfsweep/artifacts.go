@@ -88,7 +88,7 @@ func (a *artifacts) data(name string, write func(io.Writer) error) error {
 	return nil
 }
 
-// figure writes a figure as PNG and SVG.
+// figure writes a figure as PNG, SVG and PDF.
 func (a *artifacts) figure(base string, f *figure.Figure, err error) error {
 	if err != nil {
 		return err

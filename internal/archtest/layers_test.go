@@ -58,6 +58,7 @@ var external = map[string][]string{
 	"github.com/c-bata/goptuna":       {"search"},
 	"github.com/tiktoken-go/":         {"training/data"},
 	"gonum.org/v1/plot":               {"internal/figure", "report", "analysis"},
+	"codeberg.org/go-pdf/":            {"internal/figure"},
 	"github.com/chromedp/":            {},
 	"github.com/temporalio/ui-server": {"infra/devserver"},
 }
