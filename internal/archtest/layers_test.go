@@ -39,7 +39,7 @@ var floors = [][]string{
 	{"infra/s3store", "infra/devserver", "infra/temporalclient"},
 	{"infra/s3gw"},
 	// the program
-	{"cmd/sfsweep", "examples/pytorch"},
+	{"cmd/sfsweep", "examples/pytorch", "examples/quickstart"},
 	// tests of the program, run as a process of its own
 	{"cmd/sfsweep/loadtest"},
 }
