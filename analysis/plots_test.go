@@ -14,8 +14,8 @@ import (
 // SVG document.
 func checkImages(t *testing.T, f *figure.Figure, paths []string) {
 	t.Helper()
-	if len(paths) != 2 {
-		t.Fatalf("wrote %v, want a PNG and an SVG", paths)
+	if len(paths) != 3 {
+		t.Fatalf("wrote %v, want a PNG, an SVG and a PDF", paths)
 	}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -35,6 +35,10 @@ func checkImages(t *testing.T, f *figure.Figure, paths []string) {
 		case ".svg":
 			if !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("</svg>")) {
 				t.Errorf("%s: not an SVG document", p)
+			}
+		case ".pdf":
+			if !bytes.HasPrefix(b, []byte("%PDF-")) || !bytes.HasSuffix(bytes.TrimSpace(b), []byte("%%EOF")) {
+				t.Errorf("%s: not a PDF document", p)
 			}
 		default:
 			t.Errorf("unexpected file %s", p)
