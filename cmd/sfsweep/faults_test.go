@@ -438,7 +438,7 @@ func TestObjectStoreFaults(t *testing.T) {
 			if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &v) != nil {
 				t.Errorf("%s: not a whole JSON object (%v)", rel, err)
 			}
-		case ".jsonl", ".safetensors", ".yaml", ".md", ".csv", ".tex", ".png", ".svg":
+		case ".jsonl", ".safetensors", ".yaml", ".md", ".csv", ".tex", ".png", ".svg", ".pdf":
 		default:
 			t.Errorf("unexpected object %s in the bucket", rel)
 		}
