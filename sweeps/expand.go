@@ -55,12 +55,28 @@ const IDLen = 16
 // weight_decay, warmup_frac, batch_tokens, seeds), each once. A search that samples its
 // configurations (Sampled) has no grid to expand.
 func (m *Manifest) Expand() ([]Trial, error) {
+	trials, errs := m.expand(false)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return trials, nil
+}
+
+// maxConfigErrors bounds the errors expand(true) gathers: a grid whose every point is
+// invalid names each field once, however many points it has.
+const maxConfigErrors = 50
+
+// expand is Expand; with all, it goes on past an invalid trial config, to give the error
+// of every field that makes one invalid, each once.
+func (m *Manifest) expand(all bool) ([]Trial, Errors) {
 	if m.Sampled() {
-		return nil, &fielderr.Error{Field: "search.method", Value: m.Method(), Reason: "a sampled search has no grid to expand: its configurations come as it runs"}
+		return nil, Errors{&fielderr.Error{Field: "search.method", Value: m.Method(), Reason: "a sampled search has no grid to expand: its configurations come as it runs"}}
 	}
 	if n := m.Count(); n > m.maxTrials() {
-		return nil, &fielderr.Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("more than max_trials = %d", m.maxTrials())}
+		return nil, Errors{&fielderr.Error{Field: "optimizers", Value: fmt.Sprintf("%d trials", n), Reason: fmt.Sprintf("more than max_trials = %d", m.maxTrials())}}
 	}
+	var errs Errors
+	seen := map[string]bool{} // the errors gathered, by their text
 	var trials []Trial
 	index := map[string]int{}
 	for gi, g := range m.Optimizers {
@@ -100,7 +116,24 @@ func (m *Manifest) Expand() ([]Trial, error) {
 										cfg := m.trialConfig(g, p)
 										if err := cfg.Validate(); err != nil {
 											at := axes{lr: li, betas: bi, c: ci, weightDecay: wi, warmupFrac: fi, batchTokens: ti}
-											return nil, m.fieldError(err, gi, at)
+											if !all {
+												return nil, Errors{m.fieldError(err, gi, at)}
+											}
+											// the optimizer's own fields, whatever else is wrong
+											found := []error{err}
+											if oerr := cfg.ValidateOptimizer(); oerr != nil {
+												found = append(found, oerr)
+											}
+											for _, err := range found {
+												err = m.fieldError(err, gi, at)
+												if !seen[err.Error()] {
+													seen[err.Error()] = true
+													if errs = append(errs, err); len(errs) == maxConfigErrors {
+														return nil, errs
+													}
+												}
+											}
+											continue
 										}
 										id := cfg.Hash()[:IDLen]
 										if i, ok := index[id]; ok {
@@ -117,6 +150,9 @@ func (m *Manifest) Expand() ([]Trial, error) {
 				}
 			}
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return trials, nil
 }

@@ -509,8 +509,20 @@ frobnicate: 1
 	if !errors.As(err, &fe) || fe.Field != "stepz" || fe.Line != 2 {
 		t.Errorf("errors.As gives %+v, want the first error", fe)
 	}
-	_, err = Parse([]byte("name: x\noptimizers:\n  - {name: sfadamw, lr: [1e-3], betas: [[0.9, 0.99]]}\nsteps: 5\n"))
+	_, err = Parse([]byte("name: x\nmodel: tiny-llama\nbatch_tokens: 2048\noptimizers:\n  - {name: sfadamw, lr: [1e-3], betas: [[0.9, 0.99]]}\nsteps: 5\n"))
 	if err == nil || err.Error() != "seeds is missing: must list at least one seed" {
 		t.Errorf("a manifest without seeds: %v", err)
+	}
+	// every invalid value at once, in line order, β2 by its own index, a missing key first
+	_, err = Parse([]byte("name: bad name\nbatch_tokens: 64\noptimizers:\n  - name: sfadamw\n    lr: [1e-3, -2]\n    betas: [[0.9, 0.99], [0.95, 1.5]]\nsteps: 5\nmax_trials: -1\n"))
+	want = `6 errors:
+  seeds is missing: must list at least one seed
+  model is missing: must name a preset [gpt2-124m llama-124m micro-gpt2 micro-llama mini-llama small-llama tiny-gpt2 tiny-llama twin-llama] or give model_config
+  line 1: name = "bad name": must be 1–100 letters, digits, '.', '_' or '-', starting with a letter or digit
+  line 5: optimizers[0].lr[1] = -2: must be a finite number > 0
+  line 6: optimizers[0].betas[1][1] = 1.5: must be in [0, 1)
+  line 8: max_trials = -1: must be ≥ 0`
+	if err == nil || err.Error() != want {
+		t.Errorf("a manifest of several errors:\n%v\nwant:\n%s", err, want)
 	}
 }

@@ -5,8 +5,10 @@ package sweeps
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -69,22 +71,40 @@ func Parse(src []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("manifest: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if err := m.validate(); err != nil {
-		var e *fielderr.Error
-		if errors.As(err, &e) && e.Line == 0 {
-			if required[e.Field] && !hasKey(root, e.Field) {
-				e.Missing = true // no line: it stands nowhere
-			} else {
-				e.Line = lineOf(root, e.Field)
+		errs, ok := err.(Errors)
+		if !ok {
+			errs = Errors{err}
+		}
+		for _, err := range errs {
+			var e *fielderr.Error
+			if errors.As(err, &e) && e.Line == 0 {
+				if required[e.Field] && !hasKey(root, e.Field) && (e.Field != "model" || !hasKey(root, "model_config")) {
+					e.Missing = true // no line: it stands nowhere
+				} else {
+					e.Line = lineOf(root, e.Field)
+				}
 			}
 		}
-		return nil, err
+		slices.SortStableFunc(errs, func(a, b error) int { return cmp.Compare(errLine(a), errLine(b)) })
+		if len(errs) == 1 {
+			return nil, errs[0]
+		}
+		return nil, errs
 	}
 	return &m, nil
 }
 
+// errLine is the manifest line an error names; a missing key sorts first.
+func errLine(err error) int {
+	if e := (*fielderr.Error)(nil); errors.As(err, &e) {
+		return e.Line
+	}
+	return 0
+}
+
 // required are the top-level keys a manifest must give (optimizers unless it has a
 // trainer): an error of one left out says it is missing.
-var required = map[string]bool{"name": true, "seeds": true, "optimizers": true, "steps": true}
+var required = map[string]bool{"name": true, "seeds": true, "optimizers": true, "steps": true, "batch_tokens": true, "model": true}
 
 // hasKey reports whether the document root has the top-level key.
 func hasKey(root *yaml.Node, key string) bool {

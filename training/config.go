@@ -331,7 +331,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if !sized {
-		return c.validateOptimizer()
+		return c.ValidateOptimizer()
 	}
 	if c.SeqLen > mc.Context {
 		return &fielderr.Error{Field: "seq_len", Value: c.SeqLen, Reason: fmt.Sprintf("must be ≤ the model's context (%d)", mc.Context)}
@@ -339,7 +339,7 @@ func (c Config) Validate() error {
 	if seq := c.MicroBatch * c.SeqLen; c.BatchTokens%seq != 0 {
 		return &fielderr.Error{Field: "batch_tokens", Value: c.BatchTokens, Reason: fmt.Sprintf("must be a multiple of micro_batch × seq_len = %d × %d = %d", c.MicroBatch, c.SeqLen, seq)}
 	}
-	return c.validateOptimizer()
+	return c.ValidateOptimizer()
 }
 
 // MaxGPUs bounds gpus: the GPUs of one node a trial takes.
@@ -363,9 +363,10 @@ func (c Config) validateGPUs() error {
 	return nil
 }
 
-// validateOptimizer checks the run's EWA and optimizer; a program trainer's run may have
-// none.
-func (c Config) validateOptimizer() error {
+// ValidateOptimizer checks the run's EWA and optimizer alone, as Validate does after the
+// rest: a caller that reports every invalid field checks them even where the rest is
+// invalid. A program trainer's run may have none.
+func (c Config) ValidateOptimizer() error {
 	if math.IsNaN(c.EWADecay) || c.EWADecay <= 0 || c.EWADecay >= 1 {
 		return &fielderr.Error{Field: "ewa_decay", Value: c.EWADecay, Reason: "must be in (0, 1)"}
 	}

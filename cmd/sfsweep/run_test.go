@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,6 +261,43 @@ func TestValidate(t *testing.T) {
 	}
 	if want := "line 16: optimizers[0].betas[0][1] = 1.5: must be in [0, 1)"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
+	}
+}
+
+// validate of a manifest with several mistakes reports them all, in line order, each with
+// its field, value, reason and line: the unknown keys first (nothing else reads until they
+// are gone), then, the keys fixed, every invalid value. The output is golden.
+func TestValidateErrorsGolden(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "validate-errors.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var got strings.Builder
+	for _, m := range []struct{ name, text string }{
+		{"validate-errors.yaml", string(src)},
+		{"validate-errors-keys-fixed.yaml", strings.NewReplacer("stepz:", "steps:", "lrr:", "lr:").Replace(string(src))},
+	} {
+		path := filepath.Join(dir, m.name)
+		if err := os.WriteFile(path, []byte(m.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		code := runMain(context.Background(), []string{"validate", path}, &stdout, &stderr)
+		fmt.Fprintf(&got, "$ sfsweep validate %s\nexit %d\n%s", m.name, code, strings.ReplaceAll(stderr.String(), dir+string(filepath.Separator), ""))
+	}
+	golden := filepath.Join("testdata", "validate-errors.golden")
+	if os.Getenv("SFSWEEP_UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("validate printed\n%s\nwant (%s; SFSWEEP_UPDATE_GOLDEN=1 rewrites it)\n%s", got.String(), golden, want)
 	}
 }
 
