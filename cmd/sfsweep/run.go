@@ -283,7 +283,8 @@ func sweepOutcome(p workflows.SweepProgress, dir string) error {
 }
 
 // copyTables copies the sweep's tables, plots and runs.csv from the store to dir and
-// prints the Markdown tables.
+// prints the tables as a terminal shows them (report.Terminal: aligned columns, bold cells
+// in bold on a terminal and marked "*" elsewhere).
 func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir string, stdout io.Writer) error {
 	prefix := report.Output(m) + "/"
 	for _, sub := range []string{"tables/", "plots/", "runs.csv"} {
@@ -304,7 +305,7 @@ func copyTables(ctx context.Context, store blob.Store, m *sweeps.Manifest, dir s
 				return err
 			}
 			if strings.HasSuffix(k, ".md") {
-				fmt.Fprintf(stdout, "%s\n\n%s\n", p, b)
+				fmt.Fprintf(stdout, "%s\n\n%s\n", p, report.Terminal(string(b), isTerminal(stdout)))
 			}
 		}
 	}
