@@ -257,6 +257,26 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseWithOptionalArg parses flags around at most one positional argument ("" for none).
+func parseWithOptionalArg(fs *flag.FlagSet, args []string, what string) (string, error) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return parseWithArg(fs, args, what)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", err
+		}
+		return "", &usageError{msg: err.Error()}
+	}
+	switch fs.NArg() {
+	case 0:
+		return "", nil
+	case 1:
+		return fs.Arg(0), nil
+	}
+	return "", &usageError{msg: fmt.Sprintf("want at most %s; got %q", what, fs.Args())}
+}
+
 // parseWithArg parses flags around exactly one positional argument.
 func parseWithArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 	var arg string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"html"
@@ -325,15 +326,16 @@ func crawlPage(t *testing.T, base string, start []string, check func(url, body s
 	return len(seen)
 }
 
-// serveState runs sfsweep serve on run's state directory: get fetches a path of its page
-// (a status other than 200 fails the test), stop ends it, checking it exited 0.
-func serveState(ctx context.Context, t *testing.T, state string) (get func(path string) string, stop func()) {
+// serveState runs sfsweep serve on run's state directory, with the arguments more: get
+// fetches a path of its page (a status other than 200 fails the test), stop ends it,
+// checking it exited 0, and returns what it printed.
+func serveState(ctx context.Context, t *testing.T, state string, more ...string) (get func(path string) string, stop func() string) {
 	t.Helper()
 	sctx, cancel := context.WithCancel(ctx)
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runMain(sctx, []string{"serve", "-dir", state, "-page", "127.0.0.1:0"}, io.Discard, &stderr)
+		done <- runMain(sctx, append([]string{"serve", "-dir", state, "-page", "127.0.0.1:0"}, more...), io.Discard, &stderr)
 	}()
 	var addr string
 	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -358,11 +360,12 @@ func serveState(ctx context.Context, t *testing.T, state string) (get func(path 
 		}
 		return string(b)
 	}
-	return get, func() {
+	return get, func() string {
 		cancel()
 		if code := <-done; code != 0 {
 			t.Errorf("serve exited %d: %s", code, stderr.String())
 		}
+		return stderr.String()
 	}
 }
 
@@ -395,6 +398,19 @@ func TestServeFinishedSweep(t *testing.T) {
 		}
 	}
 	stop()
+
+	// serve by the sweep's name prints the address of its page
+	get, stop = serveState(ctx, t, state, "e2e")
+	if page := get("/sweeps/" + m[1]); !strings.Contains(page, "3/3 trials (100%)") {
+		t.Errorf("the page of %s:\n%s", m[1], page)
+	}
+	if printed := stop(); !regexp.MustCompile(`Sweep page of e2e: http://127\.0\.0\.1:\d+/sweeps/` + m[1] + "\n").MatchString(printed) {
+		t.Errorf("serve e2e printed no address of its page:\n%s", printed)
+	}
+	var stderr bytes.Buffer
+	if code := runMain(ctx, []string{"serve", "-dir", state, "-page", "127.0.0.1:0", "nosuch"}, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "nosuch: -dir "+state+" has no sweep of that name") {
+		t.Errorf("serve of an unknown sweep: exit %d, %s", code, stderr.String())
+	}
 
 	// bad addresses are refused, naming the flag, the value and why, before anything starts
 	for _, c := range []struct {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 
 	"github.com/sfsweep/sfsweep/web"
@@ -15,6 +16,7 @@ import (
 // pageFlags are the flags of the sweep page, shared by run and serve.
 type pageFlags struct {
 	addr, token string
+	url         string // the page's address, once started
 }
 
 func (p *pageFlags) register(fs *flag.FlagSet, addr string) {
@@ -53,6 +55,7 @@ func (p *pageFlags) start(ctx context.Context, opt web.Options, stderr io.Writer
 		return nil, fmt.Errorf("-page = %q: %w", p.addr, err)
 	}
 	fmt.Fprintf(stderr, "Sweep page: %s\n", u)
+	p.url = u
 	return stop, nil
 }
 
@@ -65,10 +68,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dir := fs.String("dir", ".sfsweep", "without -s3-bucket: the state directory of sfsweep run whose sweeps are served, from its objects alone (no Temporal)")
 	ui := fs.String("temporal-ui", os.Getenv("SFSWEEP_TEMPORAL_UI"), "base URL of Temporal's Web UI, to link each trial to its workflow [SFSWEEP_TEMPORAL_UI]")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sfsweep serve [flags]\n\nServes the sweep page: the sweeps of the S3 bucket with their live state from Temporal, or without -s3-bucket those of sfsweep run's state directory.")
+		fmt.Fprintln(stderr, "Usage: sfsweep serve [flags] [NAME|SWEEP-ID]\n\nServes the sweep page: the sweeps of the S3 bucket with their live state from Temporal, or without -s3-bucket those of sfsweep run's state directory. Given a sweep, by its name or ID, it also prints the address of that sweep's page.")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	name, err := parseWithOptionalArg(fs, args, "one sweep, by its name or ID")
+	if err != nil {
 		return err
 	}
 	if pf.addr == "off" {
@@ -96,11 +100,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer c.Close()
 		opt.Temporal, opt.UI, opt.Namespace = c, *ui, r.temporal.Namespace
 	}
+	sweep := ""
+	if name != "" {
+		if sweep, err = localSweepID(ctx, store, *dir, name); err != nil {
+			return err
+		}
+	}
 	stop, err := pf.start(ctx, opt, stderr)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	if sweep != "" {
+		u, err := url.Parse(pf.url)
+		if err != nil {
+			return err
+		}
+		u.Path = "/sweeps/" + url.PathEscape(sweep)
+		fmt.Fprintf(stderr, "Sweep page of %s: %s\n", name, u)
+	}
 	<-ctx.Done()
 	return nil
 }
