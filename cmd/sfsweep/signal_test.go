@@ -54,7 +54,16 @@ func TestValidateEndsOnSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := startProcess(ctx, t, dir, "validate", "validate", fifo)
-	time.Sleep(300 * time.Millisecond) // let it reach the read
+	// it has reached the read once the FIFO has a reader: a writer's open without blocking
+	// succeeds only then. The writer stays open and writes nothing, so the read blocks.
+	var w *os.File
+	for deadline := time.Now().Add(30 * time.Second); w == nil && time.Now().Before(deadline) && !p.exited(); time.Sleep(20 * time.Millisecond) {
+		w, _ = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	}
+	if w == nil {
+		t.Fatalf("validate never opened the FIFO:\n%s", p.output())
+	}
+	defer w.Close()
 	if p.exited() {
 		t.Fatalf("validate of a FIFO exited before the signal:\n%s", p.output())
 	}
