@@ -39,10 +39,10 @@ func isTableRow(l string) bool {
 	return len(l) >= 2 && l[0] == '|' && l[len(l)-1] == '|'
 }
 
-// tableCells splits a pipe-table row into its cells, an escaped pipe staying in its cell.
-func tableCells(row string) []string {
-	row = strings.TrimSpace(row)
-	row = row[1 : len(row)-1]
+// TableCells splits a pipe-table row into its cells, trimmed; "\|" is a pipe inside a
+// cell and stays escaped in it.
+func TableCells(row string) []string {
+	row = strings.TrimPrefix(strings.TrimSuffix(strings.TrimSpace(row), "|"), "|")
 	var cells []string
 	var cell strings.Builder
 	for i := 0; i < len(row); i++ {
@@ -82,7 +82,7 @@ func writeTermTable(b *strings.Builder, rows []string, bold bool) (marked bool) 
 	var grid [][]cell
 	var align []byte // 'l', 'r' or 'c' per column
 	for k, r := range rows {
-		cells := tableCells(r)
+		cells := TableCells(r)
 		if k == 1 && isSeparator(cells) {
 			for _, c := range cells {
 				switch {

@@ -4,6 +4,8 @@ package web
 
 import (
 	"strings"
+
+	"github.com/sfsweep/sfsweep/report"
 )
 
 // table is a report table as the page shows it: the Markdown file's title, pipe table
@@ -65,22 +67,11 @@ func parseTable(md string) table {
 
 // splitRow splits a pipe-table row into its cells; "\|" is a pipe inside a cell.
 func splitRow(row string) []cell {
-	row = strings.TrimPrefix(strings.TrimSuffix(row, "|"), "|")
 	var cells []cell
-	var cur strings.Builder
-	for i := 0; i < len(row); i++ {
-		switch {
-		case row[i] == '\\' && i+1 < len(row) && row[i+1] == '|':
-			cur.WriteString(`\|`)
-			i++
-		case row[i] == '|':
-			cells = append(cells, inline(strings.TrimSpace(cur.String())))
-			cur.Reset()
-		default:
-			cur.WriteByte(row[i])
-		}
+	for _, c := range report.TableCells(row) {
+		cells = append(cells, inline(c))
 	}
-	return append(cells, inline(strings.TrimSpace(cur.String())))
+	return cells
 }
 
 // isRule reports whether a row is the alignment row under the header (| :---: | ---: |).
