@@ -339,6 +339,43 @@ func TestSettleManifests(t *testing.T) {
 	}
 }
 
+// reproduce.sh runs every offline twin of the paper's experiments (every *-tiny.yaml but the
+// searches and the OpenWebText2 twins) in exactly one of its groups, and each group writes
+// its own report.
+func TestReproduceGroups(t *testing.T) {
+	script, err := os.ReadFile("reproduce.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := strings.FieldsFunc(string(script), func(r rune) bool { return r == ' ' || r == '"' || r == '\n' || r == '\t' || r == '=' })
+	files, err := filepath.Glob("examples/*-tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twins := 0
+	for _, f := range files {
+		b := filepath.Base(f)
+		if strings.HasPrefix(b, "search-") || strings.Contains(b, "-owt") {
+			continue
+		}
+		twins++
+		if n := strings.Count(string(script), "$ex/"+b); n != 1 {
+			t.Errorf("reproduce.sh runs %s in %d groups, want 1", f, n)
+		}
+	}
+	if twins < 11 {
+		t.Errorf("%d offline twins, want at least 11", twins)
+	}
+	for _, g := range []string{"observations", "hyperparameters", "large-batch", "c-tables"} {
+		if !slices.Contains(words, g+")") || !strings.Contains(string(script), "groups=${*:-") {
+			t.Errorf("reproduce.sh has no group %s", g)
+		}
+	}
+	if !slices.Contains(words, `"docs/reproduction/$g.md"`) && !strings.Contains(string(script), `-o "docs/reproduction/$g.md"`) {
+		t.Error("reproduce.sh does not write a report for each group")
+	}
+}
+
 // Oversized and deeply nested manifests are refused with a clear error, quickly.
 func TestParseHostileInput(t *testing.T) {
 	big := base + "description: \"" + strings.Repeat("x", 10<<20) + "\"\n"
