@@ -65,6 +65,30 @@ type ModelCard struct {
 	Step       int                `json:"step"`
 	ConfigHash string             `json:"config_hash"`
 	Engine     backend.Provenance `json:"engine"`
+	// PyTorch is the PyTorch module that takes the file's tensors by their names, and the
+	// config its constructor takes; nil where sfsweep has no such module (GPT-2).
+	PyTorch *PyTorchModel `json:"pytorch,omitempty"`
+}
+
+// PyTorchModel names a PyTorch module of this repository and its constructor's config.
+type PyTorchModel struct {
+	Class  string         `json:"class"` // file:class, from the repository's root
+	Config map[string]any `json:"config"`
+}
+
+// TorchLlama is the LLaMA of bench/torch/torch_llama.py, llm-baselines' module for module.
+const TorchLlama = "bench/torch/torch_llama.py:Llama"
+
+// PyTorchOf is the PyTorch module of model c, with its constructor's config in that
+// module's names (d, ctx, eps), or nil if there is none.
+func PyTorchOf(c model.Config) *PyTorchModel {
+	if c.Arch != model.LLaMA {
+		return nil
+	}
+	return &PyTorchModel{Class: TorchLlama, Config: map[string]any{
+		"vocab": c.Vocab, "d": c.Dim, "layers": c.Layers, "heads": c.Heads, "ctx": c.Context, "hidden": c.Hidden,
+		"eps": c.NormEps, "rope_theta": c.RopeTheta, "untied": c.Untied,
+	}}
 }
 
 // ProbeStep is one step of a probe's own training.

@@ -287,7 +287,7 @@ func (r *runner) writeModel(ctx context.Context, res *Result) error {
 		r.optim.sf.X(w)
 	}
 	ck := &checkpoint.Checkpoint{Step: int64(r.step), Model: r.mc, Params: w}
-	card := ModelCard{Model: r.mc, Iterate: res.Primary, Step: r.step, ConfigHash: r.hash, Engine: res.Engine}
+	card := ModelCard{Model: r.mc, Iterate: res.Primary, Step: r.step, ConfigHash: r.hash, Engine: res.Engine, PyTorch: PyTorchOf(r.mc)}
 	if err := r.opt.Record.WriteModel(ctx, ck, card); err != nil {
 		return fmt.Errorf("train: model: %w", err)
 	}

@@ -30,7 +30,7 @@ var runGoldens = map[string]map[string]string{
 		keys.CurvesName:    "5637378d45375a2bff8668265e373c32c8ec508d6b786c60c90268ffa3ae7a97",
 		keys.ResultName:    "2b64a1c7968945f02e2d93eb336ef3fb2ada49cb70d7d0483c37fbe7b84bb399",
 		keys.ModelName:     "e5caf4eca8e3c14287a80119e0263dc785d4da82739d725f1cb0eaa1f54484b6",
-		keys.ModelCardName: "3efbced2072eaffafa28555b8c5d3d26cd54d117dc3d68f4ceb37b0b00b3fed5",
+		keys.ModelCardName: "5d1778208bb24526bb6bd3e1ba2b3a6196c9a8374095593bfbd2335c6de69698",
 	},
 	// A test loss past 709 nats has an infinite perplexity, which JSON cannot hold: the
 	// result does not encode, the run fails with that cause, and no result.json is
@@ -39,7 +39,7 @@ var runGoldens = map[string]map[string]string{
 		keys.ConfigName:    "9992567eb14b3b80fd6bd5c3072d7c3b431ac326137ead7efe9772c582b9a1df",
 		keys.CurvesName:    "476cc4fc059b7bd70ecf69e51e173c90e59fd07f69efd6913eaf06eb9524342a",
 		keys.ModelName:     "13a332155463390d84c118de4c2c35711bfecb7399b98999c3365eb939748d71",
-		keys.ModelCardName: "8fcce32a4072b73b4752ed684c55580705374cb30c03e2e42ed2788b617303c4",
+		keys.ModelCardName: "842c45aa222af1153b16bc23c01b6f0ae8b5559157ecd2c07febb54b1b66defb",
 	},
 	"adamw diverged": {
 		keys.ConfigName: "a1e566678080f3b579264c8e104f51421436bd81f37eecb0e1c47fe0e1bf2c9f",

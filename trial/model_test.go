@@ -17,8 +17,9 @@ import (
 	"github.com/sfsweep/sfsweep/training/native"
 )
 
-// A finished run's model files, as a Recorder writes them, load by name, strictly, into
-// the PyTorch LLaMA of bench/torch/torch_llama.py and give, in float64, the native
+// A finished run's model files, as a Recorder writes them, load as the trial page's loader
+// loads them (torch_llama.from_files: the module and config model.json names, the weights
+// by name, strictly) into the PyTorch LLaMA of bench/torch/torch_llama.py and give, in float64, the native
 // engine's float64 loss on the same tokens to 1e-8 relative (PyTorch's RoPE tables are
 // float32, hence not closer).
 // Needs Debian's python3-torch and python3-numpy (.ci/run installs them).
@@ -29,7 +30,10 @@ func TestModelFilesPyTorch(t *testing.T) {
 	}
 	ctx := context.Background()
 	store, prefix := newStore(t), "runs/t"
-	trainRecorded(t, tinyConfig(training.SFAdamW), store, prefix)
+	// a RoPE base and an ε of their own, which model.json's PyTorch config must carry
+	cfg := tinyConfig(training.SFAdamW)
+	cfg.ModelConfig.RopeTheta, cfg.ModelConfig.NormEps = 500000, 1e-6
+	trainRecorded(t, cfg, store, prefix)
 	dir := t.TempDir()
 	files := map[string][]byte{}
 	for _, name := range []string{"model.safetensors", "model.json"} {
@@ -47,8 +51,8 @@ func TestModelFilesPyTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	mc := ck.Model
-	if mc.RopeTheta != 10000 || mc.NormEps != 1e-5 {
-		t.Fatalf("model %+v: torch_llama.py fixes rope θ = 10000 and ε = 1e-5", mc)
+	if mc.RopeTheta != 500000 || mc.NormEps != 1e-6 {
+		t.Fatalf("model %+v: not the RoPE base and ε trained", mc)
 	}
 	// the native engine's loss in float64 on random tokens, which the script reads
 	m, err := native.New[float64](mc, 2, mc.Context)
