@@ -113,10 +113,87 @@ func (q query) matches(r *row) bool {
 		return false
 	case q.State != "" && q.State != "in flight" && q.State != r.State:
 		return false
-	case q.Text != "" && !strings.Contains(strings.ToLower(r.text()), strings.ToLower(q.Text)):
+	case q.Text != "" && !r.find(q.Text):
 		return false
 	}
 	return true
+}
+
+// find reports whether a row matches every term of a Find box's text. Terms are split by
+// commas and spaces. A term key=value compares one of the row's values: lr, beta1 (β1),
+// beta2 (β2), c (a number or vanilla), batch_tokens (batch), seed, optimizer, schedule,
+// state or id, or a program's parameter by its name; numbers compare by value, so
+// lr=0.002 finds 2e-3. Any other term is a substring of the row's text (its ID, values,
+// state and error), in any case.
+func (r *row) find(text string) bool {
+	lower := strings.ToLower(r.text())
+	for _, term := range strings.FieldsFunc(text, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' }) {
+		key, want, ok := strings.Cut(term, "=")
+		if !ok || key == "" {
+			if !strings.Contains(lower, strings.ToLower(term)) {
+				return false
+			}
+			continue
+		}
+		got, known := r.field(strings.ToLower(key))
+		if !known {
+			if !strings.Contains(lower, strings.ToLower(term)) {
+				return false
+			}
+			continue
+		}
+		if !sameValue(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// field is a row's value of a Find key, and whether the row has that key: the engine's
+// optimizer fields where it has an optimizer, else (and for any other key) a program's
+// parameter of that name.
+func (r *row) field(key string) (any, bool) {
+	switch key {
+	case "id", "trial":
+		return r.ID, true
+	case "state":
+		return r.State, true
+	case "seed":
+		return float64(r.Seed), true
+	}
+	if r.Optimizer != "" {
+		switch key {
+		case "optimizer":
+			return r.Optimizer, true
+		case "schedule":
+			return r.Schedule, true
+		case "lr":
+			return r.LR, true
+		case "beta1", "β1":
+			return r.Beta1, true
+		case "beta2", "β2":
+			return r.Beta2, true
+		case "c":
+			if r.Optimizer == training.SFAdamW && r.C == 0 {
+				return "vanilla", true
+			}
+			return r.C, true
+		case "batch", "batch_tokens":
+			return float64(r.BatchTokens), true
+		}
+	}
+	v, ok := r.Params[key]
+	return v, ok
+}
+
+// sameValue reports whether a row's value is the one a Find term names: as numbers where
+// both are, else as text, in any case.
+func sameValue(got any, want string) bool {
+	if g, ok := number(got); ok {
+		w, err := strconv.ParseFloat(want, 64)
+		return err == nil && (g == w || math.Abs(g-w) <= 1e-12*math.Max(math.Abs(g), math.Abs(w)))
+	}
+	return strings.EqualFold(paramText(got), want)
 }
 
 // stateRank orders states: in flight first, then failures, then results, then the rest.

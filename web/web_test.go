@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -358,6 +359,17 @@ func TestTrialTable(t *testing.T) {
 	_, _, page = get(t, nil, ts.URL+"/sweeps/"+id+"?q=lr%3D0.002+")
 	if ids := rowIDs(page); len(ids) != 20 {
 		t.Errorf("q=lr=0.002: %d rows, want 20", len(ids))
+	}
+	// Find's terms, as the manifest names the keys, each of which must hold; numbers by value
+	for q, want := range map[string]int{
+		"lr=0.002, c=50, seed=1": 1, "lr=2e-3": 20, "beta1=0.9": 120, "β1=0.95": 0, "c=vanilla seed=2": 6,
+		"C=200,batch_tokens=128": 30, "optimizer=sfadamw state=failed": 4, "seed=3 out of memory": 4, "lr=0.0020000000000000001": 20,
+		"lr=x": 0, trials[5].ID: 1, "id=" + trials[5].ID: 1,
+	} {
+		_, _, page := get(t, nil, ts.URL+"/sweeps/"+id+"?n=500&q="+url.QueryEscape(q))
+		if ids := rowIDs(page); len(ids) != want {
+			t.Errorf("Find %q: %d rows, want %d", q, len(ids), want)
+		}
 	}
 	// a page size, and a page past the end
 	_, _, page = get(t, nil, ts.URL+"/sweeps/"+id+"?n=7&page=18")
