@@ -16,6 +16,7 @@ import (
 
 	"github.com/sfsweep/sfsweep/internal/status"
 	"github.com/sfsweep/sfsweep/sweeps"
+	"github.com/sfsweep/sfsweep/training"
 	"github.com/sfsweep/sfsweep/trial"
 )
 
@@ -43,21 +44,14 @@ func WriteRuns(w io.Writer, trials []sweeps.Trial, outcomes map[string]trial.Out
 	configCols, metricCols := map[string]bool{}, map[string]bool{}
 	for i, tr := range trials {
 		row := map[string]string{"trial_id": tr.ID}
-		b, err := json.Marshal(tr.Config)
+		set, err := ConfigSettings(tr.Config)
 		if err != nil {
 			return fmt.Errorf("trial %s: %w", tr.ID, err)
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		var cfg any
-		if err := dec.Decode(&cfg); err != nil {
-			return fmt.Errorf("trial %s: %w", tr.ID, err)
+		for k, v := range set {
+			row["config."+k] = v
+			configCols["config."+k] = true
 		}
-		flatten("config", cfg, row)
-		for k := range row {
-			configCols[k] = true
-		}
-		delete(configCols, "trial_id")
 		o := outcomes[tr.ID]
 		row["state"] = RunPending
 		if o.Attempts > 0 {
@@ -108,6 +102,27 @@ func WriteRuns(w io.Writer, trials []sweeps.Trial, outcomes map[string]trial.Out
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// ConfigSettings are the leaves of a run config, by their JSON keys joined by dots
+// (optimizer.lr, trainer.params.width): a number as the config stores it, a list as its
+// JSON; a null is left out.
+func ConfigSettings(cfg training.Config) (map[string]string, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	set := map[string]string{}
+	for k, e := range v {
+		flatten(k, e, set)
+	}
+	return set, nil
 }
 
 // flatten writes v's leaves into row under prefix: an object's members as prefix.key, a

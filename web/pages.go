@@ -473,6 +473,8 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, errNoSweep):
 		http.Error(w, "no such sweep", http.StatusNotFound)
+	case errors.Is(err, errNoTrial):
+		http.Error(w, "no such trial in this sweep", http.StatusNotFound)
 	case errors.Is(err, blob.ErrNotFound):
 		http.Error(w, "not found", http.StatusNotFound)
 	default:
@@ -550,18 +552,21 @@ var funcs = template.FuncMap{
 		}
 		return r.Optimizer
 	},
-	"steps": func(rv rowView) string {
-		r := rv.row
-		switch {
-		case r.State == sweepclient.TrialTraining && r.At > 0:
-			return fmt.Sprintf("step %d/%d", r.At, r.Steps)
-		case r.State == sweepclient.TrialAdmitting:
-			return r.Waiting
-		case r.Status == status.Stopped:
-			return fmt.Sprintf("stopped (step %d)", r.Step)
-		case r.Status == status.Diverged:
-			return fmt.Sprintf("diverged (step %d)", r.Step)
-		}
-		return ""
-	},
+	"steps": stepsText,
+}
+
+// stepsText is how far a trial got, or why it waits, for its progress cell.
+func stepsText(rv rowView) string {
+	r := rv.row
+	switch {
+	case r.State == sweepclient.TrialTraining && r.At > 0:
+		return fmt.Sprintf("step %d/%d", r.At, r.Steps)
+	case r.State == sweepclient.TrialAdmitting:
+		return r.Waiting
+	case r.Status == status.Stopped:
+		return fmt.Sprintf("stopped (step %d)", r.Step)
+	case r.Status == status.Diverged:
+		return fmt.Sprintf("diverged (step %d)", r.Step)
+	}
+	return ""
 }

@@ -91,6 +91,9 @@ func New(opt Options) (*Server, error) {
 	s.mux.HandleFunc("GET /sweeps/{id}/results", s.handleResults)
 	s.mux.HandleFunc("GET /sweeps/{id}/curves", s.handleCurves)
 	s.mux.HandleFunc("GET /sweeps/{id}/files/{kind}/{name}", s.handleFile)
+	s.mux.HandleFunc("GET /sweeps/{id}/trials/{trial}", s.handleTrial)
+	s.mux.HandleFunc("GET /sweeps/{id}/trials/{trial}/live", s.handleTrialLive)
+	s.mux.HandleFunc("GET /sweeps/{id}/trials/{trial}/files/{name...}", s.handleTrialFile)
 	return s, nil
 }
 

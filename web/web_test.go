@@ -382,8 +382,9 @@ func TestTrialTable(t *testing.T) {
 	}
 }
 
-// The page serves a sweep's own tables and plots and its trials' curves, and nothing
-// else of the store: no other key, no other sweep's output, no trial of another sweep.
+// The page serves a sweep's own tables and plots and its trials' curves, pages and objects,
+// and nothing else of the store: no other key, no other sweep's output, no trial of another
+// sweep, no name outside a trial's prefix.
 func TestConfined(t *testing.T) {
 	store := newDir(t)
 	id, trials := fixture(t, store, pageManifest, pageOutcomes)
@@ -395,7 +396,8 @@ func TestConfined(t *testing.T) {
 	ts := newTestServer(t, store, Options{})
 	base := ts.URL + "/sweeps/" + id
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for _, path := range []string{
+	own := "/trials/" + trials[0].ID
+	refused(t, c, base, []string{
 		"/files/tables/../../../secret.json",
 		"/files/tables/..%2f..%2f..%2fsecret.json",
 		"/files/tables/%2e%2e%2fowner.json",
@@ -407,16 +409,22 @@ func TestConfined(t *testing.T) {
 		"/files/tables/gridtest.json",
 		"/../../secret.json",
 		"/files/trials/config.json",
-	} {
-		resp, err := c.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == 200 || strings.Contains(string(b), "s3cr3t") || strings.Contains(string(b), "model_config") {
-			t.Errorf("%s: %d, %q", path, resp.StatusCode, b)
-		}
+		// trials: another sweep's, an ID that is not one, a name outside the trial's prefix
+		"/trials/" + others[0].ID,
+		"/trials/" + others[0].ID + "/files/config.json",
+		"/trials/" + others[0].ID + "/live",
+		"/trials/0123456789abcdef",
+		"/trials/" + strings.ToUpper(trials[0].ID),
+		"/trials/..%2f..%2fsecret.json",
+		own + "/files/..%2f..%2f..%2fsecret.json",
+		own + "/files/../../../secret.json",
+		own + "/files/%2e%2e/%2e%2e/%2e%2e/secret.json",
+		own + "/files/",
+		own + "/files/nothing.json",
+		own + "/files/config.json%00",
+	})
+	if code, _, _ := get(t, nil, base+own); code != 200 {
+		t.Errorf("the sweep's own trial: %d", code)
 	}
 	// a sweep ID that is not one, or not in the store
 	for _, path := range []string{"/sweeps/..%2fsecret.json", "/sweeps/sweep-x-0000000g", "/sweeps/sweep-nope-00000000", "/sweeps/" + id + "x"} {
@@ -436,6 +444,23 @@ func TestConfined(t *testing.T) {
 	// the other sweep's own page serves its own
 	if code, _, _ := get(t, nil, ts.URL+"/sweeps/"+otherID+"/curves?trial="+others[0].ID); code != 200 {
 		t.Errorf("the other sweep's curves: %d", code)
+	}
+}
+
+// refused checks that none of the paths under base answers 200, the secret the confinement
+// tests put in the store, or a trial config.
+func refused(t *testing.T, c *http.Client, base string, paths []string) {
+	t.Helper()
+	for _, path := range paths {
+		resp, err := c.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 || strings.Contains(string(b), "s3cr3t") || strings.Contains(string(b), "model_config") {
+			t.Errorf("%s: %d, %q", path, resp.StatusCode, b)
+		}
 	}
 }
 

@@ -236,6 +236,29 @@ func TestSweepPageInBrowser(t *testing.T) {
 		t.Errorf("chart: %d lines, %d once y is unticked", lines, fewer)
 	}
 
+	// a completed trial's page, from its link in the table: its curves drawn, its config, the
+	// loader of its final model
+	var done string
+	for _, tr := range fs.trials {
+		if tr.ID != failedID {
+			done = tr.ID
+			break
+		}
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#trial-table a[href$="/trials/`+done+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#config")),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#chart path").length > 0`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the trial page of %s: %v", done, err)
+	}
+	if got, err := chromedp.Run(bctx, chromedp.Evaluate[string](`[location.pathname, (document.querySelector("#torch-loader") || {}).textContent || "",
+		document.querySelectorAll("table.settings tbody tr").length].join("|")`)); err != nil ||
+		!strings.HasSuffix(strings.Split(got, "|")[0], "/trials/"+done) || !strings.Contains(got, "torch_llama.from_files(") {
+		t.Errorf("the trial page: %q, %v", got, err)
+	}
+	if shots != "" {
+		screenshot(t, bctx, filepath.Join(shots, "trial_page.png"), true)
+	}
+
 	// no credential of the store reaches any page, fragment or file the page links to
 	creds := fs.gw.StoreConfig("").Credentials
 	if creds == nil || creds.SecretAccessKey == "" {
