@@ -16,8 +16,9 @@
 #   sh sweeps/reproduce.sh observations      # one group
 #   SFSWEEP_DIR=.sfsweep/suite sh sweeps/reproduce.sh    # into another state directory
 #
-# On a 2-core AVX2 machine the groups take about 40 min, 1 h, 50 min and 1 h 30 min; on
-# AVX-512 about half that. Trials are content-addressed: the twins share many (the same
+# On a 2-core AVX2 machine the groups come to about 40 min, 1 h, 50 min and 1 h 30 min by
+# their FLOPs at hyperparameter-tiny's measured rate (fig-obs1-tiny alone, with its probes,
+# took 13 min beside other work); on AVX-512 about half that. Trials are content-addressed: the twins share many (the same
 # settings and grid point), each is trained once, and running the script again trains only
 # what is missing.
 set -eu
